@@ -1,0 +1,70 @@
+"""Remove the parts the user declined, then print the next commands to run.
+
+One small function per declined part; `main()` reads like the checklist. Answers are read as data.
+The file is valid Python before rendering, so tests can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+# Paths (relative to the baked project) that belong to each optional part.
+DOCKER = ["docker", ".dockerignore"]
+GITHUB_CI = [".github"]
+
+
+def main(answers: dict, root: Path) -> int:
+    if not answers["include_docker"]:
+        remove_docker(root)
+    if answers["ci"] != "github":
+        remove_github_ci(root)
+    print_next_steps(answers)
+    return 0
+
+
+def remove_docker(root: Path) -> None:
+    """No Docker: the GPU image and its compose file go."""
+    remove(root, DOCKER)
+
+
+def remove_github_ci(root: Path) -> None:
+    """No GitHub Actions: the workflows folder goes."""
+    remove(root, GITHUB_CI)
+
+
+def remove(root: Path, paths: list[str]) -> None:
+    for relative in paths:
+        path = root / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def print_next_steps(answers: dict) -> None:
+    slug, package = answers["project_slug"], answers["package_name"]
+    print(
+        f"\nBaked {slug}. Next:\n"
+        f"  cd {slug}\n"
+        "  make setup                 # virtual environment + the project and its dev tools\n"
+        f"  make doctor                # {package} doctor: GPUs, driver, CUDA/cuDNN, precision\n"
+        "  make run PROFILE=smoke     # the notebook chain headlessly, in seconds on a CPU\n"
+        "  make lab                   # JupyterLab with a token, to read and tweak the notebooks\n"
+        "  make test                  # unit tests and notebook tests\n"
+    )
+
+
+if __name__ == "__main__":
+    ANSWERS = {
+        "project_slug": json.loads(r""" {{ cookiecutter.project_slug | tojson }} """),
+        "package_name": json.loads(r""" {{ cookiecutter.package_name | tojson }} """),
+        "include_docker": json.loads(r""" {{ cookiecutter.include_docker | tojson }} """),
+        "include_tuning": json.loads(r""" {{ cookiecutter.include_tuning | tojson }} """),
+        "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
+        "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
+        "ci": json.loads(r""" {{ cookiecutter.ci | tojson }} """),
+    }
+    sys.exit(main(ANSWERS, Path.cwd()))

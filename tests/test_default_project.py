@@ -1,0 +1,103 @@
+"""The default bake, installed into this environment, passes its own tests and runs its notebooks.
+
+This is what a user does right after baking, so it is tested end to end: the project is installed
+into the same virtual environment (no second TensorFlow install), then its own `make test` and
+`make run PROFILE=smoke` run exactly as the baked README tells the user.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from cookiecutter.main import cookiecutter
+
+TEMPLATE = Path(__file__).resolve().parents[1]
+VENV = Path(sys.prefix)
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default bake, installed (editable, with its dev extra) into this environment."""
+    out = tmp_path_factory.mktemp("default-bake")
+    path = Path(cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out)))
+    make(path, "setup")
+    return path
+
+
+def make(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the baked project's Makefile against this environment."""
+    result = subprocess.run(
+        ["make", "-C", str(project), *args, f"VENV={VENV}"],
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        output = f"{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+        pytest.fail(f"make {' '.join(args)} failed:\n{output}")
+    return result
+
+
+def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The baked project's console script, as the user types it."""
+    return subprocess.run(
+        [str(VENV / "bin" / "tf_gpu_project"), *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_installs_into_this_environment_without_a_second_tensorflow(project: Path) -> None:
+    """The baked package imports from this environment, beside the one TensorFlow it has."""
+    result = subprocess.run(
+        [sys.executable, "-c", "import tf_gpu_project, tensorflow; print(tensorflow.__file__)"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().startswith(str(VENV)), result.stdout
+
+
+def test_own_test_suite_passes(project: Path) -> None:
+    """`make test` in the baked project (unit tests, then nbval on the notebooks) passes."""
+    result = make(project, "test")
+    assert " passed" in result.stdout, result.stdout[-3000:]
+    assert " failed" not in result.stdout, result.stdout[-3000:]
+
+
+def test_smoke_run_executes_the_notebook_chain(project: Path) -> None:
+    """`make run PROFILE=smoke` executes every notebook into the run folder and writes metrics."""
+    run_dir = project / "artifacts" / "template-test"
+    make(project, "run", "PROFILE=smoke", f"ARGS=--run-dir {run_dir}")
+    executed = sorted((run_dir / "notebooks").glob("*.ipynb"))
+    assert [path.name for path in executed] == [
+        path.name for path in sorted((project / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    ]
+    for path in executed:
+        notebook = nbformat.read(path, as_version=4)
+        assert any(cell.get("outputs") for cell in notebook.cells), f"{path.name} has no outputs"
+    environment = json.loads((run_dir / "metrics" / "environment.json").read_text())
+    assert environment["gpu_available"] is False
+    assert environment["device_used"] == "CPU"
+
+
+def test_doctor_prints_a_verdict_without_a_gpu(project: Path) -> None:
+    """`<package> doctor` says plainly that there is no GPU and exits 0."""
+    result = cli(project, "doctor", "--matmul-size", "64")
+    assert result.returncode == 0, result.stderr
+    assert "no GPU" in result.stdout
+
+
+def test_unknown_parameter_is_refused_with_the_allowed_names(project: Path) -> None:
+    """A parameter no notebook declares stops the run before it starts, naming the allowed ones."""
+    result = cli(project, "run", "--profile", "smoke", "-p", "nonexistent_param=1")
+    assert result.returncode == 2
+    assert "nonexistent_param" in result.stderr
+    assert "matmul_size" in result.stderr

@@ -1,0 +1,85 @@
+"""The command line mirrors the notebooks: one set of parameter names for notebooks, profiles and CLI.
+
+    <package> doctor [--json]
+    <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01]
+
+Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+PROG = __package__ or "project"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    doctor = commands.add_parser("doctor", help="check GPUs, drivers, CUDA/cuDNN and precision support")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.add_argument(
+        "--matmul-size", type=int, default=1024, help="matrix size of the timing per device"
+    )
+    doctor.set_defaults(handler=_doctor)
+
+    run = commands.add_parser("run", help="run the notebook chain headlessly with papermill")
+    run.add_argument("--profile", default="default", help="a profile in configs/ (smoke, default, gpu)")
+    run.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a notebook parameter (value read as YAML: 3, 0.1, true, text)",
+    )
+    run.add_argument("--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)")
+    run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
+    run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from . import env
+
+    env.configure_memory_growth()
+    report = env.collect_report(matmul_size=args.matmul_size)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    else:
+        print(env.format_report(report))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import runner
+
+    try:
+        overrides = runner.parse_overrides(args.param)
+        only = [part.strip() for part in args.only.split(",")] if args.only else None
+        result = runner.run_chain(
+            profile=args.profile,
+            overrides=overrides,
+            run_dir=args.run_dir,
+            project_dir=args.project_dir,
+            only=only,
+        )
+    except runner.RunnerInputError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    except runner.NotebookFailed as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 1
+    print(f"Run folder: {result.run_dir}")
+    return 0

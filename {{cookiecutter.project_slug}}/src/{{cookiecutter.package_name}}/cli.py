@@ -1,4 +1,4 @@
-"""The command line mirrors the notebooks: one set of parameter names for notebooks, profiles and CLI.
+"""The command line mirrors the notebooks: one set of parameter names for notebooks, profiles, CLI.
 
     <package> doctor [--json]
     <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01]
@@ -26,15 +26,20 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    doctor = commands.add_parser("doctor", help="check GPUs, drivers, CUDA/cuDNN and precision support")
+    doctor = commands.add_parser(
+        "doctor", help="check GPUs, drivers, CUDA/cuDNN and precision support"
+    )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.add_argument(
         "--matmul-size", type=int, default=1024, help="matrix size of the timing per device"
     )
+    doctor.add_argument("--matmul-repeats", type=int, default=10, help="timed runs per device")
     doctor.set_defaults(handler=_doctor)
 
     run = commands.add_parser("run", help="run the notebook chain headlessly with papermill")
-    run.add_argument("--profile", default="default", help="a profile in configs/ (smoke, default, gpu)")
+    run.add_argument(
+        "--profile", default="default", help="a profile in configs/ (smoke, default, gpu)"
+    )
     run.add_argument(
         "-p",
         "--param",
@@ -43,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a notebook parameter (value read as YAML: 3, 0.1, true, text)",
     )
-    run.add_argument("--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)")
+    run.add_argument(
+        "--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)"
+    )
     run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
     run.set_defaults(handler=_run)
@@ -53,8 +60,13 @@ def _parser() -> argparse.ArgumentParser:
 def _doctor(args: argparse.Namespace) -> int:
     from . import env
 
+    try:
+        env.check_matmul_parameters(args.matmul_size, args.matmul_repeats)
+    except ValueError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
     env.configure_memory_growth()
-    report = env.collect_report(matmul_size=args.matmul_size)
+    report = env.collect_report(matmul_size=args.matmul_size, matmul_repeats=args.matmul_repeats)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
     else:

@@ -20,7 +20,7 @@ class MissingInputError(RuntimeError):
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The folder above `start` (default: the working directory) holding pyproject.toml and notebooks/.
+    """The folder at or above `start` (default: here) that holds pyproject.toml and notebooks/.
 
     Notebooks run with their own folder as working directory (JupyterLab and papermill both do), so
     relative run folders are resolved against the project root, not against the notebook's folder.

@@ -1,0 +1,377 @@
+"""The papermill runner on tiny notebooks: checks before any work, run folder, record, report."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from {{ cookiecutter.package_name }} import runner
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+PROFILE = """\
+description: tiny test profile
+shared:
+  size: 3
+notebooks:
+  00_first:
+    label: from-profile
+    rate: 0.25
+"""
+# name -> (parameters cell, extra cells). Each notebook appends its name to order.txt and writes
+# the parameter values and working directory it saw to seen_<name>.json in the run folder.
+NOTEBOOKS = {
+    "00_first": (
+        'run_dir = "artifacts/interactive"\nsize = 2\nrate = 0.5\nlabel = "x"',
+        [
+            "from pathlib import Path\n"
+            "metrics = Path(run_dir) / 'metrics'\n"
+            "metrics.mkdir(parents=True, exist_ok=True)\n"
+            "report = dict(gpu_available=False, score=0.25, nested=dict(a=1))\n"
+            "(metrics / 'environment.json').write_text(json.dumps(report))",
+            "os.write(2, b'kernel stderr of 00_first\\n')  # as TensorFlow's C++ log does",
+        ],
+    ),
+    "01_second": (
+        'run_dir = "artifacts/interactive"\nsize = 2\nfail = False',
+        ["if fail:\n    raise ValueError('boom from 01_second')"],
+    ),
+    "02_third": ('run_dir = "artifacts/interactive"\nnote = None', []),
+}
+RECORD = """\
+import json
+import os
+from pathlib import Path
+
+folder = Path(run_dir)
+folder.mkdir(parents=True, exist_ok=True)
+with open(folder / "order.txt", "a") as handle:
+    handle.write(NAME + "\\n")
+seen = dict((key, globals()[key]) for key in KEYS)
+seen["cwd"] = os.getcwd()
+(folder / f"seen_{NAME}.json").write_text(json.dumps(seen))
+"""
+
+
+def make_project(root: Path) -> Path:
+    """A minimal project: pyproject.toml, three tiny notebooks and configs/test.yaml."""
+    (root / "notebooks").mkdir(parents=True)
+    (root / "configs").mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
+    (root / "configs" / "test.yaml").write_text(PROFILE)
+    for name, (parameters, extra) in NOTEBOOKS.items():
+        keys = [line.split("=")[0].strip() for line in parameters.splitlines()]
+        record = RECORD.replace("NAME", repr(name)).replace("KEYS", repr(keys))
+        cell = nbformat.v4.new_code_cell(parameters)
+        cell.metadata["tags"] = ["parameters"]
+        notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
+        notebook.cells = [
+            nbformat.v4.new_markdown_cell(f"# {name}"),
+            cell,
+            nbformat.v4.new_code_cell(record),
+            *(nbformat.v4.new_code_cell(source) for source in extra),
+        ]
+        nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> runner.RunResult:
+    """One real run of the tiny chain with overrides, shared by the tests that read its results."""
+    root = make_project(tmp_path_factory.mktemp("chain") / "project")
+    return runner.run_chain(
+        profile="test",
+        overrides={"size": 7, "rate": 1},
+        run_dir=root.parent / "run",
+        project_dir=root,
+    )
+
+
+def seen(run_dir: Path, name: str) -> dict:
+    return json.loads((run_dir / f"seen_{name}.json").read_text())
+
+
+def test_chain_runs_in_name_order_into_one_run_folder(finished: runner.RunResult) -> None:
+    """Notebooks run in name order, each given the same absolute run_dir and notebooks/ as cwd."""
+    run_dir = finished.run_dir
+    assert (run_dir / "order.txt").read_text().split() == list(NOTEBOOKS)
+    for name in NOTEBOOKS:
+        assert seen(run_dir, name)["run_dir"] == str(run_dir)
+        assert Path(seen(run_dir, name)["cwd"]).name == "notebooks"
+        assert (run_dir / "notebooks" / f"{name}.ipynb").is_file()
+
+
+def test_kernel_stderr_goes_to_a_log_not_the_terminal(finished: runner.RunResult) -> None:
+    """What the kernel writes to its stderr lands in <run>/notebooks/<name>.kernel.log."""
+    log = finished.run_dir / "notebooks" / "00_first.kernel.log"
+    assert "kernel stderr of 00_first" in log.read_text()
+
+
+def test_notebooks_get_profile_values_and_overrides_win(finished: runner.RunResult) -> None:
+    """Overrides beat the profile, a notebook's section beats shared, undeclared names stay out."""
+    first = seen(finished.run_dir, "00_first")
+    assert first["size"] == 7  # -p size=7 over shared size: 3
+    assert first["rate"] == 1.0 and isinstance(first["rate"], float)  # int given for a float
+    assert first["label"] == "from-profile"
+    assert seen(finished.run_dir, "01_second") == {
+        "run_dir": str(finished.run_dir),
+        "size": 7,
+        "fail": False,
+        "cwd": first["cwd"],
+    }
+    assert seen(finished.run_dir, "02_third")["note"] is None
+
+
+def test_run_json_and_report_record_the_run(finished: runner.RunResult) -> None:
+    """run.json holds the status and time of each notebook; report.md shows them and the metrics."""
+    record = json.loads((finished.run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["profile"] == "test"
+    assert [entry["name"] for entry in record["notebooks"]] == list(NOTEBOOKS)
+    for entry in record["notebooks"]:
+        assert entry["status"] == "ok" and entry["seconds"] >= 0
+    assert record["notebooks"][0]["parameters"]["label"] == "from-profile"
+    report = (finished.run_dir / "report.md").read_text()
+    assert "| 01_second | ok |" in report
+    assert "### environment" in report
+    assert "| gpu_available | false |" in report and "| score | 0.25 |" in report
+    assert "nested" not in report  # only top-level scalars go into the report
+
+
+def test_plan_precedence_shared_then_notebook_then_override(project: Path) -> None:
+    """Shared values reach every notebook declaring them; a notebook section and -p win in turn."""
+    plan = runner.plan_run("test", project_dir=project)
+    assert plan.parameters["00_first"] == {"size": 3, "label": "from-profile", "rate": 0.25}
+    assert plan.parameters["01_second"] == {"size": 3}
+    assert plan.parameters["02_third"] == {}
+    plan = runner.plan_run("test", {"label": "cli", "fail": True}, project_dir=project)
+    assert plan.parameters["00_first"]["label"] == "cli"
+    assert plan.parameters["01_second"] == {"size": 3, "fail": True}
+
+
+@pytest.mark.parametrize(
+    ("profile_text", "overrides", "bad"),
+    [
+        ("shared:\n  sise: 3\n", {}, "sise"),
+        ("notebooks:\n  00_first:\n    fail: true\n", {}, "fail"),
+        ("", {"sise": 3}, "sise"),
+    ],
+    ids=["profile-shared", "profile-notebook-section", "override"],
+)
+def test_unknown_parameter_refused_before_any_notebook_runs(
+    project: Path, profile_text: str, overrides: dict, bad: str
+) -> None:
+    """A name no notebook declares is refused with the allowed names, and nothing is written."""
+    (project / "configs" / "test.yaml").write_text(profile_text)
+    run_dir = project / "run"
+    with pytest.raises(runner.RunnerInputError, match=repr(bad)) as refused:
+        runner.run_chain("test", overrides, run_dir=run_dir, project_dir=project)
+    assert "label" in str(refused.value) and "rate" in str(refused.value)
+    assert not run_dir.exists()
+    assert not (project / "artifacts").exists()
+
+
+def test_unknown_notebook_section_refused(project: Path) -> None:
+    """A profile section for a notebook the project lacks is refused, naming the notebooks."""
+    (project / "configs" / "test.yaml").write_text("notebooks:\n  03_train:\n    epochs: 1\n")
+    with pytest.raises(runner.RunnerInputError, match="03_train.*00_first, 01_second, 02_third"):
+        runner.plan_run("test", project_dir=project)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"size": "big"}, r"size='big'.*expects int"),
+        ({"size": 2.5}, r"size=2\.5.*expects int"),
+        ({"size": True}, r"size=True.*expects int"),
+        ({"rate": "fast"}, r"rate='fast'.*expects float"),
+        ({"fail": 1}, r"fail=1.*expects bool"),
+        ({"label": 3}, r"label=3.*expects str.*quote it"),
+    ],
+)
+def test_value_of_wrong_type_refused(project: Path, overrides: dict, expected: str) -> None:
+    """A value whose type differs from the notebook's default is refused naming key and type."""
+    with pytest.raises(runner.RunnerInputError, match=expected):
+        runner.plan_run("test", overrides, project_dir=project)
+
+
+def test_int_for_float_and_anything_for_a_none_default_accepted(project: Path) -> None:
+    """An int fits a float parameter (and arrives as a float); a None default takes any value."""
+    plan = runner.plan_run("test", {"rate": 2, "note": "text"}, project_dir=project)
+    assert plan.parameters["00_first"]["rate"] == 2.0
+    assert isinstance(plan.parameters["00_first"]["rate"], float)
+    assert plan.parameters["02_third"]["note"] == "text"
+
+
+def test_run_dir_parameter_refused_pointing_to_option(project: Path) -> None:
+    """run_dir belongs to the runner: -p run_dir=… is refused with a pointer to --run-dir."""
+    with pytest.raises(runner.RunnerInputError, match="--run-dir"):
+        runner.plan_run("test", {"run_dir": "elsewhere"}, project_dir=project)
+
+
+def test_unknown_profile_refused_listing_profiles(project: Path) -> None:
+    """An unknown profile is refused in one sentence listing the profiles in configs/."""
+    (project / "configs" / "other.yaml").write_text("")
+    with pytest.raises(runner.RunnerInputError, match=r"'nope'.*other, test"):
+        runner.plan_run("nope", project_dir=project)
+
+
+def test_misspelt_profile_section_refused(project: Path) -> None:
+    """A top-level key other than description, shared, notebooks is refused by name."""
+    (project / "configs" / "test.yaml").write_text("notebook:\n  00_first:\n    size: 1\n")
+    with pytest.raises(runner.RunnerInputError, match="'notebook'"):
+        runner.plan_run("test", project_dir=project)
+
+
+def test_project_path_with_braces_runs(tmp_path: Path) -> None:
+    """Paths are not format strings: a project under a folder named with {braces} still runs."""
+    root = make_project(tmp_path / "a{b}c")
+    result = runner.run_chain("test", run_dir=tmp_path / "r{un}", project_dir=root, only=["02"])
+    assert seen(result.run_dir, "02_third")["run_dir"] == str(tmp_path / "r{un}")
+
+
+def test_only_selects_by_prefix_and_refuses_unknown(project: Path) -> None:
+    """--only keeps chain order; a prefix matching no notebook is refused naming the notebooks."""
+    plan = runner.plan_run("test", project_dir=project, only=["02", "00"])
+    assert list(plan.notebooks) == ["00_first", "02_third"]
+    with pytest.raises(runner.RunnerInputError, match="'07'.*00_first, 01_second, 02_third"):
+        runner.plan_run("test", project_dir=project, only=["07"])
+
+
+def test_override_for_unselected_notebook_refused(project: Path) -> None:
+    """-p for a parameter only unselected notebooks declare would do nothing, so it is refused."""
+    with pytest.raises(runner.RunnerInputError, match="'fail'"):
+        runner.plan_run("test", {"fail": True}, project_dir=project, only=["00"])
+
+
+def test_failing_notebook_stops_chain_and_is_kept(project: Path) -> None:
+    """A failing cell names notebook and cell, keeps the executed copy, and stops the chain."""
+    run_dir = project / "run"
+    with pytest.raises(runner.NotebookFailed) as failed:
+        runner.run_chain("test", {"fail": True}, run_dir=run_dir, project_dir=project)
+    message = str(failed.value)
+    executed = run_dir / "notebooks" / "01_second.ipynb"
+    assert "01_second" in message and "if fail:" in message
+    assert "ValueError: boom from 01_second" in message and str(executed) in message
+    kept = nbformat.read(executed, as_version=4)
+    errors = [o for c in kept.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert errors and errors[0].evalue == "boom from 01_second"
+    assert not (run_dir / "notebooks" / "02_third.ipynb").exists()
+    assert (run_dir / "order.txt").read_text().split() == ["00_first", "01_second"]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed"
+    assert [e["status"] for e in record["notebooks"]] == ["ok", "failed", "not run"]
+    assert record["notebooks"][1]["error"]["ename"] == "ValueError"
+    assert "| 01_second | failed |" in (run_dir / "report.md").read_text()
+
+
+def test_continuing_a_run_folder_keeps_earlier_notebooks_in_the_record(project: Path) -> None:
+    """--only into an existing --run-dir adds to run.json instead of forgetting earlier steps."""
+    run_dir = project / "run"
+    runner.run_chain("test", run_dir=run_dir, project_dir=project, only=["00"])
+    runner.run_chain("test", run_dir=run_dir, project_dir=project, only=["02"])
+    record = json.loads((run_dir / "run.json").read_text())
+    assert [(e["name"], e["status"]) for e in record["notebooks"]] == [
+        ("00_first", "ok"),
+        ("02_third", "ok"),
+    ]
+    assert (run_dir / "order.txt").read_text().split() == ["00_first", "02_third"]
+
+
+def test_runs_in_the_same_second_get_their_own_folders(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default folder is artifacts/<time>-<profile>; a second run that second gets a suffix."""
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2024, 1, 2, 3, 4, 5)
+
+    monkeypatch.setattr(runner, "datetime", Frozen)
+    first = runner.create_run_dir(project, "test")
+    second = runner.create_run_dir(project, "test")
+    assert first == project / "artifacts" / "20240102-030405-test"
+    assert second == project / "artifacts" / "20240102-030405-test-2"
+    assert first.is_dir() and second.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        (["epochs=3"], {"epochs": 3}),
+        (["rate=0.1"], {"rate": 0.1}),
+        (["rate=1e-3"], {"rate": 0.001}),
+        (["xla=true"], {"xla": True}),
+        (["name=resnet"], {"name": "resnet"}),
+        (["name='3'"], {"name": "3"}),
+        (["expr=a=b"], {"expr": "a=b"}),
+        (["note="], {"note": None}),
+        (["epochs=3", "epochs=5"], {"epochs": 5}),
+    ],
+)
+def test_parse_overrides_reads_yaml_values(items: list[str], expected: dict) -> None:
+    """-p values are YAML: numbers, booleans and text get their natural Python types."""
+    parsed = runner.parse_overrides(items)
+    assert parsed == expected
+    assert [type(value) for value in parsed.values()] == [type(v) for v in expected.values()]
+
+
+@pytest.mark.parametrize("item", ["epochs", "=3", " =3", "rate=[1,"])
+def test_parse_overrides_refuses_malformed_items(item: str) -> None:
+    """An item without key=value form, or with a broken YAML value, is refused by name."""
+    with pytest.raises(runner.RunnerInputError, match=re.escape(repr(item))):
+        runner.parse_overrides([item])
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", PACKAGE, "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-p", "sise=3"], "'sise'.*fail, label, note, rate, size"),
+        (["-p", "size=big"], "size='big'"),
+        (["-p", "size"], "'size' is not of the form key=value"),
+        (["--only", "07"], "'07'"),
+        (["--profile", "nope"], "'nope'"),
+    ],
+    ids=["unknown-param", "wrong-type", "malformed", "unknown-only", "unknown-profile"],
+)
+def test_cli_exits_2_on_bad_input(project: Path, args: list[str], expected: str) -> None:
+    """Bad input exits 2 with the reason on stderr, and no run folder is made."""
+    done = run_cli("--profile", "test", "--project-dir", str(project), *args)
+    assert done.returncode == 2, done.stderr
+    assert re.search(expected, done.stderr), done.stderr
+    assert not (project / "artifacts").exists()
+
+
+def test_cli_exits_1_when_a_notebook_fails(project: Path) -> None:
+    """A failing notebook exits 1, naming it on stderr; progress lines show where it stopped."""
+    done = run_cli("--profile", "test", "--project-dir", str(project), "-p", "fail=true")
+    assert done.returncode == 1, done.stderr
+    assert "01_second failed" in done.stderr and "ValueError" in done.stderr
+    assert re.search(r"^\[1/3\] 00_first … ok \(\d+\.\d s\)$", done.stdout, re.M), done.stdout
+    assert re.search(r"^\[2/3\] 01_second … FAILED", done.stdout, re.M), done.stdout
+    assert "02_third" not in done.stdout
+    assert "kernel stderr of 00_first" not in done.stdout + done.stderr
+    (run_dir,) = (project / "artifacts").iterdir()
+    assert re.fullmatch(r"\d{8}-\d{6}-test", run_dir.name)
+    assert str(run_dir / "notebooks" / "01_second.ipynb") in done.stderr

@@ -1,0 +1,101 @@
+"""The project's own papermill smoke run: the real notebook chain, headless, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from {{ cookiecutter.package_name }} import runner
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob(runner.NOTEBOOK_GLOB))
+PROFILES = sorted(path.stem for path in (ROOT / "configs").glob("*.yaml"))
+Smoke = tuple[Path, subprocess.CompletedProcess]
+
+
+def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", PACKAGE, "run", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
+    """One smoke run of the whole chain, shared by the tests that read what it wrote."""
+    run_dir = (tmp_path_factory.mktemp("smoke") / "run").resolve()
+    return run_dir, run_cli("--profile", "smoke", "--run-dir", str(run_dir))
+
+
+def test_documented_profiles_ship() -> None:
+    """configs/ holds the smoke, default and gpu profiles the README and CI name."""
+    assert {"smoke", "default", "gpu"} <= set(PROFILES)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_shipped_profile_validates_against_shipped_notebooks(profile: str) -> None:
+    """Every key of every profile is a parameter a notebook declares, with a fitting value."""
+    plan = runner.plan_run(profile, project_dir=ROOT)
+    assert list(plan.notebooks) == [path.stem for path in NOTEBOOKS]
+    spec = yaml.safe_load((ROOT / "configs" / f"{profile}.yaml").read_text(encoding="utf-8"))
+    for name, values in (spec.get("notebooks") or {}).items():
+        for key, value in (values or {}).items():
+            assert plan.parameters[name][key] == value, f"{profile}: {name}.{key}"
+
+
+def test_unknown_parameter_exits_2_naming_the_allowed_ones() -> None:
+    """A mistyped -p name stops the CLI at once with exit 2 and lists the parameters that exist."""
+    done = run_cli("--profile", "smoke", "-p", "nonexistent_param=1", timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "'nonexistent_param'" in done.stderr and "matmul_size" in done.stderr
+
+
+@pytest.mark.slow
+def test_smoke_run_succeeds(smoke: Smoke) -> None:
+    """`run --profile smoke` runs the whole chain and exits 0."""
+    run_dir, done = smoke
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Run folder: {run_dir}" in done.stdout
+
+
+@pytest.mark.slow
+def test_every_notebook_executed_with_outputs(smoke: Smoke) -> None:
+    """Each notebook of the chain lands executed in <run>/notebooks, every code cell run."""
+    run_dir, _ = smoke
+    assert NOTEBOOKS, "the project has no notebooks/NN_*.ipynb"
+    for source in NOTEBOOKS:
+        executed = nbformat.read(run_dir / "notebooks" / source.name, as_version=4)
+        code = [cell for cell in executed.cells if cell.cell_type == "code"]
+        assert all(cell.execution_count is not None for cell in code), source.name
+        assert any(cell.outputs for cell in code), f"{source.name} has no outputs"
+        assert executed.metadata.papermill.exception is None, source.name
+
+
+@pytest.mark.slow
+def test_environment_metrics_written(smoke: Smoke) -> None:
+    """00_environment writes metrics/environment.json with the keys later steps read."""
+    run_dir, _ = smoke
+    metrics = json.loads((run_dir / "metrics" / "environment.json").read_text())
+    assert {"gpu_available", "device_used"} <= set(metrics)
+
+
+@pytest.mark.slow
+def test_run_record_and_report(smoke: Smoke) -> None:
+    """run.json marks every notebook ok with its smoke parameters; report.md shows the metrics."""
+    run_dir, _ = smoke
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["profile"] == "smoke"
+    assert [entry["name"] for entry in record["notebooks"]] == [path.stem for path in NOTEBOOKS]
+    assert all(entry["status"] == "ok" for entry in record["notebooks"]), record["notebooks"]
+    assert record["notebooks"][0]["parameters"]["run_dir"] == str(run_dir)
+    assert "### environment" in (run_dir / "report.md").read_text()

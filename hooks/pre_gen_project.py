@@ -29,7 +29,7 @@ SHADOWED = {
 }  # fmt: skip
 
 SLUG = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
-EMAIL = re.compile(r"^[^@\s\"<>]+@[^@\s\"<>]+\.[^@\s\"<>]+$")
+EMAIL = re.compile(r"^[^@\s\"<>\\]+@[^@\s\"<>\\]+\.[^@\s\"<>\\]+$")
 FREE_TEXT = ("project_name", "description", "author_name", "author_email")
 FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
 

@@ -1,0 +1,551 @@
+"""Bake the template with the supported answers and inspect what comes out.
+
+Each supported combination is baked once per session; answers that must be refused are run
+through the command line, as a user would type them, to check the sentence and that nothing
+was written.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+# Every file of the default bake; `{pkg}` is the package folder's name.
+FULL_BAKE = (
+    ".dockerignore",
+    ".github/workflows/ci.yml",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "LICENSE",
+    "Makefile",
+    "README.md",
+    "configs/default.yaml",
+    "configs/gpu.yaml",
+    "configs/smoke.yaml",
+    "docker/Dockerfile",
+    "docker/compose.yml",
+    "notebooks/00_environment.ipynb",
+    "pyproject.toml",
+    "src/{pkg}/__init__.py",
+    "src/{pkg}/__main__.py",
+    "src/{pkg}/artifacts.py",
+    "src/{pkg}/cli.py",
+    "src/{pkg}/env.py",
+    "src/{pkg}/runner.py",
+    "tests/conftest.py",
+    "tests/test_env.py",
+    "tests/test_lab.py",
+    "tests/test_notebooks.py",
+    "tests/test_runner.py",
+    "tests/test_smoke_run.py",
+)
+
+# The files each optional part takes away when it is declined (nothing else yet for the rest).
+REMOVED_WHEN_DECLINED = {
+    "include_docker": ("docker/Dockerfile", "docker/compose.yml", ".dockerignore"),
+    "ci": (".github/workflows/ci.yml",),
+    "include_tuning": (),
+    "include_tensorrt": (),
+    "include_serving": (),
+}
+
+# Words no file of the bake may contain once the part is declined.
+MENTIONS_WHEN_DECLINED = {
+    "include_docker": ("docker/", "Dockerfile"),
+    "ci": (".github",),
+    "include_tuning": ("keras-tuner", "keras_tuner"),
+}
+
+NO_EXTRAS = {
+    "include_tuning": False,
+    "include_tensorrt": False,
+    "include_serving": False,
+    "include_docker": False,
+    "ci": "none",
+}
+
+SUPPORTED = [
+    pytest.param({}, id="default"),
+    pytest.param(NO_EXTRAS, id="minimal"),
+    pytest.param({"include_docker": False}, id="no-docker"),
+    pytest.param({"ci": "none"}, id="no-ci"),
+    pytest.param({"include_tuning": False}, id="no-tuning"),
+    pytest.param({"include_tensorrt": False}, id="no-tensorrt"),
+    pytest.param({"include_serving": False}, id="no-serving"),
+    pytest.param({"tensorflow_version": "2.18", "python_version": "3.12"}, id="tf2.18-py3.12"),
+    pytest.param({"tensorflow_version": "2.19", "python_version": "3.11"}, id="tf2.19-py3.11"),
+    pytest.param(
+        {"tensorflow_version": "2.20", "python_version": "3.13", "license": "Apache-2.0"},
+        id="tf2.20-py3.13-apache",
+    ),
+    pytest.param(
+        {"tensorflow_version": "2.21", "python_version": "3.13", "license": "BSD-3-Clause"},
+        id="tf2.21-py3.13-bsd",
+    ),
+    pytest.param({"license": "Proprietary"}, id="proprietary-license"),
+    pytest.param(
+        {
+            "project_name": "Vision Lab",
+            "project_slug": "vision-lab",
+            "package_name": "vislab",
+            "author_email": "",
+        },
+        id="own-names-no-email",
+    ),
+]
+
+# (command-line answers, a fragment of the sentence the user must see)
+MUST_FAIL = [
+    pytest.param(
+        ["package_name=class"], "package_name 'class' is a Python keyword", id="package-keyword"
+    ),
+    pytest.param(
+        ["package_name=tensorflow"],
+        "package_name 'tensorflow' would shadow the tensorflow module",
+        id="package-shadows-tensorflow",
+    ),
+    pytest.param(
+        ["package_name=3d"], "package_name '3d' is not a Python identifier", id="package-digit"
+    ),
+    pytest.param(
+        ["project_slug=Bad Slug"],
+        "project_slug 'Bad Slug' is not a valid folder and distribution name",
+        id="slug-with-space",
+    ),
+    pytest.param(
+        ["python_version=3.13", "tensorflow_version=2.18"],
+        "python_version 3.13 is not supported by TensorFlow 2.18",
+        id="py3.13-tf2.18",
+    ),
+    pytest.param(
+        ["project_name=Two\nlines"],
+        r"project_name 'Two\nlines' contains a line break",
+        id="name-with-newline",
+    ),
+    pytest.param(
+        ["author_email=not-an-email"],
+        "author_email 'not-an-email' is not an e-mail address",
+        id="bad-email",
+    ),
+    # Refused by cookiecutter itself, before the hook: a choice it doesn't offer, a non-boolean.
+    pytest.param(
+        ["python_version=3.14"],
+        "3.14 provided for choice variable python_version",
+        id="python-not-offered",
+    ),
+    pytest.param(
+        ["include_docker=maybe"],
+        "maybe provided for variable include_docker could not be converted to a boolean",
+        id="flag-not-boolean",
+    ),
+]
+
+INJECTION_NAME = 'Robert"); import os; os.system("touch pwned") #"}} x'
+INJECTION_DESCRIPTION = 'Say "hi"; it\'s a back\\slash, a """triple""" and a trailing backslash \\'
+
+AWKWARD_TEXT = [
+    pytest.param(INJECTION_DESCRIPTION, id="quotes-backslashes"),
+    pytest.param("Ünïcödé, ß and 日本語", id="non-ascii"),
+    pytest.param("Rockets 🚀 and 🧪 tubes", id="emoji"),
+    pytest.param("<b>tags</b> & 'single' quotes", id="html-ish"),
+    pytest.param("Braces {x} }} %} #} and $HOME", id="closing-braces"),
+]
+
+AWKWARD_NAMES = [
+    pytest.param("Café Vision", "cafe-vision", "cafe_vision", id="accents"),
+    pytest.param("3D Segmentation", "3d-segmentation", "tf_3d_segmentation", id="leading-digit"),
+    pytest.param("Émile's GPU-Lab!", "emile-s-gpu-lab", "emile_s_gpu_lab", id="punctuation"),
+    pytest.param("  Spaced   Out  ", "spaced-out", "spaced_out", id="spaces"),
+    pytest.param("MixedCase NetV2", "mixedcase-netv2", "mixedcase_netv2", id="mixed-case"),
+]
+
+JINJA_NAMES = [
+    pytest.param("{{ 7*7 }}", id="expression"),
+    pytest.param('{{ "a" }', id="broken-expression"),
+    pytest.param("{% raw %}x", id="unclosed-raw"),
+    pytest.param("{# note #}Vision", id="comment"),
+]
+
+GITHUB_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+TEMPLATE_SYNTAX = ("{{", "{%", "{#")
+# The package is copied without rendering, so `{{` may be plain Python there ("{{" in a format
+# string); what must never appear is Jinja that was meant to be rendered.
+JINJA_IN_PACKAGE = re.compile(r"\{\{-?\s*cookiecutter\b|\{%-?\s*(?:if|for|set|raw|endif|endfor)\b")
+
+
+@pytest.fixture(scope="module", params=SUPPORTED)
+def baked(request, bake):
+    """One supported combination, baked once for all the tests below."""
+    return bake(request.param)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def declined(answers: dict, option: str) -> bool:
+    return answers[option] == "none" if option == "ci" else not answers[option]
+
+
+def expected_files(answers: dict) -> set[str]:
+    """FULL_BAKE without the files of each declined part."""
+    removed = {
+        path
+        for option, paths in REMOVED_WHEN_DECLINED.items()
+        if declined(answers, option)
+        for path in paths
+    }
+    files = {path.format(pkg=answers["package_name"]) for path in FULL_BAKE}
+    return files - removed
+
+
+def pyproject(root: Path) -> dict:
+    return tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def ruff(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """ruff run inside the baked project, so it reads the project's own configuration."""
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, "--no-cache", "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def assert_ruff_clean(root: Path) -> None:
+    lint = ruff(root, "check")
+    assert lint.returncode == 0, f"ruff check in the baked project:\n{lint.stdout}{lint.stderr}"
+    form = ruff(root, "format", "--check")
+    assert form.returncode == 0, f"ruff format --check in the baked project:\n{form.stdout}"
+
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, with continuation lines joined and comments dropped."""
+    joined = re.sub(r"\\\n", " ", text)
+    pairs = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            instruction, _, arguments = line.partition(" ")
+            pairs.append((instruction.upper(), arguments.strip()))
+    return pairs
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """`${NAME}` and `$NAME` replaced by ARG defaults, as a build without --build-arg does."""
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+# ----------------------------------------------------------------------------- every combination
+
+
+def test_file_set_is_the_manifest_minus_declined_parts(baked):
+    """The bake holds exactly FULL_BAKE, less the files of each part the user declined."""
+    expected = expected_files(baked.answers)
+    missing, unexpected = sorted(expected - baked.files), sorted(baked.files - expected)
+    assert not (missing or unexpected), (
+        "baked file set differs from the manifest:\n"
+        + "".join(f"  missing:    {path}\n" for path in missing)
+        + "".join(f"  unexpected: {path}\n" for path in unexpected)
+    )
+
+
+def test_declined_parts_leave_no_mentions(baked):
+    """Nothing in the bake refers to a part the user declined."""
+    texts = baked.text_files()
+    found = [
+        f"{relative}:{number}: mentions {word!r} ({option} declined): {line.strip()}"
+        for option, words in MENTIONS_WHEN_DECLINED.items()
+        if declined(baked.answers, option)
+        for relative, text in texts.items()
+        for number, line in enumerate(text.splitlines(), 1)
+        for word in words
+        if word in line
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_optional_extras_follow_the_answers(baked):
+    """The `tune` extra exists only with tuning (with keras-tuner); `trt` never without TensorRT."""
+    extras = pyproject(baked.root)["project"].get("optional-dependencies", {})
+    if baked.answers["include_tuning"]:
+        assert any(Requirement(r).name == "keras-tuner" for r in extras.get("tune", [])), extras
+    else:
+        assert "tune" not in extras, extras
+    if not baked.answers["include_tensorrt"]:
+        assert "trt" not in extras, extras
+
+
+def test_notebooks_are_clean_parameterized_nbformat4(baked):
+    """Each notebook is valid nbformat 4 with one `parameters` cell, kernel python3, no outputs."""
+    notebooks = sorted(path for path in baked.files if path.endswith(".ipynb"))
+    assert notebooks, "the bake holds no notebook"
+    for relative in notebooks:
+        nb = nbformat.read(baked.root / relative, as_version=nbformat.NO_CONVERT)
+        assert nb.nbformat == 4, f"{relative}: nbformat {nb.nbformat}"
+        nbformat.validate(nb)
+        tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert len(tagged) == 1, f"{relative}: {len(tagged)} cells tagged 'parameters'"
+        assert nb.metadata.kernelspec.name == "python3", f"{relative}: {nb.metadata.kernelspec}"
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [], f"{relative}: a cell carries outputs"
+                assert cell.execution_count is None, f"{relative}: a cell has an execution count"
+
+
+def test_no_template_syntax_is_left(baked):
+    """No `{{`, `{%` or `{#` survives the bake (no Jinja in the package); `${{ }}` does survive."""
+    leftovers, github_expressions = [], 0
+    package = f"src/{baked.package}/"
+    for relative, text in baked.text_files().items():
+        if relative.startswith(".github/workflows/"):
+            github_expressions += len(GITHUB_EXPRESSION.findall(text))
+            text = GITHUB_EXPRESSION.sub("", text)
+        leftovers += [
+            f"{relative}:{number}: {line.strip()}"
+            for number, line in enumerate(text.splitlines(), 1)
+            if (
+                JINJA_IN_PACKAGE.search(line)
+                if relative.startswith(package)
+                else any(mark in line for mark in TEMPLATE_SYNTAX)
+            )
+        ]
+    assert not leftovers, "template syntax left in the bake:\n" + "\n".join(leftovers)
+    if not declined(baked.answers, "ci"):
+        assert github_expressions > 0, "the workflows lost their ${{ }} expressions"
+
+
+def test_python_files_compile(baked):
+    """Every .py file of the bake is valid Python."""
+    texts = baked.text_files()
+    errors = []
+    for relative in sorted(path for path in baked.files if path.endswith(".py")):
+        try:
+            compile(texts[relative], relative, "exec")
+        except SyntaxError as error:
+            errors.append(f"{relative}:{error.lineno}: {error.msg}")
+    assert not errors, "\n".join(errors)
+
+
+def test_ruff_passes_with_the_projects_own_config(baked):
+    """`ruff check` and `ruff format --check` pass inside the bake, with its pyproject config."""
+    assert "ruff" in pyproject(baked.root).get("tool", {}), "pyproject.toml has no [tool.ruff]"
+    assert_ruff_clean(baked.root)
+
+
+def test_toml_yaml_and_json_files_parse(baked):
+    """Every TOML, YAML, JSON and notebook file of the bake parses."""
+    errors, parsed = [], []
+    for relative, text in baked.text_files().items():
+        suffix = Path(relative).suffix
+        try:
+            if suffix == ".toml":
+                tomllib.loads(text)
+            elif suffix in (".yml", ".yaml"):
+                yaml.safe_load(text)
+            elif suffix in (".json", ".ipynb"):
+                json.loads(text)
+            else:
+                continue
+        except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as error:
+            errors.append(f"{relative}: {error}")
+        parsed.append(relative)
+    assert not errors, "\n".join(errors)
+    assert "pyproject.toml" in parsed
+
+
+def test_pyproject_pins_the_chosen_versions(baked):
+    """Pins the chosen TensorFlow minor and Python floor; gpu extra; script named after package."""
+    answers, project = baked.answers, pyproject(baked.root)["project"]
+    tf, python, package = answers["tensorflow_version"], answers["python_version"], baked.package
+    assert f"tensorflow~={tf}.0" in project["dependencies"], project["dependencies"]
+    assert project["requires-python"] == f">={python}"
+    (gpu,) = (Requirement(r) for r in project["optional-dependencies"]["gpu"])
+    assert (gpu.name, gpu.extras, str(gpu.specifier)) == ("tensorflow", {"and-cuda"}, f"~={tf}.0")
+    assert project["scripts"] == {package: f"{package}.cli:main"}
+    assert project["name"] == answers["project_slug"]
+    assert project["description"] == answers["description"]
+    ruff_target = pyproject(baked.root)["tool"]["ruff"]["target-version"]
+    assert ruff_target == "py" + python.replace(".", "")
+
+
+def test_pyproject_license_and_author_follow_the_answers(baked):
+    """The SPDX licence is declared (none for Proprietary); the e-mail only when given."""
+    answers, project = baked.answers, pyproject(baked.root)["project"]
+    if answers["license"] == "Proprietary":
+        assert "license" not in project
+    else:
+        assert project["license"] == answers["license"]
+    author = {"name": answers["author_name"]}
+    if answers["author_email"]:
+        author["email"] = answers["author_email"]
+    assert project["authors"] == [author]
+
+
+def test_package_folder_is_named_by_the_answer(baked):
+    """The package folder under src/ carries the package name the user chose."""
+    assert (baked.root / "src" / baked.package / "__init__.py").is_file()
+    assert baked.root.name == baked.answers["project_slug"]
+
+
+def test_docker_image_matches_the_choices(baked):
+    """The image pins the chosen TensorFlow, uses the chosen Python and runs as a non-root user."""
+    if not baked.answers["include_docker"]:
+        pytest.skip("Docker was declined in this combination, so there is no image to inspect.")
+    tf, python = baked.answers["tensorflow_version"], baked.answers["python_version"]
+    text = baked.text("docker/Dockerfile")
+    instructions = dockerfile_instructions(text)
+    defaults = [arg for name, arg in instructions if name == "ARG" and "=" in arg]
+    args = dict(arg.split("=", 1) for arg in defaults)  # ARG NAME=default
+    tf_args = {name: value for name, value in args.items() if re.search("TF|TENSORFLOW", name)}
+    pins = re.findall(r"tensorflow(?:\[[^\]]*\])?\s*(?:==|~=)\s*([0-9.]+)", text)
+    assert tf_args or pins, "the Dockerfile names no TensorFlow version (ARG or pin)"
+    for value in [*tf_args.values(), *pins]:
+        assert value == tf or value.startswith(f"{tf}."), f"TensorFlow {value} in the image"
+    stages = [i for i, (name, _) in enumerate(instructions) if name == "FROM"]
+    assert stages, "the Dockerfile has no FROM"
+    base = substitute(instructions[stages[-1]][1].split()[0], args)
+    tag = base.rpartition(":")[2]
+    assert re.match(rf"{re.escape(python)}(\D|$)", tag), f"base image {base} for Python {python}"
+    users = [arg for name, arg in instructions[stages[-1] :] if name == "USER"]
+    assert users, "the final stage sets no USER, so it runs as root"
+    assert users[-1].split(":")[0] not in ("root", "0"), f"final USER is {users[-1]}"
+
+
+def test_compose_binds_loopback_and_reserves_gpus(baked):
+    """compose.yml publishes ports on 127.0.0.1 only and reserves the NVIDIA GPUs."""
+    if not baked.answers["include_docker"]:
+        pytest.skip("Docker was declined in this combination, so there is no compose file.")
+    services = yaml.safe_load(baked.text("docker/compose.yml"))["services"]
+    ports = [port for service in services.values() for port in service.get("ports", [])]
+    assert ports, "compose publishes no port"
+    for port in ports:
+        host_ip = port.get("host_ip") if isinstance(port, dict) else str(port).split(":")[0]
+        assert host_ip == "127.0.0.1", f"port {port} is reachable from other machines"
+    devices = [
+        device
+        for service in services.values()
+        for device in service.get("deploy", {})
+        .get("resources", {})
+        .get("reservations", {})
+        .get("devices", [])
+    ]
+    assert any(
+        d.get("driver") == "nvidia" and "gpu" in d.get("capabilities", []) for d in devices
+    ), f"no NVIDIA GPU reservation in compose: {devices}"
+
+
+# ----------------------------------------------------------------------------- refused answers
+
+
+@pytest.mark.parametrize(("pairs", "sentence"), MUST_FAIL)
+def test_unsupported_answers_fail_with_a_sentence_and_write_nothing(
+    cookiecutter_cli, tmp_path, pairs, sentence
+):
+    """A refused answer exits non-zero, names the value on stderr and leaves no folder behind."""
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cookiecutter_cli(out, *pairs)
+    assert result.returncode != 0, result.stdout
+    assert sentence in result.stderr, result.stderr
+    assert list(out.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize(
+    ("word", "included"),
+    [(word, False) for word in ("no", "false", "n", "0", "off")]
+    + [(word, True) for word in ("yes", "true", "y", "1", "on")],
+)
+def test_yes_no_words_from_the_command_line_are_honoured(
+    cookiecutter_cli, tmp_path, word, included
+):
+    """`include_x=no/false/n/0/off` declines a part and `yes/true/y/1/on` keeps it."""
+    result = cookiecutter_cli(tmp_path, f"include_tuning={word}", f"include_docker={word}")
+    assert result.returncode == 0, result.stderr
+    (root,) = tmp_path.iterdir()
+    assert (root / "docker").exists() is included
+    assert ("tune" in pyproject(root)["project"]["optional-dependencies"]) is included
+
+
+# ----------------------------------------------------------------------------- awkward input
+
+
+def test_a_name_that_tries_to_inject_code_is_only_text(cookiecutter_cli, tmp_path, template):
+    """A name and description full of quotes run nothing and reach pyproject.toml unchanged."""
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cookiecutter_cli(
+        out, f"project_name={INJECTION_NAME}", f"description={INJECTION_DESCRIPTION}"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (root,) = out.iterdir()
+    assert f"Baked {root.name}." in result.stdout  # the post-gen hook ran to its end
+    for place in (tmp_path, template, Path.cwd()):
+        assert not [p for p in place.rglob("pwned") if p.name == "pwned"], place
+    project = pyproject(root)["project"]
+    assert project["description"] == INJECTION_DESCRIPTION
+    assert project["name"] == root.name
+
+
+@pytest.mark.parametrize("text", AWKWARD_TEXT)
+def test_awkward_free_text_reaches_pyproject_unchanged(bake, text):
+    """Quotes, backslashes, accents and emoji in name, description and author survive exactly."""
+    baked = bake({"project_name": f"Awkward {text}", "description": text, "author_name": text})
+    project = pyproject(baked.root)["project"]
+    assert project["description"] == text
+    assert project["authors"][0]["name"] == text
+
+
+@pytest.mark.parametrize("name", JINJA_NAMES)
+def test_a_name_holding_jinja_is_refused_cleanly_or_baked_whole(cookiecutter_cli, tmp_path, name):
+    """cookiecutter renders answers as Jinja: it either refuses with nothing written, or bakes
+    a whole project whose pyproject parses and whose name follows the slug rule."""
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cookiecutter_cli(out, f"project_name={name}")
+    folders = list(out.iterdir())
+    if result.returncode != 0:
+        assert folders == [], f"refused, but left {folders} behind"
+        return
+    (root,) = folders
+    assert pyproject(root)["project"]["name"] == root.name
+    assert re.fullmatch(r"[a-z0-9]+(?:[._-][a-z0-9]+)*", root.name), root.name
+
+
+@pytest.mark.parametrize(("name", "slug", "package"), AWKWARD_NAMES)
+def test_awkward_names_give_a_valid_slug_and_package(bake, pre_gen, name, slug, package):
+    """Accents, spaces, digits and punctuation become a valid slug and ASCII package that lint."""
+    baked = bake({"project_name": name})
+    assert (baked.answers["project_slug"], baked.package) == (slug, package)
+    assert pre_gen.SLUG.match(slug)
+    assert package.isascii() and package.isidentifier()
+    assert pyproject(baked.root)["project"]["name"] == slug
+    assert (baked.root / "src" / package / "__init__.py").is_file()
+    assert_ruff_clean(baked.root)
+
+
+def test_hook_and_doctor_agree_on_supported_versions(bake, pre_gen, template):
+    """The Python range the pre-gen hook enforces is the one `doctor` checks, per offered TF."""
+    baked = bake({})
+    tree = ast.parse(baked.text(f"src/{baked.package}/env.py"))
+    table = next(node for node in ast.walk(tree) if isinstance(node, ast.DictComp))
+    rows = ast.literal_eval(table.generators[0].iter)
+    doctor = {minor: (low, high) for minor, low, high, _cudnn in rows}
+    offered = json.loads((template / "cookiecutter.json").read_text())["tensorflow_version"]
+    assert doctor == pre_gen.TF_PYTHON
+    assert sorted(offered) == sorted(doctor)

@@ -6,6 +6,7 @@ read the files only and take a second.
 
 from __future__ import annotations
 
+import ast
 import copy
 import shlex
 import subprocess
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 import yaml
 from nbstripout import strip_output
@@ -52,6 +54,26 @@ def test_notebook_has_exactly_one_parameters_cell(path: Path) -> None:
     tagged = [cell for cell in _read(path).cells if PARAMETERS in _tags(cell)]
     assert len(tagged) == 1, f"{len(tagged)} cells tagged {PARAMETERS!r}"
     assert tagged[0].cell_type == "code"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_every_parameter_is_visible_to_papermill(path: Path) -> None:
+    """Each name the parameters cell assigns is one papermill (and so the runner) can set.
+
+    papermill silently drops a line it cannot parse (a comment holding "=" is enough), and the
+    runner then refuses that parameter as unknown.
+    """
+    (cell,) = [cell for cell in _read(path).cells if PARAMETERS in _tags(cell)]
+    assigned = {
+        target.id
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    assert assigned, "the parameters cell assigns nothing"
+    assert "run_dir" in assigned, "every notebook takes run_dir"
+    assert set(papermill.inspect_notebook(str(path))) == assigned
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

@@ -366,9 +366,11 @@ def _failure_message(name: str, error: Exception, executed: Path, kernel_log: Pa
         cell = f"[{error.exec_count}]" if error.exec_count is not None else f"#{error.cell_index}"
         return (
             f"{name} failed in cell {cell} `{_short(first, 60)}` with "
-            f"{error.ename}: {_short(_one_line(error.evalue), 300)}. {kept}"
+            f"{error.ename}: {_sentence(_short(_one_line(error.evalue), 300))} {kept}"
         )
-    return f"{name} stopped: {type(error).__name__}: {_short(_one_line(error), 300)}. {kept}"
+    return (
+        f"{name} stopped: {type(error).__name__}: {_sentence(_short(_one_line(error), 300))} {kept}"
+    )
 
 
 def _describe(error: Exception) -> dict[str, Any]:
@@ -536,6 +538,11 @@ def _cell(value: Any) -> str:
 
 def _one_line(error: object) -> str:
     return " ".join(str(error).split())
+
+
+def _sentence(text: str) -> str:
+    """Text ending in one full stop, whether or not it had one."""
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
 
 
 def _short(text: str, limit: int) -> str:

@@ -1,0 +1,337 @@
+"""How fast the input pipeline is, measured against a naive one over the same records, same machine.
+
+An accelerator waits whenever the input pipeline delivers fewer examples per second than the model
+consumes. Both pipelines here read the same train shards (repeated until an epoch holds at least
+`min_examples`, so a pass takes long enough to time) and do the same per-record work; only how
+they schedule it differs. The first epoch and the later ones are reported apart: with the cache
+on, the first epoch decodes while the later ones read decoded images from memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import tensorflow as tf
+
+from .pipeline import (
+    PARSE_BATCH,
+    READ_BUFFER,
+    Stages,
+    build,
+    decode_record,
+    describe,
+    shard_paths,
+    shuffle_buffer,
+)
+from .records import read_meta
+from .sources import DataError
+
+MAP_DESCRIPTION = (
+    "per record: parse the tf.train.Example (PNG bytes + int64 label), decode the PNG to uint8 "
+    "H×W×C with its static shape, cast the label to int32; the naive pipeline calls this once per "
+    "record, the configured one runs it on batches of {parse_batch} records (one parse_example, "
+    "then decode_png per image inside the same call)"
+)
+NAIVE = "TFRecordDataset → map(per record) → batch"
+WARMUP_BATCHES = 20
+# The optimizations added one at a time in the steps table: Stages field, row name, what it adds.
+STEPS = (
+    ("parallel", "+ parallel map", "parallel interleave over shards, parallel per-record map"),
+    ("batch_parse", "+ batch before parse", "batches of serialized records, one parse_example"),
+    ("cache", "+ cache", "decoded images kept in memory after the first epoch"),
+    ("shuffle", "+ shuffle", "seeded shuffle after the cache, a new order every epoch"),
+    ("prefetch", "+ prefetch", "the next batches prepared while this one is consumed"),
+)
+
+
+def benchmark_pipeline(
+    run_dir: str | os.PathLike[str],
+    batch_size: int = 64,
+    *,
+    epochs: int = 3,
+    min_examples: int = 20000,
+    model_examples_per_sec: float | None = None,
+    cache: bool = True,
+    steps: bool = False,
+    seed: int = 42,
+    rounds: int = 3,
+) -> dict[str, Any]:
+    """examples/s of the configured training pipeline against the naive one, and a verdict.
+
+    `speedup_vs_naive` compares steady state (epochs 2.., after the cache is filled; epoch 1 when
+    epochs=1); `first_epoch_speedup_vs_naive` compares the first epochs. Every rate is the median
+    of `rounds` measurements. With `steps`, the result also holds `steps`: one row per
+    optimization added in turn, all measured in this run.
+    """
+    check_parameters(batch_size, epochs, min_examples, model_examples_per_sec, rounds)
+    meta = read_meta(run_dir)
+    files = shard_paths(run_dir, meta, "train")
+    records = int(meta["splits"]["train"]["count"])
+    repeats = max(1, math.ceil(min_examples / max(1, records)))
+    files = files * repeats  # the same records, read `repeats` times per epoch
+    shape = meta["image_shape"]
+    buffer = shuffle_buffer(records * repeats, shape)
+
+    def make(stages: Stages | None) -> tf.data.Dataset:
+        if stages is None:
+            return _naive(files, shape, batch_size)
+        dataset = build(
+            files,
+            shape,
+            batch_size=batch_size,
+            training=True,
+            stages=stages,
+            seed=seed,
+            shuffle_buffer=buffer,
+        )
+        if stages.prefetch:
+            return dataset
+        # Otherwise tf.data adds a prefetch by itself, and the row would not be without one.
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        return dataset.with_options(options)
+
+    variants = _variants(cache)
+    if not steps:
+        variants = [variants[0], variants[-1]]
+    _warm_page_cache(files[: len(files) // repeats])
+    rows = _measure(variants, make, epochs, rounds)
+    naive, configured = rows[0], rows[-1]
+    for row in rows:
+        row["speedup_vs_naive"] = _ratio(row["examples_per_sec"], naive["examples_per_sec"])
+    result: dict[str, Any] = {
+        "examples_per_sec": configured["examples_per_sec"],
+        "first_epoch_examples_per_sec": configured["first_epoch_examples_per_sec"],
+        "naive_examples_per_sec": naive["examples_per_sec"],
+        "naive_first_epoch_examples_per_sec": naive["first_epoch_examples_per_sec"],
+        "speedup_vs_naive": _ratio(configured["examples_per_sec"], naive["examples_per_sec"]),
+        "first_epoch_speedup_vs_naive": _ratio(
+            configured["first_epoch_examples_per_sec"], naive["first_epoch_examples_per_sec"]
+        ),
+        "speedup_basis": _basis(epochs, cache, rounds),
+        "map_description": MAP_DESCRIPTION.format(parse_batch=PARSE_BATCH),
+        "pipeline": configured["pipeline"],
+        "naive_pipeline": naive["pipeline"],
+        "train_records": records,
+        "repeats": repeats,
+        "examples_per_epoch": records * repeats,
+        "epochs": epochs,
+        "rounds": rounds,
+        "batch_size": batch_size,
+        "cache": bool(cache),
+        "cpu_count": os.cpu_count(),
+        "model_examples_per_sec": model_examples_per_sec,
+    }
+    result.update(input_bound_verdict(result, model_examples_per_sec))
+    if steps:
+        result["steps"] = rows
+    return result
+
+
+def input_bound_verdict(
+    result: dict[str, Any], model_examples_per_sec: float | None
+) -> dict[str, Any]:
+    """`input_bound` (None without a model rate) and a `verdict` sentence on the measured rates."""
+    rate, first = result["examples_per_sec"], result["first_epoch_examples_per_sec"]
+    measured = (
+        f"The configured pipeline delivers {rate:,.0f} examples/s in steady state "
+        f"({first:,.0f} in the first epoch), {result['speedup_vs_naive']:.1f}× the naive "
+        f"pipeline's {result['naive_examples_per_sec']:,.0f}"
+    )
+    if model_examples_per_sec is None:
+        return {
+            "input_bound": None,
+            "verdict": measured + "; give model_examples_per_sec to learn whether training "
+            "would wait for data.",
+        }
+    model = float(model_examples_per_sec)
+    if rate < model:
+        verdict = (
+            f"{measured}: input-bound, since the model consumes {model:,.0f} examples/s, so the "
+            f"accelerator would wait for data about {1 - rate / model:.0%} of the time."
+        )
+    else:
+        verdict = (
+            f"{measured}: not input-bound, {rate / model:.1f}× the {model:,.0f} examples/s the "
+            "model consumes"
+            + (" — except in the first epoch, while the cache fills." if first < model else ".")
+        )
+    return {"input_bound": rate < model, "verdict": verdict}
+
+
+def check_parameters(
+    batch_size: int,
+    epochs: int,
+    min_examples: int,
+    model_examples_per_sec: float | None = None,
+    rounds: int = 1,
+) -> None:
+    """Refuse a bad benchmark setting in one sentence, before anything is read."""
+    for name, value in (
+        ("batch_size", batch_size),
+        ("epochs", epochs),
+        ("min_examples", min_examples),
+        ("rounds", rounds),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")
+    if model_examples_per_sec is not None and (
+        isinstance(model_examples_per_sec, bool)
+        or not isinstance(model_examples_per_sec, int | float)
+        or not 0 < model_examples_per_sec < math.inf
+    ):
+        raise DataError(
+            f"model_examples_per_sec={model_examples_per_sec!r} is not allowed: use a positive "
+            "number (examples the model trains on per second), or None."
+        )
+
+
+def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """metrics/data.json: the counts from meta.json and the benchmark's numbers, one flat record."""
+    splits = meta["splits"]
+    return {
+        "dataset": meta["dataset"],
+        "classes": meta["classes"],
+        "num_classes": meta["num_classes"],
+        "image_shape": meta["image_shape"],
+        "train_count": splits["train"]["count"],
+        "validation_count": splits["validation"]["count"],
+        "per_class": {split: splits[split]["per_class"] for split in splits},
+        "shards": {split: len(splits[split]["shards"]) for split in splits},
+        **result,
+    }
+
+
+def steps_table(result: dict[str, Any]) -> str:
+    """The `steps` rows of a benchmark result as a markdown table, naive first."""
+    lines = [
+        "| pipeline | what it adds | first epoch (ex/s) | steady state (ex/s) | × naive |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for row in result.get("steps", []):
+        lines.append(
+            f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
+            f"{row['examples_per_sec']:,.0f} | {row['speedup_vs_naive']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+# --- the pipelines compared -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """One pipeline of the comparison; stages None is the naive pipeline."""
+
+    name: str
+    adds: str
+    stages: Stages | None
+
+
+def _variants(cache: bool) -> list[_Variant]:
+    """naive, then one optimization added at a time; the last is what make_dataset builds."""
+    variants = [
+        _Variant("naive", "one record at a time: no parallel calls, cache or prefetch", None)
+    ]
+    stages = Stages(parallel=False, batch_parse=False, cache=False, shuffle=False, prefetch=False)
+    for field, name, adds in STEPS:
+        if field == "cache" and not cache:
+            continue
+        stages = replace(stages, **{field: True})
+        variants.append(_Variant(name, adds, stages))
+    return variants
+
+
+def _naive(files: list[str], shape: list[int], batch_size: int) -> tf.data.Dataset:
+    """No parallel calls, no cache, no prefetch: one record at a time, batched at the end.
+
+    tf.data would by default parallelize this stateless map and add a final prefetch by itself;
+    both rewrites are switched off, so the naive pipeline is what it says.
+    """
+    dataset = (
+        tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER)
+        .map(lambda serialized: decode_record(serialized, shape))
+        .batch(batch_size)
+    )
+    options = tf.data.Options()
+    options.experimental_optimization.map_parallelization = False
+    options.experimental_optimization.inject_prefetch = False
+    return dataset.with_options(options)
+
+
+def _measure(
+    variants: list[_Variant],
+    make: Callable[[Stages | None], tf.data.Dataset],
+    epochs: int,
+    rounds: int,
+) -> list[dict[str, Any]]:
+    """Time `epochs` passes over a fresh copy of each pipeline, `rounds` times, round-robin.
+
+    Round-robin spreads a slow moment of the machine over all pipelines instead of one, and the
+    median over rounds keeps one such moment from deciding a row. Each pipeline is warmed up once
+    on a throwaway copy without cache (a cache read only in part is discarded with a warning).
+    """
+    for variant in variants:
+        warm = None if variant.stages is None else replace(variant.stages, cache=False)
+        for _ in make(warm).take(WARMUP_BATCHES):  # starts the threads, traces the functions
+            pass
+    timed: list[list[tuple[list[int], list[float]]]] = [[] for _ in variants]
+    for _ in range(rounds):
+        for index, variant in enumerate(variants):
+            timed[index].append(_time_epochs(make(variant.stages), epochs))
+    rows = []
+    later = slice(1, None) if epochs > 1 else slice(0, None)
+    for variant, passes in zip(variants, timed, strict=True):
+        rows.append(
+            {
+                "name": variant.name,
+                "adds": variant.adds,
+                "pipeline": NAIVE if variant.stages is None else describe(variant.stages),
+                "first_epoch_examples_per_sec": statistics.median(
+                    counts[0] / seconds[0] for counts, seconds in passes
+                ),
+                "examples_per_sec": statistics.median(
+                    sum(counts[later]) / sum(seconds[later]) for counts, seconds in passes
+                ),
+                "epoch_seconds": [[round(value, 4) for value in seconds] for _, seconds in passes],
+            }
+        )
+    return rows
+
+
+def _time_epochs(dataset: tf.data.Dataset, epochs: int) -> tuple[list[int], list[float]]:
+    """Examples and seconds of each full pass; the clock stops after the last batch arrived."""
+    counts, seconds = [], []
+    for _ in range(epochs):
+        count, start = 0, time.perf_counter()
+        for _, labels in dataset:
+            count += int(labels.shape[0])
+        seconds.append(time.perf_counter() - start)
+        counts.append(count)
+    return counts, seconds
+
+
+def _warm_page_cache(files: list[str]) -> None:
+    """Read the shards once, so no pipeline pays for the first read from disk."""
+    for _ in tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER).batch(1024):
+        pass
+
+
+def _basis(epochs: int, cache: bool, rounds: int) -> str:
+    """Which epochs speedup_vs_naive compares, in words."""
+    median = f"median of {rounds} rounds" if rounds > 1 else "one round"
+    if epochs == 1:
+        return f"the single timed epoch (epochs=1), {median}"
+    later = "epoch 2" if epochs == 2 else f"epochs 2 to {epochs}"
+    filled = ", after the cache is filled" if cache else ""
+    return f"steady state: {later}{filled}, {median}"
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else math.inf

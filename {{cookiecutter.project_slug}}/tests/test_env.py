@@ -127,10 +127,10 @@ def test_memory_growth_after_gpu_initialization_is_reported_not_raised(monkeypat
         ("6.1", False, False, "float32"),
         ("7.0", True, False, "mixed_float16"),
         ("7.5", True, False, "mixed_float16"),
-        ("8.0", True, True, "mixed_bfloat16"),
-        ("8.6", True, True, "mixed_bfloat16"),
-        ("9.0", True, True, "mixed_bfloat16"),
-        ((8, 9), True, True, "mixed_bfloat16"),
+        ("8.0", True, True, "mixed_float16"),
+        ("8.6", True, True, "mixed_float16"),
+        ("9.0", True, True, "mixed_float16"),
+        ((8, 9), True, True, "mixed_float16"),
         ("sm_75", True, False, "mixed_float16"),
         (None, False, False, "float32"),
     ],
@@ -154,12 +154,16 @@ def test_cpu_precision_advice_is_float32_and_explains_mixed_bfloat16():
 
 
 def test_recommended_policy_follows_the_weakest_gpu():
-    """With a T4 (7.5) next to an A100 (8.0) the shared policy is mixed_float16."""
+    """The weakest GPU decides: T4 + A100 share mixed_float16, P100 + A100 float32."""
     rows = env.mixed_precision_support(
         [_gpu("GPU:0", "NVIDIA A100", "8.0"), _gpu("GPU:1", "Tesla T4", "7.5")]
     )
     assert env.recommended_policy(rows, gpu_available=True) == "mixed_float16"
     assert env.recommended_policy(rows[:1], gpu_available=False) == "float32"
+    with_pascal = env.mixed_precision_support(
+        [_gpu("GPU:0", "NVIDIA A100", "8.0"), _gpu("GPU:1", "Tesla P100", "6.0")]
+    )
+    assert env.recommended_policy(with_pascal, gpu_available=True) == "float32"
 
 
 # compatibility
@@ -258,7 +262,7 @@ def test_verdict_with_gpus_gives_count_policy_and_problems():
     gpus = [_gpu("GPU:0", "NVIDIA A100", "8.0"), _gpu("GPU:1", "NVIDIA A100", "8.0")]
     text = env.verdict(_fake_report(gpus=gpus, driver_version="470.82.01"))
     assert text.startswith("2 GPU(s): NVIDIA A100 (compute capability 8.0).")
-    assert "mixed_bfloat16" in text
+    assert "mixed_float16" in text
     assert "Problems:" in text and "470.82.01" in text
 
 

@@ -2,6 +2,7 @@
 
     <package> doctor [--json]
     <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01]
+    <package> train --run-dir DIR [-p key=value ...] [--json]
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started).
 """
@@ -54,6 +55,28 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
     run.set_defaults(handler=_run)
+
+    train = commands.add_parser(
+        "train",
+        help="train on a run folder's data (notebook 03 without Jupyter; resumes a crashed run)",
+        description="Train on DIR/data/ with notebook 03's parameter names. Multi-worker jobs "
+        "start one such process per worker, with TF_CONFIG in the environment; run it again "
+        "with the same folder and parameters to resume after the last completed epoch.",
+    )
+    train.add_argument("--run-dir", type=Path, required=True, help="run folder holding data/")
+    train.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a training parameter (model, epochs, batch_size, learning_rate, strategy, "
+        "logical_cpus, precision, jit_compile, seed, patience, verbose), value read as YAML",
+    )
+    train.add_argument(
+        "--json", action="store_true", help="print metrics/train.json's content on stdout"
+    )
+    train.set_defaults(handler=_train)
     return parser
 
 
@@ -94,4 +117,30 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
     print(f"Run folder: {result.run_dir}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from . import runner
+    from .artifacts import MissingInputError
+    from .data import DataError
+    from .train import DEFAULTS, TrainError, train
+
+    try:
+        params = runner.parse_overrides(args.param)
+        unknown = sorted(set(params) - set(DEFAULTS))
+        if unknown:
+            raise TrainError(
+                f"Unknown parameter {unknown[0]!r}: train takes {', '.join(DEFAULTS)}."
+            )
+        if args.json:
+            params.setdefault("verbose", False)
+        metrics = train(args.run_dir.expanduser().resolve(), **params)
+    except (runner.RunnerInputError, TrainError, DataError, MissingInputError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(metrics, indent=2, sort_keys=True, default=str))
+    elif metrics["model_path"]:  # the chief: it wrote the run folder
+        print(f"Metrics: {args.run_dir.expanduser().resolve() / 'metrics' / 'train.json'}")
     return 0

@@ -304,7 +304,8 @@ def precision_support(compute_capability: str | tuple[int, int] | None) -> dict[
     """Which reduced precisions a GPU runs fast, and the Keras policy to use on it.
 
     Tensor Cores do float16 from compute capability 7.0 (Volta) and bfloat16 from 8.0 (Ampere).
-    bfloat16 keeps float32's range, so it needs no loss scaling: preferred where it is fast.
+    The recommended policy is the one training's precision="auto" picks: mixed_float16 from 7.0.
+    bfloat16 keeps float32's range and needs no loss scaling: from 8.0 it is named as the option.
     """
     capability = _capability(compute_capability)
     if capability is None:
@@ -316,7 +317,8 @@ def precision_support(compute_capability: str | tuple[int, int] | None) -> dict[
         }
     float16, bfloat16 = capability >= (7, 0), capability >= (8, 0)
     if bfloat16:
-        policy, why = "mixed_bfloat16", "float16 and bfloat16 Tensor Cores; no loss scaling needed"
+        policy = "mixed_float16"
+        why = "float16 Tensor Cores, loss scaled automatically; mixed_bfloat16 also fast, unscaled"
     elif float16:
         policy, why = "mixed_float16", "float16 Tensor Cores; Keras scales the loss automatically"
     else:

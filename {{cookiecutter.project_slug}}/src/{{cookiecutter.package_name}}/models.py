@@ -1,0 +1,257 @@
+"""Model builders by name: one call gives a Keras model that takes raw uint8 images.
+
+Every model rescales its input itself, so the data pipeline stays uint8 (a quarter of the bytes
+through the input pipeline) and the exported SavedModel takes raw images. Every model's output layer
+is a float32 softmax whatever the global dtype policy: a softmax computed in float16 can round small
+probabilities to 0 and large logits to inf, which wrecks the loss and the accuracy. Widths are
+multiples of 8 so that float16 matrix multiplications map onto Tensor Cores.
+
+    model = build_model("small_cnn", (8, 8, 1), 10)
+    model = build_model("MobileNetV2", (32, 32, 3), 10)  # random weights, works offline
+    model = build_model("ResNet50", (224, 224, 3), 5, weights="imagenet")  # downloads once
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+from keras import layers
+
+# Builders written here, then every model of keras.applications (its class name, e.g. "ResNet50").
+OWN_MODELS = ("small_cnn", "resnet_small")
+APPLICATIONS = tuple(sorted(name for name in dir(keras.applications) if name[:1].isupper()))
+MODELS = OWN_MODELS + APPLICATIONS
+DEFAULT_WIDTH = {"small_cnn": 32, "resnet_small": 16}
+WEIGHTS = (None, "imagenet")
+BN_MOMENTUM = 0.9
+
+# The smallest image side each application accepts; smaller inputs are resized inside the model.
+_MIN_SIDE = {"InceptionV3": 75, "InceptionResNetV2": 75, "Xception": 71}
+_DEFAULT_MIN_SIDE = 32
+# The input scaling each application's ImageNet weights were trained with (its preprocess_input):
+# "tf" to [-1, 1], "torch" to ImageNet mean/std, "caffe" BGR minus the ImageNet mean, "raw" 0..255
+# (the application normalizes inside itself).
+_PREPROCESS_BY_MODULE = {
+    "resnet": "caffe",
+    "vgg16": "caffe",
+    "vgg19": "caffe",
+    "densenet": "torch",
+    "convnext": "raw",
+    "efficientnet": "raw",
+    "efficientnet_v2": "raw",
+    "mobilenet_v3": "raw",
+}
+_CAFFE_MEAN_BGR = (103.939, 116.779, 123.68)
+_TORCH_MEAN = (0.485, 0.456, 0.406)
+_TORCH_STD = (0.229, 0.224, 0.225)
+
+
+class ModelError(ValueError):
+    """A model name, shape or option was refused, or ImageNet weights could not be loaded."""
+
+
+def build_model(
+    name: str,
+    input_shape: Sequence[int],
+    num_classes: int,
+    *,
+    weights: str | None = None,
+    width: int | None = None,
+) -> keras.Model:
+    """A model by name for uint8 images of `input_shape` (H, W, C) and `num_classes` classes.
+
+    `width` is the base number of filters of `small_cnn` (default 32) and `resnet_small` (default
+    16), a multiple of 8. `weights` is None (random, works offline) or "imagenet" for a
+    keras.applications model (downloaded on first use into ~/.keras/models). The model follows the
+    global dtype policy (keras.mixed_precision.set_dtype_policy), except for its float32 output.
+    """
+    shape = check_model(name, input_shape, num_classes, weights=weights, width=width)
+    if name == "small_cnn":
+        return _small_cnn(shape, num_classes, width or DEFAULT_WIDTH[name])
+    if name == "resnet_small":
+        return _resnet_small(shape, num_classes, width or DEFAULT_WIDTH[name])
+    return _application(name, shape, num_classes, weights)
+
+
+def check_model(
+    name: str,
+    input_shape: Sequence[int],
+    num_classes: int,
+    *,
+    weights: str | None = None,
+    width: int | None = None,
+) -> tuple[int, int, int]:
+    """Refuse a bad model request with one sentence before anything is built; return the shape."""
+    if name not in MODELS:
+        raise ModelError(
+            f"Unknown model {name!r}: use {', '.join(OWN_MODELS)} or a keras.applications model "
+            f"({', '.join(APPLICATIONS)})."
+        )
+    shape = tuple(input_shape) if isinstance(input_shape, Sequence) else ()
+    if len(shape) != 3 or not all(_is_int(side) and side >= 1 for side in shape):
+        raise ModelError(
+            f"input_shape={input_shape!r} is not allowed: use (height, width, channels) as "
+            "positive whole numbers, e.g. (8, 8, 1)."
+        )
+    if not _is_int(num_classes) or num_classes < 2:
+        raise ModelError(f"num_classes={num_classes!r} is not allowed: use a whole number >= 2.")
+    if name in OWN_MODELS and weights is not None:
+        raise ModelError(
+            f"weights={weights!r} is not allowed for {name}: use None (pretrained weights exist "
+            "for keras.applications models only)."
+        )
+    if weights not in WEIGHTS:
+        raise ModelError(f"weights={weights!r} is not allowed for {name}: use None or 'imagenet'.")
+    if width is not None:
+        if name not in OWN_MODELS:
+            raise ModelError(
+                f"width={width!r} is not allowed for {name}: width sets the filters of "
+                f"{' and '.join(OWN_MODELS)} only; use None."
+            )
+        if not _is_int(width) or width < 8 or width % 8:
+            raise ModelError(
+                f"width={width!r} is not allowed: use a multiple of 8 (8, 16, 32, …), "
+                "which keeps float16 matrix multiplications on Tensor Cores."
+            )
+    if name in APPLICATIONS and shape[2] not in (1, 3):
+        raise ModelError(
+            f"input_shape={input_shape!r} has {shape[2]} channels, but {name} takes 1 (grey, "
+            "repeated to RGB inside the model) or 3."
+        )
+    return shape  # type: ignore[return-value]
+
+
+def output_dtype(model: keras.Model) -> str:
+    """The dtype the model's predictions come out in (float32 for every model built here)."""
+    return keras.backend.standardize_dtype(model.outputs[0].dtype)
+
+
+def _small_cnn(shape: tuple[int, int, int], num_classes: int, width: int) -> keras.Model:
+    """Two 3x3 convolutions per stage, pooling until the image is at most 4x4, then a dense head.
+
+    Sized for the 8x8 digits (one stage: 8x8 -> 4x4, about 120k weights at width 32); larger
+    images get more stages, so the dense head never grows with the image.
+    """
+    inputs = keras.Input(shape, dtype="uint8", name="image")
+    x = layers.Rescaling(1.0 / 255, name="rescale")(inputs)
+    stages = max(1, math.ceil(math.log2(max(shape[0], shape[1]) / 4)))
+    for stage in range(stages):
+        filters = width * min(2**stage, 4)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.MaxPooling2D(padding="same")(x)
+    x = layers.Flatten()(x)
+    x = layers.Dense(4 * width, activation="relu")(x)
+    x = layers.Dropout(0.25)(x)
+    return keras.Model(inputs, _head(x, num_classes), name="small_cnn")
+
+
+def _resnet_small(shape: tuple[int, int, int], num_classes: int, width: int) -> keras.Model:
+    """A ResNet-20-like net for small images (CIFAR-sized, 32x32): three stages of two blocks.
+
+    Widths width, 2·width, 4·width; the second and third stage halve the image. Batch norm
+    keeps moving statistics with momentum 0.9 instead of Keras' 0.99: with 0.99 they still
+    lag far behind the weights after the few hundred steps of a short run, and validation then
+    sits at chance level while training accuracy is high.
+    """
+    inputs = keras.Input(shape, dtype="uint8", name="image")
+    x = layers.Rescaling(1.0 / 255, name="rescale")(inputs)
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+    x = layers.ReLU()(x)
+    for stage in range(3):
+        for block in range(2):
+            strides = 2 if stage > 0 and block == 0 else 1
+            x = _residual_block(x, width * 2**stage, strides)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, _head(x, num_classes), name="resnet_small")
+
+
+def _residual_block(x: keras.KerasTensor, filters: int, strides: int) -> keras.KerasTensor:
+    shortcut = x
+    x = layers.Conv2D(filters, 3, strides=strides, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+    x = layers.ReLU()(x)
+    x = layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+    if strides != 1 or shortcut.shape[-1] != filters:
+        shortcut = layers.Conv2D(filters, 1, strides=strides, use_bias=False)(shortcut)
+        shortcut = layers.BatchNormalization(momentum=BN_MOMENTUM)(shortcut)
+    return layers.ReLU()(layers.Add()([x, shortcut]))
+
+
+def _application(
+    name: str, shape: tuple[int, int, int], num_classes: int, weights: str | None
+) -> keras.Model:
+    """A keras.applications backbone behind the preprocessing its ImageNet weights expect.
+
+    Grey images are repeated to three channels and images smaller than the backbone accepts are
+    resized up, both inside the model, so it still takes the raw uint8 images of the data set.
+    """
+    inputs = keras.Input(shape, dtype="uint8", name="image")
+    x = layers.Rescaling(1.0, name="to_float")(inputs)
+    if shape[2] == 1:
+        x = layers.Concatenate(name="grey_to_rgb")([x, x, x])
+    side = _MIN_SIDE.get(name, _DEFAULT_MIN_SIDE)
+    height, width = max(shape[0], side), max(shape[1], side)
+    if (height, width) != shape[:2]:
+        x = layers.Resizing(height, width, name="resize_to_min")(x)
+    x, caffe = _preprocess(x, _preprocess_mode(name))
+    constructor = getattr(keras.applications, name)
+    try:
+        backbone = constructor(
+            include_top=False, weights=weights, input_shape=(height, width, 3), pooling="avg"
+        )
+    except Exception as error:  # keras raises a bare Exception when the download fails
+        if weights is None:
+            raise
+        reason = " ".join(str(error).split())[:300].rstrip(".")
+        raise ModelError(
+            f"ImageNet weights for {name} could not be loaded ({reason}): connect to the "
+            "internet once (they are cached in ~/.keras/models) or use weights=None."
+        ) from None
+    model = keras.Model(inputs, _head(backbone(x), num_classes), name=name.lower())
+    if caffe is not None:
+        _set_caffe_weights(caffe)
+    return model
+
+
+def _preprocess(x: keras.KerasTensor, mode: str) -> tuple[keras.KerasTensor, layers.Layer | None]:
+    """Scale 0..255 floats the way the backbone's ImageNet weights expect (its preprocess_input)."""
+    if mode == "tf":
+        return layers.Rescaling(1.0 / 127.5, offset=-1.0, name="preprocess")(x), None
+    if mode == "torch":
+        x = layers.Rescaling(1.0 / 255)(x)
+        variance = [std**2 for std in _TORCH_STD]
+        return layers.Normalization(mean=_TORCH_MEAN, variance=variance, name="preprocess")(x), None
+    if mode == "caffe":
+        # RGB -> BGR and minus the ImageNet mean, as a fixed 1x1 convolution: plain Keras layers
+        # keep model.keras loadable anywhere, without custom objects.
+        caffe = layers.Conv2D(3, 1, trainable=False, name="preprocess")
+        return caffe(x), caffe
+    return x, None
+
+
+def _set_caffe_weights(layer: layers.Layer) -> None:
+    kernel = np.zeros((1, 1, 3, 3), dtype="float32")
+    for channel in range(3):
+        kernel[0, 0, channel, 2 - channel] = 1.0
+    layer.set_weights([kernel, -np.array(_CAFFE_MEAN_BGR, dtype="float32")])
+
+
+def _preprocess_mode(name: str) -> str:
+    module = getattr(keras.applications, name).__module__.rsplit(".", 1)[-1]
+    return _PREPROCESS_BY_MODULE.get(module, "tf")
+
+
+def _head(x: keras.KerasTensor, num_classes: int) -> keras.KerasTensor:
+    """Logits in the policy's compute dtype, then a float32 softmax (see the module docstring)."""
+    x = layers.Dense(num_classes, name="logits")(x)
+    return layers.Activation("softmax", dtype="float32", name="probabilities")(x)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)

@@ -1,0 +1,461 @@
+"""Training: parameters, precision, strategies from one CPU to two processes, crash and resume.
+
+Runs that need logical CPUs or TF_CONFIG start the `train` command in fresh processes (TensorFlow
+fixes its devices when it initializes); they hide GPUs, so the CPU equivalents of the GPU paths
+run for real on every machine. Everything trains on the 8x8 digits for a few epochs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+
+from {{ cookiecutter.package_name }} import cli, data, env
+from {{ cookiecutter.package_name }}.train import (
+    PRECISIONS,
+    STRATEGIES,
+    TrainError,
+    check_params,
+    read_tf_config,
+    resolve_jit,
+    resolve_precision,
+    resolve_strategy,
+    train,
+)
+from {{ cookiecutter.package_name }}.train.loop import _early_stopping
+from {{ cookiecutter.package_name }}.train.state import weights_digest
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+PROCESS_TIMEOUT = 300
+TF_CONFIG_TWO = json.dumps(
+    {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}}
+)
+
+
+def assert_one_sentence(message: str) -> None:
+    """Bad input is answered with one sentence: one line, one final full stop."""
+    assert "\n" not in message.strip() and message.strip().endswith("."), message
+    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+
+
+@pytest.fixture(scope="module")
+def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits written once by the data step; each test copies them into its own run folder."""
+    source = tmp_path_factory.mktemp("digits")
+    data.prepare(source, "digits")
+    return source / "data"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, digits_data: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(digits_data, run / "data")
+    return run
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[Path, dict]:
+    """One in-process run with the default parameters, shared by the tests that read it."""
+    run = tmp_path_factory.mktemp("default") / "run"
+    shutil.copytree(digits_data, run / "data")
+    return run, train(run, verbose=False)
+
+
+def cpu_env(**extra: str) -> dict[str, str]:
+    """The environment of a training process on the CPU only, without an inherited TF_CONFIG."""
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    return {**environment, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
+
+
+def train_command(run: Path, *params: str, json_out: bool = True) -> list[str]:
+    options = [item for param in params for item in ("-p", param)]
+    flags = ["--json"] if json_out else []
+    return [sys.executable, "-m", PACKAGE, "train", "--run-dir", str(run), *options, *flags]
+
+
+def run_train(run: Path, *params: str, **extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        train_command(run, *params),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+        env=cpu_env(**extra),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def without_timings(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    timings = ("seconds", "val_seconds", "examples_per_sec")
+    return [{k: v for k, v in record.items() if k not in timings} for record in history]
+
+
+def validation_count(run: Path) -> int:
+    return int(data.read_meta(run)["splits"]["validation"]["count"])
+
+
+# --- parameters -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"model": "resnet5"}, "model='resnet5'"),
+        ({"strategy": "parallel"}, "strategy='parallel'"),
+        ({"precision": "fp16"}, "precision='fp16'"),
+        ({"jit_compile": "maybe"}, "jit_compile='maybe'"),
+        ({"epochs": 0}, "epochs=0"),
+        ({"batch_size": 63, "replicas": 2}, "batch_size=63"),
+        ({"learning_rate": 0}, "learning_rate=0"),
+        ({"learning_rate": -0.1}, "learning_rate=-0.1"),
+        ({"logical_cpus": -1}, "logical_cpus=-1"),
+        ({"patience": -1}, "patience=-1"),
+        ({"seed": "x"}, "seed='x'"),
+        ({"strategy": "multi_worker"}, "TF_CONFIG"),
+    ],
+)
+def test_bad_parameter_is_refused_in_one_sentence(
+    params: dict, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check_params names the bad value and what is allowed, in one sentence."""
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(TrainError) as error:
+        check_params(**params)
+    assert named in str(error.value)
+    assert_one_sentence(str(error.value))
+
+
+def test_batch_not_divisible_by_replicas_names_a_fitting_batch() -> None:
+    """A global batch that does not split evenly over the replicas is refused with a fix."""
+    with pytest.raises(TrainError, match=r"2 replicas.*multiple of 2, e\.g\. 64"):
+        check_params(batch_size=63, replicas=2)
+    assert check_params(batch_size=64, replicas=2)["replicas"] == 2
+
+
+def test_check_params_normalizes_values() -> None:
+    """jit_compile takes auto/true/false in any case or a bool; the defaults pass."""
+    assert check_params(jit_compile="TRUE")["jit_compile"] is True
+    assert check_params(jit_compile=False)["jit_compile"] is False
+    assert check_params()["jit_compile"] == "auto"
+    assert STRATEGIES == ("auto", "one_device", "mirrored", "multi_worker")
+    assert PRECISIONS == ("auto", "mixed_float16", "mixed_bfloat16", "float32")
+
+
+def test_auto_strategy_follows_the_devices_and_tf_config() -> None:
+    """auto: MultiWorker for a cluster, Mirrored for GPUs or logical CPUs, else one device."""
+    two_workers = read_tf_config(TF_CONFIG_TWO)
+    assert resolve_strategy("auto", cluster=two_workers) == "multi_worker"
+    assert resolve_strategy("auto", gpus=2) == "mirrored"
+    assert resolve_strategy("auto", gpus=1) == "one_device"
+    assert resolve_strategy("auto", gpus=0) == "default"
+    assert resolve_strategy("auto", logical_cpus=2) == "mirrored"
+    assert resolve_strategy("auto", logical_cpus=2, gpus=1) == "one_device"
+    assert resolve_strategy("one_device", gpus=4) == "one_device"
+
+
+def test_tf_config_chief_is_worker_0_unless_a_chief_is_named() -> None:
+    """The chief writes the run folder: the chief task, or worker 0 when there is none."""
+    assert not read_tf_config(TF_CONFIG_TWO).is_chief
+    assert read_tf_config(TF_CONFIG_TWO.replace('"index": 1', '"index": 0')).is_chief
+    with_chief = {
+        "cluster": {"chief": ["h:1"], "worker": ["h:2"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    cluster = read_tf_config(json.dumps(with_chief))
+    assert cluster.workers == 2 and not cluster.is_chief
+    for bad in (
+        "{not json",
+        '{"cluster": {"worker": ["h:1"]}, "task": {"type": "ps", "index": 0}}',
+    ):
+        with pytest.raises(TrainError, match="TF_CONFIG") as error:
+            read_tf_config(bad)
+        assert_one_sentence(str(error.value))
+
+
+def test_auto_precision_and_xla_follow_the_gpus() -> None:
+    """auto: mixed_float16 and XLA on GPUs with float16 Tensor Cores, float32 without XLA on CPU."""
+    assert resolve_precision("auto", []) == "float32"
+    assert resolve_precision("auto", [{"compute_capability": "7.0"}]) == "mixed_float16"
+    assert resolve_precision("auto", ["8.6", "6.1"]) == "float32"  # the weakest GPU decides
+    assert resolve_precision("mixed_bfloat16", []) == "mixed_bfloat16"
+    assert resolve_jit("auto", []) is False
+    assert resolve_jit("auto", [{"compute_capability": "8.0"}]) is True
+    assert resolve_jit("false", [{"compute_capability": "8.0"}]) is False
+
+
+def test_early_stopping_counts_epochs_without_a_lower_val_loss() -> None:
+    """patience epochs without a new best val_loss stop training; 0 never stops."""
+    history = [{"epoch": i + 1, "val_loss": loss} for i, loss in enumerate([1.0, 0.5, 0.6, 0.7])]
+    assert _early_stopping(history, 2) == (True, history[1])
+    assert _early_stopping(history, 3)[0] is False
+    assert _early_stopping(history, 0)[0] is False
+
+
+# --- one process, in this one ---------------------------------------------------------------
+
+
+def test_digits_default_parameters_reach_90_percent(trained: tuple[Path, dict]) -> None:
+    """The default parameters train the digits to at least 90 % validation accuracy."""
+    _, metrics = trained
+    assert metrics["val_accuracy"] >= 0.9, metrics["history"]
+    assert metrics["epochs_completed"] == 5 and metrics["initial_epoch"] == 0
+
+
+def test_train_json_reports_the_run(trained: tuple[Path, dict]) -> None:
+    """metrics/train.json holds what train() returned: strategy, precision, rates, history."""
+    run, metrics = trained
+    written = json.loads((run / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(metrics))
+    expected = resolve_precision("auto", env.list_gpus())
+    assert metrics["precision"] == expected
+    assert metrics["loss_scaling"] is (expected == "mixed_float16")
+    assert metrics["global_batch_size"] == 64 and metrics["effective_learning_rate"] == 1e-3
+    assert "linear" in metrics["lr_rule"]
+    assert metrics["examples_per_sec"] > 0 and metrics["stopped_early"] is False
+    assert [record["epoch"] for record in metrics["history"]] == [1, 2, 3, 4, 5]
+    assert all(record["val_examples"] == validation_count(run) for record in metrics["history"])
+    if not env.list_gpus():
+        assert metrics["strategy"] == "DefaultDistributionStrategy" and metrics["replicas"] == 1
+        assert metrics["jit_compile"] is False
+
+
+def test_model_keras_is_the_trained_model_and_takes_raw_images(trained: tuple[Path, dict]) -> None:
+    """model.keras reloads with the trained weights and reproduces the validation accuracy."""
+    run, metrics = trained
+    model = keras.saving.load_model(run / "model.keras")
+    assert weights_digest(model.weights) == metrics["weights_sha256"]
+    correct = total = 0
+    for images, labels in data.make_dataset(run, "validation", 128):
+        assert images.dtype == "uint8"
+        predicted = np.argmax(model(images, training=False), axis=-1)
+        correct += int(np.sum(predicted == labels.numpy()))
+        total += len(predicted)
+    assert correct / total == pytest.approx(metrics["val_accuracy"], abs=1e-6)
+
+
+def test_tensorboard_logs_hold_train_and_validation_curves(trained: tuple[Path, dict]) -> None:
+    """logs/train and logs/validation hold TensorBoard event files."""
+    run, _ = trained
+    for split in ("train", "validation"):
+        assert list((run / "logs" / split).glob("events.out.tfevents.*")), split
+
+
+def test_resume_with_other_parameters_is_refused(trained: tuple[Path, dict]) -> None:
+    """A run folder whose checkpoints were made with another batch size is refused, untouched."""
+    run, _ = trained
+    before = (run / "metrics" / "train.json").read_bytes()
+    with pytest.raises(TrainError, match="batch_size=64, not 32") as error:
+        train(run, batch_size=32, verbose=False)
+    assert_one_sentence(str(error.value))
+    assert (run / "metrics" / "train.json").read_bytes() == before
+
+
+def test_more_epochs_continue_a_finished_run(trained: tuple[Path, dict], tmp_path: Path) -> None:
+    """The same folder with a higher epoch count resumes after the last epoch, history whole."""
+    run = tmp_path / "more"
+    shutil.copytree(trained[0], run)
+    metrics = train(run, epochs=6, verbose=False)
+    assert metrics["initial_epoch"] == 5 and metrics["epochs_completed"] == 6
+    assert [record["epoch"] for record in metrics["history"]] == [1, 2, 3, 4, 5, 6]
+    assert metrics["history"][:5] == trained[1]["history"]
+
+
+@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16", "float32"])
+def test_loss_scale_optimizer_under_mixed_float16_only(run_dir: Path, precision: str) -> None:
+    """mixed_float16 trains with a LossScaleOptimizer and float32 variables; others without."""
+    before = keras.mixed_precision.dtype_policy().name
+    metrics = train(
+        run_dir,
+        epochs=1,
+        precision=precision,
+        strategy="one_device",
+        jit_compile=True,
+        verbose=False,
+    )
+    assert metrics["strategy"] == "OneDeviceStrategy" and metrics["jit_compile"] is True
+    compute = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}.get(precision, "float32")
+    assert metrics["precision"] == precision and metrics["compute_dtype"] == compute
+    assert metrics["variable_dtype"] == "float32"
+    scaled = precision == "mixed_float16"
+    assert metrics["loss_scaling"] is scaled
+    assert metrics["optimizer"] == ("LossScaleOptimizer" if scaled else "Adam")
+    assert ("loss_scale" in metrics["history"][0]) is scaled
+    assert np.isfinite(metrics["history"][0]["loss"])
+    assert keras.mixed_precision.dtype_policy().name == before  # the global policy is restored
+
+
+def test_overflowing_loss_scale_is_halved_and_training_goes_on(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loss scale so large that float16 gradients overflow is lowered step by step."""
+    scale = 2.0**40
+    monkeypatch.setattr(
+        keras.optimizers,
+        "LossScaleOptimizer",
+        functools.partial(keras.optimizers.LossScaleOptimizer, initial_scale=scale),
+    )
+    metrics = train(run_dir, epochs=2, precision="mixed_float16", jit_compile=True, verbose=False)
+    scales = [record["loss_scale"] for record in metrics["history"]]
+    assert scales[-1] < scales[0] < scale, scales
+    assert all(np.isfinite(record["loss"]) for record in metrics["history"])
+    saved = keras.saving.load_model(run_dir / "model.keras")
+    assert all(np.all(np.isfinite(keras.ops.convert_to_numpy(w))) for w in saved.weights)
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        (["model=resnet5"], "model='resnet5'"),
+        (["strategy=parallel"], "strategy='parallel'"),
+        (["precision=fp16"], "precision='fp16'"),
+        (["epochs=0"], "epochs=0"),
+        (["learning_rate=0"], "learning_rate=0"),
+        (["nonsense=1"], "'nonsense'"),
+        (["epochs"], "key=value"),
+    ],
+)
+def test_cli_refuses_bad_parameters_with_exit_2(
+    run_dir: Path, params: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`train -p` with a bad value exits 2 with one sentence, before anything is trained."""
+    argv = ["train", "--run-dir", str(run_dir), *[x for p in params for x in ("-p", p)]]
+    assert cli.main(argv) == 2
+    message = capsys.readouterr().err.strip().removeprefix(f"{PACKAGE}: ")
+    assert named in message
+    assert_one_sentence(message)
+    assert not (run_dir / "checkpoints").exists()
+
+
+def test_cli_refuses_a_run_folder_without_data(tmp_path: Path, capsys) -> None:
+    """A run folder without the data step's output is refused naming the notebook to run."""
+    assert cli.main(["train", "--run-dir", str(tmp_path)]) == 2
+    assert "01_data" in capsys.readouterr().err
+
+
+def test_cli_process_exits_2_for_a_batch_the_replicas_cannot_split(run_dir: Path) -> None:
+    """A batch of 63 over 2 logical CPUs is refused by the process with exit code 2."""
+    command = train_command(run_dir, "strategy=mirrored", "logical_cpus=2", "batch_size=63")
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=PROCESS_TIMEOUT, env=cpu_env()
+    )
+    assert done.returncode == 2
+    message = done.stderr.strip().splitlines()[-1].removeprefix(f"{PACKAGE}: ")
+    assert "batch_size=63" in message and "2 replicas" in message
+    assert_one_sentence(message)
+
+
+# --- several replicas, several processes ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_mirrored_over_two_logical_cpus_trains_two_replicas(run_dir: Path) -> None:
+    """strategy=mirrored with logical_cpus=2: 2 replicas of 32 examples, and the loss falls."""
+    metrics = run_train(run_dir, "strategy=mirrored", "logical_cpus=2", "epochs=3")
+    assert metrics["strategy"] == "MirroredStrategy" and metrics["replicas"] == 2
+    assert metrics["per_replica_batch_size"] == 32 and metrics["devices"]["logical_cpus"] == 2
+    losses = [record["loss"] for record in metrics["history"]]
+    assert losses[-1] < losses[0], losses
+    assert all(r["val_examples"] == validation_count(run_dir) for r in metrics["history"])
+    assert (run_dir / "model.keras").is_file() and (run_dir / "metrics" / "train.json").is_file()
+
+
+@pytest.mark.slow
+def test_multi_worker_two_processes_end_with_identical_weights(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Two workers on 127.0.0.1 train in sync to bit-identical weights; only the chief writes."""
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    processes, outputs = [], []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        out, err = tmp_path / f"worker{index}.json", tmp_path / f"worker{index}.log"
+        outputs.append((out, err))
+        with out.open("w") as stdout, err.open("w") as stderr:
+            processes.append(
+                subprocess.Popen(
+                    train_command(run_dir, "epochs=2"),
+                    stdout=stdout,
+                    stderr=stderr,
+                    env=cpu_env(TF_CONFIG=json.dumps(config), TMPDIR=str(scratch)),
+                )
+            )
+    try:
+        codes = [process.wait(timeout=PROCESS_TIMEOUT) for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    logs = "\n".join(err.read_text()[-2000:] for _, err in outputs)
+    assert codes == [0, 0], logs
+    chief, worker = (json.loads(out.read_text()) for out, _ in outputs)
+    for index, metrics in enumerate((chief, worker)):
+        assert metrics["strategy"] == "MultiWorkerMirroredStrategy"
+        assert metrics["replicas"] == 2 and metrics["workers"] == 2
+        assert metrics["task"] == {"type": "worker", "index": index}
+        assert metrics["epochs_completed"] == 2
+    assert chief["weights_sha256"] == worker["weights_sha256"]
+    # Both workers report the same reduced loss and accuracy; only their timings differ.
+    assert without_timings(chief["history"]) == without_timings(worker["history"])
+    assert all(r["val_examples"] == validation_count(run_dir) for r in chief["history"])
+    assert chief["model_path"] == str(run_dir / "model.keras") and worker["model_path"] is None
+    saved = keras.saving.load_model(run_dir / "model.keras")
+    assert weights_digest(saved.weights) == chief["weights_sha256"]
+    assert json.loads((run_dir / "metrics" / "train.json").read_text())["task"]["index"] == 0
+    assert (run_dir / "checkpoints" / "ckpt-2.index").is_file()
+    assert not list(scratch.glob("worker-checkpoints-*"))  # the worker removed its own
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_then_rerun_resumes_and_completes(run_dir: Path) -> None:
+    """Killed with SIGKILL after epoch 2, the same command resumes and ends at the epoch count."""
+    params = ("epochs=16", "patience=0", "batch_size=32")
+    with (run_dir.parent / "killed.log").open("w") as log:
+        process = subprocess.Popen(
+            train_command(run_dir, *params, json_out=False),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=cpu_env(),
+        )
+    marker = run_dir / "checkpoints" / "ckpt-2.index"
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, "training ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL
+    assert not (run_dir / "metrics" / "train.json").exists()
+
+    metrics = run_train(run_dir, *params)
+    assert metrics["initial_epoch"] >= 1
+    assert metrics["epochs_completed"] == 16
+    assert metrics["epochs_run"] == 16 - metrics["initial_epoch"]
+    assert [record["epoch"] for record in metrics["history"]] == list(range(1, 17))
+    assert (run_dir / "model.keras").is_file()

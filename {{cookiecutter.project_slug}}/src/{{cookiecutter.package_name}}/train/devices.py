@@ -82,7 +82,10 @@ def resolve_precision(name: str, gpus: Sequence[dict[str, Any] | str | None]) ->
     if name != "auto":
         return name
     rows = [
-        gpu if isinstance(gpu, dict) else {"device": f"GPU:{index}", "compute_capability": gpu}
+        {
+            "device": f"GPU:{index}",
+            "compute_capability": gpu.get("compute_capability") if isinstance(gpu, dict) else gpu,
+        }
         for index, gpu in enumerate(gpus)
     ]
     return env.recommended_policy(env.mixed_precision_support(rows), gpu_available=bool(rows))

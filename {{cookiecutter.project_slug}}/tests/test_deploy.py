@@ -1,0 +1,167 @@
+"""deploy/: the Kubeflow TFJob and the SLURM script start `<package> train` on every worker.
+
+Neither Kubernetes nor SLURM is needed: the manifests are read as data, and the SLURM script
+runs for real with fake `scontrol`, `srun` and `<package>` commands on PATH that record what
+each task would have run, with the TF_CONFIG it got.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from {{ cookiecutter.package_name }}.train import read_tf_config
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+SLURM = DEPLOY / "slurm_train.sh"
+NODES = ["gpu-node07", "gpu-node08"]
+
+FAKE_SCONTROL = """#!/usr/bin/env python3
+import sys
+assert sys.argv[1:] == ["show", "hostnames", "gpu-node[07-08]"], sys.argv
+print("gpu-node07")
+print("gpu-node08")
+"""
+# srun: drop its own options, then run the command once per node, as task SLURM_PROCID.
+FAKE_SRUN = """#!/usr/bin/env python3
+import os, subprocess, sys
+args = sys.argv[1:]
+while args[0].startswith("-"):
+    args.pop(0)
+for index in range(int(os.environ["SLURM_NNODES"])):
+    env = {**os.environ, "SLURM_PROCID": str(index)}
+    subprocess.run(args, env=env, check=True)
+"""
+# The package's command: record the arguments and TF_CONFIG of each task.
+FAKE_PACKAGE = """#!/usr/bin/env python3
+import json, os, sys
+out = os.path.join(os.environ["FAKE_OUT"], f"task-{os.environ['SLURM_PROCID']}.json")
+with open(out, "w") as handle:
+    json.dump({"argv": sys.argv[1:], "tf_config": os.environ.get("TF_CONFIG")}, handle)
+"""
+
+
+def manifest(name: str) -> dict:
+    return yaml.safe_load((DEPLOY / name).read_text(encoding="utf-8"))
+
+
+def containers(job: dict) -> dict[str, dict]:
+    specs = job["spec"]["tfReplicaSpecs"]
+    return {kind: spec["template"]["spec"]["containers"][0] for kind, spec in specs.items()}
+
+
+def option(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def test_tfjob_is_a_kubeflow_v1_tfjob_with_a_chief_and_workers() -> None:
+    """The training operator's TFJob, with one Chief and at least one Worker replica."""
+    job = manifest("tfjob.yaml")
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob")
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert set(specs) == {"Chief", "Worker"}
+    assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] >= 1
+
+
+def test_every_tfjob_pod_runs_the_package_train_command_with_multi_worker() -> None:
+    """Chief and workers run `<package> train -p strategy=multi_worker` with the same arguments."""
+    commands = {kind: c["command"] for kind, c in containers(manifest("tfjob.yaml")).items()}
+    for kind, command in commands.items():
+        assert command[:2] == [PACKAGE, "train"], kind
+        assert "strategy=multi_worker" in command, kind
+    assert commands["Chief"] == commands["Worker"]
+
+
+def test_every_tfjob_pod_keeps_the_run_folder_on_the_shared_claim() -> None:
+    """The run folder is on one ReadWriteMany claim that every pod mounts: data and checkpoints
+    are seen by all of them."""
+    job, claim = manifest("tfjob.yaml"), manifest("pvc.yaml")
+    assert claim["kind"] == "PersistentVolumeClaim"
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    for kind, spec in job["spec"]["tfReplicaSpecs"].items():
+        pod = spec["template"]["spec"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        (mount,) = pod["containers"][0]["volumeMounts"]
+        volume = volumes[mount["name"]]
+        assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"], kind
+        run_dir = option(pod["containers"][0]["command"], "--run-dir")
+        assert Path(run_dir).is_relative_to(mount["mountPath"]), kind
+
+
+def test_every_tfjob_pod_asks_for_a_gpu_in_the_operators_container() -> None:
+    """Each pod's `tensorflow` container (the name the operator looks for) limits nvidia.com/gpu."""
+    for kind, container in containers(manifest("tfjob.yaml")).items():
+        assert container["name"] == "tensorflow", kind
+        assert int(container["resources"]["limits"]["nvidia.com/gpu"]) >= 1, kind
+
+
+def test_slurm_script_is_valid_bash() -> None:
+    """`bash -n` finds no syntax error."""
+    done = subprocess.run(["bash", "-n", str(SLURM)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def fake_cluster(tmp_path: Path) -> dict[str, str]:
+    """PATH with fake scontrol, srun and package commands, and a two-node SLURM environment."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("scontrol", FAKE_SCONTROL), ("srun", FAKE_SRUN), (PACKAGE, FAKE_PACKAGE)):
+        path = bin_dir / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
+    run_dir = tmp_path / "shared" / "run"
+    (run_dir / "data").mkdir(parents=True)
+    (run_dir / "data" / "meta.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TF_"))}
+    return {
+        **environment,
+        "PATH": f"{bin_dir}{os.pathsep}{environment['PATH']}",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_JOB_NODELIST": "gpu-node[07-08]",
+        "SLURM_NNODES": "2",
+        "RUN_DIR": str(run_dir),
+        "FAKE_OUT": str(tmp_path / "out"),
+    }
+
+
+def test_slurm_script_gives_each_node_its_worker_tf_config(fake_cluster: dict[str, str]) -> None:
+    """Each task gets valid TF_CONFIG JSON naming both nodes, with its SLURM_PROCID as the index,
+    and runs the package's train command on the shared run folder."""
+    done = subprocess.run(
+        ["bash", str(SLURM)], env=fake_cluster, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    port = 20000 + 4242 % 20000
+    for index in (0, 1):
+        task = json.loads(
+            (Path(fake_cluster["FAKE_OUT"]) / f"task-{index}.json").read_text(encoding="utf-8")
+        )
+        config = json.loads(task["tf_config"])
+        assert config == {
+            "cluster": {"worker": [f"{node}:{port}" for node in NODES]},
+            "task": {"type": "worker", "index": index},
+        }
+        cluster = read_tf_config(task["tf_config"])
+        assert (cluster.workers, cluster.task_index, cluster.is_chief) == (2, index, index == 0)
+        argv = task["argv"]
+        assert argv[0] == "train" and option(argv, "--run-dir") == fake_cluster["RUN_DIR"]
+        assert "strategy=multi_worker" in argv
+
+
+def test_slurm_script_stops_in_one_sentence_without_data(fake_cluster: dict[str, str]) -> None:
+    """A run folder without data/meta.json stops the job before srun, naming 01_data."""
+    (Path(fake_cluster["RUN_DIR"]) / "data" / "meta.json").unlink()
+    done = subprocess.run(
+        ["bash", str(SLURM)], env=fake_cluster, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "01_data" in done.stderr and done.stderr.strip().count("\n") == 0
+    assert not list(Path(fake_cluster["FAKE_OUT"]).iterdir())

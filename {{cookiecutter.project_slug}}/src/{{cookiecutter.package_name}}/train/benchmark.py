@@ -90,9 +90,10 @@ def benchmark_training(
     """Measure the three runs and return the rates and both ratios (see the module docstring).
 
     The data is run_dir/data/ when it is there (written by 01_data), otherwise the digits,
-    prepared in a scratch folder; the memory-fed run holds the whole training split in memory. With a run_dir, the result is also written to
-    run_dir/metrics/train_benchmark.json. Call it before anything else in the process runs a
-    TensorFlow op when logical_cpus > 1 (it configures the devices first, like train).
+    prepared in a scratch folder; the memory-fed run holds the whole training split in memory.
+    With a run_dir, the result is also written to run_dir/metrics/train_benchmark.json. Call it
+    before anything else in the process runs a TensorFlow op when logical_cpus > 1 (it
+    configures the devices first, like train).
     """
     params = check_params(
         model=model,

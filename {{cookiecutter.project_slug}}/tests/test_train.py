@@ -26,6 +26,7 @@ import pytest
 
 from {{ cookiecutter.package_name }} import cli, data, env
 from {{ cookiecutter.package_name }}.train import (
+    DEFAULTS,
     PRECISIONS,
     STRATEGIES,
     TrainError,
@@ -459,3 +460,12 @@ def test_sigkill_mid_training_then_rerun_resumes_and_completes(run_dir: Path) ->
     assert metrics["epochs_run"] == 16 - metrics["initial_epoch"]
     assert [record["epoch"] for record in metrics["history"]] == list(range(1, 17))
     assert (run_dir / "model.keras").is_file()
+
+
+def test_without_tuning_every_value_not_given_is_a_default(trained: tuple[Path, dict]) -> None:
+    """Without a tuning file every value is a default, or given (verbose), in train.json."""
+    run, metrics = trained
+    assert not (run / "tuning").exists() and metrics["tuning"] is None
+    expected = {key: "given" if key == "verbose" else "default" for key in DEFAULTS}
+    assert metrics["parameter_sources"] == expected
+    assert metrics["parameters"]["learning_rate"] == DEFAULTS["learning_rate"]

@@ -70,8 +70,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a training parameter (model, epochs, batch_size, learning_rate, strategy, "
-        "logical_cpus, precision, jit_compile, seed, patience, verbose), value read as YAML",
+        help="a training parameter (model, epochs, batch_size, learning_rate, width, dropout, "
+        "strategy, logical_cpus, precision, jit_compile, seed, patience, verbose), value read as "
+        "YAML; model, learning_rate, width and dropout not given come from tuning when it ran",
     )
     train.add_argument(
         "--json", action="store_true", help="print metrics/train.json's content on stdout"

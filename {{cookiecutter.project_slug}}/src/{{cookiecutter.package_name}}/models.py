@@ -25,6 +25,8 @@ OWN_MODELS = ("small_cnn", "resnet_small")
 APPLICATIONS = tuple(sorted(name for name in dir(keras.applications) if name[:1].isupper()))
 MODELS = OWN_MODELS + APPLICATIONS
 DEFAULT_WIDTH = {"small_cnn": 32, "resnet_small": 16}
+# The rate of the Dropout before the classifier (resnet_small has none unless asked for).
+DEFAULT_DROPOUT = {"small_cnn": 0.25, "resnet_small": 0.0}
 WEIGHTS = (None, "imagenet")
 BN_MOMENTUM = 0.9
 
@@ -60,19 +62,25 @@ def build_model(
     *,
     weights: str | None = None,
     width: int | None = None,
+    dropout: float | None = None,
 ) -> keras.Model:
     """A model by name for uint8 images of `input_shape` (H, W, C) and `num_classes` classes.
 
     `width` is the base number of filters of `small_cnn` (default 32) and `resnet_small` (default
-    16), a multiple of 8. `weights` is None (random, works offline) or "imagenet" for a
-    keras.applications model (downloaded on first use into ~/.keras/models). The model follows the
-    global dtype policy (keras.mixed_precision.set_dtype_policy), except for its float32 output.
+    16), a multiple of 8; `dropout` the rate of the Dropout before their classifier (default 0.25
+    and 0: none). These two are the knobs the tuner (step 2) searches; None means the default.
+    `weights` is None (random, works offline) or "imagenet" for a keras.applications model
+    (downloaded on first use into ~/.keras/models). The model follows the global dtype policy
+    (keras.mixed_precision.set_dtype_policy), except for its float32 output.
     """
-    shape = check_model(name, input_shape, num_classes, weights=weights, width=width)
-    if name == "small_cnn":
-        return _small_cnn(shape, num_classes, width or DEFAULT_WIDTH[name])
-    if name == "resnet_small":
-        return _resnet_small(shape, num_classes, width or DEFAULT_WIDTH[name])
+    shape = check_model(
+        name, input_shape, num_classes, weights=weights, width=width, dropout=dropout
+    )
+    if name in OWN_MODELS:
+        width = width or DEFAULT_WIDTH[name]
+        dropout = DEFAULT_DROPOUT[name] if dropout is None else float(dropout)
+        builder = _small_cnn if name == "small_cnn" else _resnet_small
+        return builder(shape, num_classes, width, dropout)
     return _application(name, shape, num_classes, weights)
 
 
@@ -83,6 +91,7 @@ def check_model(
     *,
     weights: str | None = None,
     width: int | None = None,
+    dropout: float | None = None,
 ) -> tuple[int, int, int]:
     """Refuse a bad model request with one sentence before anything is built; return the shape."""
     if name not in MODELS:
@@ -105,17 +114,7 @@ def check_model(
         )
     if weights not in WEIGHTS:
         raise ModelError(f"weights={weights!r} is not allowed for {name}: use None or 'imagenet'.")
-    if width is not None:
-        if name not in OWN_MODELS:
-            raise ModelError(
-                f"width={width!r} is not allowed for {name}: width sets the filters of "
-                f"{' and '.join(OWN_MODELS)} only; use None."
-            )
-        if not _is_int(width) or width < 8 or width % 8:
-            raise ModelError(
-                f"width={width!r} is not allowed: use a multiple of 8 (8, 16, 32, …), "
-                "which keeps float16 matrix multiplications on Tensor Cores."
-            )
+    check_knobs(name, width=width, dropout=dropout)
     if name in APPLICATIONS and shape[2] not in (1, 3):
         raise ModelError(
             f"input_shape={input_shape!r} has {shape[2]} channels, but {name} takes 1 (grey, "
@@ -124,12 +123,35 @@ def check_model(
     return shape  # type: ignore[return-value]
 
 
+def check_knobs(name: str, *, width: int | None = None, dropout: float | None = None) -> None:
+    """Refuse a width or dropout the named model cannot take, in one sentence (None: default)."""
+    for knob, value in (("width", width), ("dropout", dropout)):
+        if value is not None and name not in OWN_MODELS:
+            raise ModelError(
+                f"{knob}={value!r} is not allowed for {name}: it is a knob of "
+                f"{' and '.join(OWN_MODELS)} only; use None."
+            )
+    if width is not None and (not _is_int(width) or width < 8 or width % 8):
+        raise ModelError(
+            f"width={width!r} is not allowed: use a multiple of 8 (8, 16, 32, …), "
+            "which keeps float16 matrix multiplications on Tensor Cores."
+        )
+    if dropout is not None and (
+        isinstance(dropout, bool)
+        or not isinstance(dropout, int | float | np.floating)
+        or not 0 <= dropout < 1
+    ):
+        raise ModelError(f"dropout={dropout!r} is not allowed: use a rate from 0 to below 1.")
+
+
 def output_dtype(model: keras.Model) -> str:
     """The dtype the model's predictions come out in (float32 for every model built here)."""
     return keras.backend.standardize_dtype(model.outputs[0].dtype)
 
 
-def _small_cnn(shape: tuple[int, int, int], num_classes: int, width: int) -> keras.Model:
+def _small_cnn(
+    shape: tuple[int, int, int], num_classes: int, width: int, dropout: float
+) -> keras.Model:
     """Two 3x3 convolutions per stage, pooling until the image is at most 4x4, then a dense head.
 
     Sized for the 8x8 digits (one stage: 8x8 -> 4x4, about 120k weights at width 32); larger
@@ -145,11 +167,13 @@ def _small_cnn(shape: tuple[int, int, int], num_classes: int, width: int) -> ker
         x = layers.MaxPooling2D(padding="same")(x)
     x = layers.Flatten()(x)
     x = layers.Dense(4 * width, activation="relu")(x)
-    x = layers.Dropout(0.25)(x)
+    x = layers.Dropout(dropout)(x)
     return keras.Model(inputs, _head(x, num_classes), name="small_cnn")
 
 
-def _resnet_small(shape: tuple[int, int, int], num_classes: int, width: int) -> keras.Model:
+def _resnet_small(
+    shape: tuple[int, int, int], num_classes: int, width: int, dropout: float
+) -> keras.Model:
     """A ResNet-20-like net for small images (CIFAR-sized, 32x32): three stages of two blocks.
 
     Widths width, 2·width, 4·width; the second and third stage halve the image. Batch norm
@@ -167,6 +191,8 @@ def _resnet_small(shape: tuple[int, int, int], num_classes: int, width: int) -> 
             strides = 2 if stage > 0 and block == 0 else 1
             x = _residual_block(x, width * 2**stage, strides)
     x = layers.GlobalAveragePooling2D()(x)
+    if dropout:
+        x = layers.Dropout(dropout)(x)
     return keras.Model(inputs, _head(x, num_classes), name="resnet_small")
 
 

@@ -30,6 +30,7 @@ from .params import (
     check_params,
     effective_learning_rate,
     read_tf_config,
+    resolve_params,
     resolve_strategy,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "read_tf_config",
     "resolve_jit",
     "resolve_precision",
+    "resolve_params",
     "resolve_strategy",
     "strategy_name",
     "train",

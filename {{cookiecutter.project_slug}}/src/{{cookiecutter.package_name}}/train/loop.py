@@ -41,7 +41,15 @@ from .devices import (
     strategy_name,
     worker_role,
 )
-from .params import DEFAULTS, LR_RULE, TrainError, check_params, effective_learning_rate
+from .params import (
+    DEFAULTS,
+    LR_RULE,
+    TrainError,
+    check_params,
+    describe_sources,
+    effective_learning_rate,
+    resolve_params,
+)
 from .state import Checkpoints, check_resumable, weights_digest
 
 MODEL_FILE = "model.keras"
@@ -51,19 +59,26 @@ SUM = tf.distribute.ReduceOp.SUM
 def train(
     run_dir: str | os.PathLike[str],
     *,
-    model: str = DEFAULTS["model"],
-    epochs: int = DEFAULTS["epochs"],
-    batch_size: int = DEFAULTS["batch_size"],
-    learning_rate: float = DEFAULTS["learning_rate"],
-    strategy: str = DEFAULTS["strategy"],
-    logical_cpus: int = DEFAULTS["logical_cpus"],
-    precision: str = DEFAULTS["precision"],
-    jit_compile: str | bool = DEFAULTS["jit_compile"],
-    seed: int = DEFAULTS["seed"],
-    patience: int = DEFAULTS["patience"],
-    verbose: bool = DEFAULTS["verbose"],
+    model: str | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
+    width: int | None = None,
+    dropout: float | None = None,
+    strategy: str | None = None,
+    logical_cpus: int | None = None,
+    precision: str | None = None,
+    jit_compile: str | bool | None = None,
+    seed: int | None = None,
+    patience: int | None = None,
+    verbose: bool | None = None,
 ) -> dict[str, Any]:
     """Train `model` on run_dir/data/ and return what is written to metrics/train.json.
+
+    A parameter left at None is not given: model, learning_rate, width and dropout then come from
+    run_dir/tuning/best_hparams.json when step 2 wrote one for that model, every other parameter
+    from DEFAULTS; a given value always wins (params.resolve_params). Where each value came from
+    is said at the start and kept in metrics/train.json as parameter_sources.
 
     `batch_size` is the global batch (split evenly across replicas); the optimizer's learning
     rate follows LR_RULE. `epochs` counts from the start of the run: a run folder holding a
@@ -73,35 +88,29 @@ def train(
     so call this before anything else in the process runs a TensorFlow op when logical_cpus > 1.
 
     The returned dict (metrics/train.json, written by the chief) holds, among others: model,
-    strategy (class name), replicas, workers, task, precision (the effective policy),
-    compute_dtype, variable_dtype, loss_scaling, optimizer, jit_compile, global_batch_size,
-    per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate, effective_learning_rate,
-    epochs, initial_epoch (0 for a fresh run), epochs_completed, epochs_run (in this process),
-    stopped_early, loss, accuracy, val_loss, val_accuracy (last epoch), best_epoch,
-    best_val_loss, examples_per_sec (training examples/s over this process's epochs, the first
-    one left out when more ran, since it includes tracing), history (one dict per epoch: epoch,
-    loss, accuracy, val_loss, val_accuracy, examples, val_examples, seconds, val_seconds,
-    examples_per_sec, learning_rate, and loss_scale under mixed_float16), checkpoint,
-    model_path (None on workers other than the chief), logs, weights_sha256.
+    parameters, parameter_sources ({name: "given" | "tuned" | "default"}), tuning (the values, score
+    and trial of best_hparams.json, or None), strategy (class name), replicas, workers, task,
+    precision (the effective policy), compute_dtype, variable_dtype, loss_scaling, optimizer,
+    jit_compile, global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
+    effective_learning_rate, epochs, initial_epoch (0 for a fresh run), epochs_completed, epochs_run
+    (in this process), stopped_early, loss, accuracy, val_loss, val_accuracy (last epoch),
+    best_epoch, best_val_loss, examples_per_sec (training examples/s over this process's epochs, the
+    first one left out when more ran, since it includes tracing), history (one dict per epoch:
+    epoch, loss, accuracy, val_loss, val_accuracy, examples, val_examples, seconds, val_seconds,
+    examples_per_sec, learning_rate, and loss_scale under mixed_float16), checkpoint, model_path
+    (None on workers other than the chief), logs, weights_sha256.
     """
-    params = check_params(
-        model=model,
-        epochs=epochs,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        strategy=strategy,
-        logical_cpus=logical_cpus,
-        precision=precision,
-        jit_compile=jit_compile,
-        seed=seed,
-        patience=patience,
-        verbose=verbose,
-    )
+    given = dict(locals())  # every parameter by name, None where the caller gave none
+    del given["run_dir"]
+    params, sources = resolve_params(run_dir, given)
+    model, batch_size = params["model"], params["batch_size"]
     folder = resolve_run_dir(run_dir, create=False)
     meta = data.read_meta(folder)
     shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
     try:
-        models.check_model(model, shape, num_classes)
+        models.check_model(
+            model, shape, num_classes, width=params["width"], dropout=params["dropout"]
+        )
     except models.ModelError as error:
         raise TrainError(str(error)) from None
     train_count = int(meta["splits"]["train"]["count"])
@@ -118,6 +127,8 @@ def train(
         "num_classes": num_classes,
         "batch_size": params["batch_size"],
         "learning_rate": params["learning_rate"],
+        "width": params["width"],
+        "dropout": params["dropout"],
         "precision": policy_name,
         "seed": params["seed"],
     }
@@ -136,6 +147,7 @@ def train(
             distribution,
             jit=resolve_jit(params["jit_compile"], gpus),
             loss_scaling=policy.name == "mixed_float16",
+            sources=sources,
         )
         return loop.run(state, resuming=resuming, devices=devices)
 
@@ -152,17 +164,23 @@ class _Loop:
         *,
         jit: bool,
         loss_scaling: bool,
+        sources: dict[str, str],
     ) -> None:
         self.folder, self.meta, self.params, self.strategy = folder, meta, params, distribution
         self.jit, self.loss_scaling = jit, loss_scaling
         self.role = worker_role(distribution)
+        self.sources = sources
         self.replicas = distribution.num_replicas_in_sync
         self.global_batch = params["batch_size"]
         self.steps_per_epoch = int(meta["splits"]["train"]["count"]) // self.global_batch
         self.learning_rate = effective_learning_rate(params["learning_rate"], self.global_batch)
         with distribution.scope():
             self.model = models.build_model(
-                params["model"], meta["image_shape"], int(meta["num_classes"])
+                params["model"],
+                meta["image_shape"],
+                int(meta["num_classes"]),
+                width=params["width"],
+                dropout=params["dropout"],
             )
             optimizer = keras.optimizers.Adam(self.learning_rate)
             if loss_scaling:
@@ -191,6 +209,7 @@ class _Loop:
             self._check_same_start(initial_epoch)
             if not resuming:
                 checkpoints.start()
+            say(describe_sources(params, self.sources))
             say(self._describe(initial_epoch))
             stopped, best = _early_stopping(history, params["patience"])
             if initial_epoch >= params["epochs"] or stopped:
@@ -393,6 +412,8 @@ class _Loop:
         return {
             "model": self.params["model"],
             "parameters": _user_params(self.params),
+            "parameter_sources": self.sources,
+            "tuning": _tuning_summary(self.params.get("tuning")),
             "strategy": strategy_name(self.strategy),
             "replicas": self.replicas,
             "workers": self.role.workers,
@@ -496,6 +517,14 @@ def _describe_epoch(record: dict[str, Any], epochs: int) -> str:
         f"{record['val_accuracy']:.4f}, {record['examples_per_sec']:.0f} examples/s "
         f"({record['seconds']:.1f} s)"
     )
+
+
+def _tuning_summary(tuning: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What metrics/train.json keeps of tuning/best_hparams.json: the values and their score."""
+    if tuning is None:
+        return None
+    keys = ("hparams", "objective", "score", "trial", "algorithm")
+    return {key: tuning.get(key) for key in keys}
 
 
 def _user_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,9 @@
 A multi-worker job that fails on a typo only after every worker has started, connected and built
 its model wastes a cluster allocation, so everything that can be checked from the parameters, the
 environment (TF_CONFIG) and the device list is checked here, without initializing TensorFlow.
+
+Where a value comes from: one given by the caller wins; else, for the TUNABLE parameters, the one
+step 2 (02_tune) wrote to run_dir/tuning/best_hparams.json; else DEFAULTS (resolve_params).
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import tensorflow as tf
 
-from ..models import APPLICATIONS, MODELS, OWN_MODELS
+from ..artifacts import resolve_run_dir
+from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
@@ -25,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
     "epochs": 5,
     "batch_size": 64,
     "learning_rate": 1e-3,
+    "width": None,  # the model's own default (models.DEFAULT_WIDTH); a tuned value if there is one
+    "dropout": None,  # the model's own default (models.DEFAULT_DROPOUT); a tuned value likewise
     "strategy": "auto",
     "logical_cpus": 0,
     "precision": "auto",
@@ -39,6 +46,9 @@ REFERENCE_BATCH = 64
 LR_RULE = f"linear: learning_rate * global_batch_size / {REFERENCE_BATCH}"
 # Task types of TF_CONFIG that train; MultiWorkerMirroredStrategy has no parameter servers.
 TRAINING_TASKS = ("chief", "worker")
+# What step 2 writes into the run folder, and the parameters training takes from it when not given.
+TUNED_FILE = "tuning/best_hparams.json"
+TUNABLE = ("model", "learning_rate", "width", "dropout")
 
 
 class TrainError(ValueError):
@@ -68,6 +78,8 @@ def check_params(
     epochs: int = DEFAULTS["epochs"],
     batch_size: int = DEFAULTS["batch_size"],
     learning_rate: float = DEFAULTS["learning_rate"],
+    width: int | None = DEFAULTS["width"],
+    dropout: float | None = DEFAULTS["dropout"],
     strategy: str = DEFAULTS["strategy"],
     logical_cpus: int = DEFAULTS["logical_cpus"],
     precision: str = DEFAULTS["precision"],
@@ -82,23 +94,9 @@ def check_params(
     `replicas` defaults to what the strategy will have on this machine (see expected_replicas);
     `jit_compile` comes back as "auto", True or False. Raises TrainError naming the first bad value.
     """
-    if not isinstance(model, str) or model not in MODELS:
-        raise TrainError(
-            f"model={model!r} is not allowed: use {' or '.join(OWN_MODELS)}, or a "
-            "keras.applications model by name (MobileNetV2, ResNet50, EfficientNetB0, … "
-            f"{len(APPLICATIONS)} in all, listed in models.APPLICATIONS)."
-        )
+    _check_tunable(model, learning_rate, width, dropout)
     _whole("epochs", epochs, 1)
     _whole("batch_size", batch_size, 1)
-    if (
-        isinstance(learning_rate, bool)
-        or not isinstance(learning_rate, int | float)
-        or not math.isfinite(learning_rate)
-        or learning_rate <= 0
-    ):
-        raise TrainError(
-            f"learning_rate={learning_rate!r} is not allowed: use a number > 0, e.g. 0.001."
-        )
     _choice("strategy", strategy, STRATEGIES)
     _whole("logical_cpus", logical_cpus, 0)
     _choice("precision", precision, PRECISIONS)
@@ -129,6 +127,8 @@ def check_params(
         "epochs": int(epochs),
         "batch_size": int(batch_size),
         "learning_rate": float(learning_rate),
+        "width": None if width is None else int(width),
+        "dropout": None if dropout is None else float(dropout),
         "strategy": strategy,
         "logical_cpus": int(logical_cpus),
         "precision": precision,
@@ -140,6 +140,108 @@ def check_params(
         "replicas": int(replicas),
         "cluster": cluster,
     }
+
+
+def resolve_params(
+    run_dir: str | os.PathLike[str], given: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The checked parameters of a training run, and where each came from.
+
+    `given` holds what the caller chose; None there means "not given". A given value wins; else a
+    TUNABLE parameter takes the value in run_dir/tuning/best_hparams.json, when step 2 wrote one
+    and tuned the same model; else DEFAULTS. Returns (check_params' dict with "tuning": the file's
+    content or None, {name: "given" | "tuned" | "default"}).
+    """
+    given = {key: value for key, value in (given or {}).items() if value is not None}
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise TrainError(f"Unknown parameter {unknown[0]!r}: train takes {', '.join(DEFAULTS)}.")
+    tuning = read_tuning(run_dir)
+    tuned = dict(tuning["hparams"]) if tuning else {}
+    if given.get("model", tuned.get("model")) != tuned.get("model"):
+        tuned = {}  # tuned for another model: its values say nothing about this one
+    sources = {
+        key: "given" if key in given else "tuned" if key in tuned else "default" for key in DEFAULTS
+    }
+    params = check_params(**{**DEFAULTS, **tuned, **given})
+    params["tuning"] = tuning
+    return params, sources
+
+
+def read_tuning(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """run_dir/tuning/best_hparams.json (see tune.py), checked; None when there is none."""
+    path = resolve_run_dir(run_dir, create=False) / TUNED_FILE
+    if not path.is_file():
+        return None
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+        hparams = content["hparams"]
+        extra = sorted(set(hparams) - set(TUNABLE))
+        if extra or "model" not in hparams:
+            raise ValueError(f"hparams must hold model and only {', '.join(TUNABLE)}")
+        _check_tunable(
+            hparams["model"],
+            hparams.get("learning_rate", DEFAULTS["learning_rate"]),
+            hparams.get("width"),
+            hparams.get("dropout"),
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        reason = " ".join(str(error).split()).rstrip(".")
+        if not isinstance(error, TrainError):
+            reason = f"{type(error).__name__}: {reason}"
+        raise TrainError(
+            f"{path} cannot be used ({reason}): run 02_tune again, or delete it to train with "
+            "the given and default values."
+        ) from None
+    return content
+
+
+def describe_sources(params: dict[str, Any], sources: dict[str, str]) -> str:
+    """One sentence on where the values came from, e.g. "Using learning_rate=0.0031 from …"."""
+    tuning = params.get("tuning")
+    tuned = [key for key in DEFAULTS if sources.get(key) == "tuned"]
+    given = [key for key in DEFAULTS if sources.get(key) == "given" and key != "verbose"]
+    parts = []
+    if tuned:
+        score = tuning.get("score")
+        shown = f"{score:.4f}" if isinstance(score, int | float) else "?"
+        found = f"{tuning.get('objective', 'score')} {shown}"
+        parts.append(
+            f"using {_listed(params, tuned)} from {TUNED_FILE} ({found}, trial "
+            f"#{tuning.get('trial', '?')})"
+        )
+    elif tuning is None:
+        parts.append(f"no {TUNED_FILE} in the run folder")
+    elif params["model"] != tuning["hparams"]["model"]:
+        parts.append(
+            f"{TUNED_FILE} was tuned for {tuning['hparams']['model']}, not {params['model']}: "
+            "none of its values is used"
+        )
+    else:
+        parts.append(f"every value of {TUNED_FILE} is overridden by a given one")
+    if tuning is not None and params["model"] == tuning["hparams"]["model"]:
+        parts += [
+            f"given {_listed(params, [key])} wins over the tuned {_shown(value)}"
+            for key, value in tuning["hparams"].items()
+            if sources.get(key) == "given" and value != params[key]
+        ]
+    if given:
+        parts.append(f"given: {_listed(params, given)}")
+    rest = [key for key in DEFAULTS if sources.get(key) == "default" and key != "verbose"]
+    if rest:
+        parts.append(f"defaults: {', '.join(rest)}")
+    sentence = "; ".join(parts)
+    return sentence[:1].upper() + sentence[1:] + "."
+
+
+def sources_table(params: dict[str, Any], sources: dict[str, str]) -> str:
+    """A markdown table: each parameter, its value, and where it came from."""
+    rows = ["| parameter | value | from |", "|---|---|---|"]
+    for key in DEFAULTS:
+        value = "the model's default" if params[key] is None else _shown(params[key])
+        source = f"{sources[key]} ({TUNED_FILE})" if sources[key] == "tuned" else sources[key]
+        rows.append(f"| {key} | {value} | {source} |")
+    return "\n".join(rows)
 
 
 def resolve_strategy(
@@ -214,6 +316,37 @@ def parse_jit(value: str | bool) -> str | bool:
 def effective_learning_rate(learning_rate: float, global_batch_size: int) -> float:
     """The learning rate the optimizer gets, by LR_RULE."""
     return float(learning_rate) * global_batch_size / REFERENCE_BATCH
+
+
+def _check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> None:
+    """The parameters step 2 may set: the model's name, its learning rate and its knobs."""
+    if not isinstance(model, str) or model not in MODELS:
+        raise TrainError(
+            f"model={model!r} is not allowed: use {' or '.join(OWN_MODELS)}, or a "
+            "keras.applications model by name (MobileNetV2, ResNet50, EfficientNetB0, … "
+            f"{len(APPLICATIONS)} in all, listed in models.APPLICATIONS)."
+        )
+    if (
+        isinstance(learning_rate, bool)
+        or not isinstance(learning_rate, int | float)
+        or not math.isfinite(learning_rate)
+        or learning_rate <= 0
+    ):
+        raise TrainError(
+            f"learning_rate={learning_rate!r} is not allowed: use a number > 0, e.g. 0.001."
+        )
+    try:
+        check_knobs(model, width=width, dropout=dropout)
+    except ModelError as error:
+        raise TrainError(str(error)) from None
+
+
+def _listed(params: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{key}={_shown(params[key])}" for key in keys)
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def _whole(name: str, value: Any, minimum: int, note: str = "") -> None:

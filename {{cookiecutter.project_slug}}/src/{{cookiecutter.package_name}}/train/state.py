@@ -39,6 +39,8 @@ STATE_KEYS = (
     "num_classes",
     "batch_size",
     "learning_rate",
+    "width",
+    "dropout",
     "precision",
     "seed",
 )

@@ -1,0 +1,166 @@
+"""Tuning: keras-tuner's search writes the best values, and training takes them unless given.
+
+One search of 2 trials x 1 epoch on the 8x8 digits is shared; tests that change a run folder work
+on a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("keras_tuner", reason="the tune extra (keras-tuner) is not installed")
+
+from {{ cookiecutter.package_name }} import data, tune  # noqa: E402
+from {{ cookiecutter.package_name }}.artifacts import MissingInputError  # noqa: E402
+from {{ cookiecutter.package_name }}.train import TrainError, train  # noqa: E402
+from {{ cookiecutter.package_name }}.train.params import TUNED_FILE, resolve_params  # noqa: E402
+
+TRIALS = 2
+
+
+def assert_one_sentence(message: str) -> None:
+    """Bad input is answered with one sentence: one line, one final full stop."""
+    assert "\n" not in message.strip() and message.strip().endswith("."), message
+    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder holding the digits written by the data step, and nothing else."""
+    run = tmp_path_factory.mktemp("digits") / "run"
+    data.prepare(run, "digits")
+    return run
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> tuple[Path, dict]:
+    """One random search of 2 trials x 1 epoch, shared by the tests that only read it."""
+    run = tmp_path_factory.mktemp("searched") / "run"
+    shutil.copytree(digits, run)
+    return run, tune.search(run, max_trials=TRIALS, epochs=1, verbose=False)
+
+
+@pytest.fixture
+def searched_copy(tmp_path: Path, searched: tuple[Path, dict]) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(searched[0], run)
+    return run
+
+
+def test_search_writes_best_hparams_and_tune_metrics(searched: tuple[Path, dict]) -> None:
+    """best_hparams.json holds the best trial's values under training's names; tune.json the run."""
+    run, result = searched
+    found = json.loads((run / TUNED_FILE).read_text(encoding="utf-8"))
+    metrics = json.loads((run / "metrics" / "tune.json").read_text(encoding="utf-8"))
+    assert metrics == json.loads(json.dumps(result))
+    hparams = found["hparams"]
+    assert set(hparams) == {"model", "learning_rate", "width", "dropout"}
+    assert hparams["model"] == "small_cnn" and hparams["width"] % 8 == 0
+    assert 1e-4 <= hparams["learning_rate"] <= 1e-2 and 0 <= hparams["dropout"] <= 0.5
+    scores = [trial["score"] for trial in metrics["trials"]]
+    assert found["score"] == metrics["best_score"] == max(scores)
+    assert metrics["best_hparams"] == hparams and found["trial"] == metrics["best_trial"]
+    assert metrics["trials_run"] == metrics["trials_completed"] == TRIALS
+    assert metrics["seconds"] > 0 and metrics["objective"] == "val_accuracy"
+    assert (run / "tuning" / "tuner" / "oracle.json").is_file()
+
+
+def test_overwrite_searches_again_instead_of_reloading(searched_copy: Path) -> None:
+    """keras-tuner reloads a finished search and returns at once; overwrite=True searches anew."""
+    reloaded = tune.search(searched_copy, max_trials=TRIALS, epochs=1, overwrite=False)
+    assert reloaded["trials_run"] == 0 and reloaded["trials_completed"] == TRIALS
+    stale = searched_copy / "tuning" / "tuner" / "stale"
+    stale.write_text("from the first search", encoding="utf-8")
+    again = tune.search(searched_copy, max_trials=TRIALS, epochs=1, verbose=False)
+    assert again["trials_run"] == TRIALS and not stale.exists()
+
+
+def test_resuming_another_search_is_refused(searched_copy: Path) -> None:
+    """overwrite=False with another model or epochs is refused before keras-tuner mixes them."""
+    with pytest.raises(tune.TuneError) as error:
+        tune.search(searched_copy, max_trials=TRIALS, epochs=2, overwrite=False)
+    assert "epochs=1" in str(error.value)
+    assert_one_sentence(str(error.value))
+
+
+def test_training_takes_tuned_values_and_says_so(searched_copy: Path, capsys) -> None:
+    """Not given: model, learning_rate, width, dropout come from tuning/best_hparams.json."""
+    hparams = json.loads((searched_copy / TUNED_FILE).read_text(encoding="utf-8"))["hparams"]
+    metrics = train(searched_copy, epochs=1)
+    sources = metrics["parameter_sources"]
+    assert {key: sources[key] for key in hparams} == dict.fromkeys(hparams, "tuned")
+    assert sources["epochs"] == "given" and sources["batch_size"] == "default"
+    assert metrics["learning_rate"] == hparams["learning_rate"]
+    assert metrics["parameters"]["width"] == hparams["width"]
+    assert metrics["parameters"]["dropout"] == hparams["dropout"]
+    written = json.loads((searched_copy / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert written["parameter_sources"] == sources
+    assert written["tuning"]["hparams"] == hparams
+    assert f"from {TUNED_FILE}" in capsys.readouterr().out
+
+
+def test_a_given_parameter_wins_over_the_tuned_one(searched_copy: Path) -> None:
+    """An explicit learning_rate is used; the tuned width still applies."""
+    hparams = json.loads((searched_copy / TUNED_FILE).read_text(encoding="utf-8"))["hparams"]
+    given = 0.005 if hparams["learning_rate"] != 0.005 else 0.006
+    metrics = train(searched_copy, epochs=1, learning_rate=given, verbose=False)
+    assert metrics["learning_rate"] == given
+    assert metrics["parameter_sources"]["learning_rate"] == "given"
+    assert metrics["parameter_sources"]["width"] == "tuned"
+    assert metrics["parameters"]["width"] == hparams["width"]
+
+
+def test_values_tuned_for_another_model_are_not_used(searched: tuple[Path, dict]) -> None:
+    """A width found for small_cnn says nothing about resnet_small: none of it is taken."""
+    params, sources = resolve_params(searched[0], {"model": "resnet_small"})
+    assert params["width"] is None and params["learning_rate"] == 1e-3
+    assert sources["learning_rate"] == sources["width"] == "default"
+
+
+def test_a_broken_best_hparams_file_is_refused_naming_it(searched_copy: Path) -> None:
+    """A hand-edited file with a value training refuses stops training in one sentence."""
+    path = searched_copy / TUNED_FILE
+    found = json.loads(path.read_text(encoding="utf-8"))
+    found["hparams"]["width"] = 12
+    path.write_text(json.dumps(found), encoding="utf-8")
+    with pytest.raises(TrainError) as error:
+        train(searched_copy, epochs=1, verbose=False)
+    assert str(path) in str(error.value) and "width=12" in str(error.value)
+    assert_one_sentence(str(error.value))
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"algorithm": "grid"}, "algorithm='grid'"),
+        ({"max_trials": 0}, "max_trials=0"),
+        ({"epochs": 0}, "epochs=0"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"model": "resnet"}, "model='resnet'"),
+        ({"batch_size": 100_000}, "batch_size=100000"),
+    ],
+)
+def test_bad_parameters_are_refused_in_one_sentence(
+    tmp_path: Path, digits: Path, options: dict, named: str
+) -> None:
+    """Each bad value is named in one sentence, and nothing is written into the run folder."""
+    run = tmp_path / "run"
+    shutil.copytree(digits, run)
+    with pytest.raises(tune.TuneError) as error:
+        tune.search(run, **options)
+    assert named in str(error.value)
+    assert_one_sentence(str(error.value))
+    assert not (run / "tuning").exists() and not (run / "metrics" / "tune.json").exists()
+
+
+def test_a_run_folder_without_data_names_the_data_step(tmp_path: Path) -> None:
+    """Tuning before step 1 stops in one sentence naming 01_data."""
+    with pytest.raises(MissingInputError) as error:
+        tune.search(tmp_path / "empty")
+    assert "01_data" in str(error.value)
+    assert_one_sentence(str(error.value))

@@ -1,0 +1,178 @@
+"""Parity: the SavedModel, reloaded in a fresh process, against the Keras model it came from.
+
+A fresh process is the honest test: it has no Keras model object, no custom code and no cached
+function, only what tf.saved_model.load finds on disk, the way TF Serving sees the export. Both
+sides predict the same validation images; the probabilities must agree within a tolerance set by
+the precision the model computes in (TOLERANCE), and the class names must be the names of the
+class ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ..artifacts import MissingInputError, require, resolve_run_dir
+from ..data import make_dataset, read_meta
+from ..train.loop import MODEL_FILE
+from .savedmodel import INPUT_NAME, SIGNATURE, ExportError, model_precision
+
+# Largest allowed |Keras - SavedModel| probability. float32: both run the same float32 graph, so
+# only the order of operations may differ. Mixed precision: float16 keeps about 3 significant
+# digits (bfloat16 fewer), so a differently fused op may move a probability by up to ~1e-2.
+TOLERANCE = {"float32": 1e-5, "mixed": 1e-2}
+PREDICT_BATCH = 256
+PROCESS_TIMEOUT = 600
+PACKAGE = (__package__ or "").split(".")[0]
+
+
+def check_parity(
+    run_dir: str | os.PathLike[str],
+    export_dir: str | os.PathLike[str],
+    max_examples: int = 512,
+) -> dict[str, Any]:
+    """Compare the Keras model and the reloaded SavedModel on up to max_examples validation images.
+
+    Returns examples, max_abs_diff, top1_agreement (share of images whose Keras top class is the
+    SavedModel's class id), class_names_match, precision, tolerance, parity_ok, served_pid (the
+    fresh process), keras_pid and a verdict sentence.
+    """
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise ExportError(f"max_examples={max_examples!r} is not allowed: use a whole number >= 1.")
+    folder = resolve_run_dir(run_dir, create=False)
+    model_path = require(folder, MODEL_FILE, "03_train")
+    export_dir = Path(export_dir)
+    if not (export_dir / "saved_model.pb").is_file():
+        raise MissingInputError(
+            f"{export_dir} holds no SavedModel: export it first with export_savedmodel (04_export)."
+        )
+    classes = np.array(read_meta(folder)["classes"])
+    images = validation_images(folder, max_examples)
+    served = predict_in_fresh_process(export_dir, images)
+    model = keras.models.load_model(model_path, compile=False)
+    expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
+    precision = model_precision(model)
+    tolerance = TOLERANCE["float32" if precision == "float32" else "mixed"]
+    diff = float(np.max(np.abs(expected - served["probabilities"])))
+    agreement = float(np.mean(np.argmax(expected, axis=-1) == served["class_ids"]))
+    names_match = bool(np.all(classes[served["class_ids"]] == served["class_names"]))
+    parity_ok = diff <= tolerance and names_match
+    return {
+        "examples": int(len(images)),
+        "max_abs_diff": diff,
+        "top1_agreement": agreement,
+        "class_names_match": names_match,
+        "precision": precision,
+        "tolerance": tolerance,
+        "parity_ok": parity_ok,
+        "served_pid": served["pid"],
+        "keras_pid": os.getpid(),
+        "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
+    }
+
+
+def export_metrics(
+    exported: dict[str, Any], parity: dict[str, Any], saved_model_cli: str
+) -> dict[str, Any]:
+    """metrics/export.json: the export, its signature, the parity figures and the CLI text."""
+    return {
+        "version": exported["version"],
+        "export_dir": exported["export_dir"],
+        "model_path": exported["model_path"],
+        "model_name": exported["model_name"],
+        "signature": exported["signature"],
+        "saved_model_cli": saved_model_cli,
+        **{key: value for key, value in parity.items() if key != "keras_pid"},
+        "tensorflow_version": tf.__version__,
+        "keras_version": keras.__version__,
+    }
+
+
+def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
+    """Up to max_examples raw uint8 validation images, in the order the shards hold them."""
+    batches, count = [], 0
+    dataset = make_dataset(run_dir, "validation", min(PREDICT_BATCH, max_examples), cache=False)
+    for images, _ in dataset:
+        batches.append(images.numpy())
+        count += len(batches[-1])
+        if count >= max_examples:
+            break
+    return np.concatenate(batches)[:max_examples]
+
+
+def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
+    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`."""
+    with tempfile.TemporaryDirectory(prefix="export-parity-") as scratch:
+        inputs, outputs = Path(scratch) / "images.npy", Path(scratch) / "outputs.npz"
+        np.save(inputs, images)
+        source = str(Path(__file__).resolve().parents[2])  # src/, in case it is not installed
+        path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        command = [sys.executable, "-m", f"{PACKAGE}.export", "predict"]
+        done = subprocess.run(
+            [*command, str(export_dir), str(inputs), str(outputs)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=PROCESS_TIMEOUT,
+            check=False,
+        )
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ExportError(f"Reloading {export_dir} in a fresh process failed ({last}).")
+        with np.load(outputs) as saved:
+            result: dict[str, Any] = {name: saved[name] for name in saved.files}
+    result["pid"] = int(result["pid"])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The fresh process: load the SavedModel alone, predict, write the outputs to a .npz file."""
+    parser = argparse.ArgumentParser(description="Predict with a SavedModel's serving_default.")
+    parser.add_argument("command", choices=["predict"])
+    parser.add_argument("export_dir")
+    parser.add_argument("images", help=".npy file of uint8 images [N, H, W, C]")
+    parser.add_argument("outputs", help=".npz file to write the outputs to")
+    args = parser.parse_args(argv)
+    signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
+    images = np.load(args.images)
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in range(0, len(images), PREDICT_BATCH):
+        batch = tf.constant(images[start : start + PREDICT_BATCH])
+        for name, value in signature(**{INPUT_NAME: batch}).items():
+            parts.setdefault(name, []).append(value.numpy())
+    outputs = {name: np.concatenate(values) for name, values in parts.items()}
+    outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])
+    np.savez(args.outputs, pid=np.int64(os.getpid()), **outputs)
+    return 0
+
+
+def _verdict(
+    diff: float, agreement: float, names_match: bool, tolerance: float, precision: str, count: int
+) -> str:
+    if not names_match:
+        return "The SavedModel's class names are not those of its class ids: the export is broken."
+    if diff > tolerance:
+        return (
+            f"The probabilities differ by up to {diff:.2g}, more than the {tolerance:g} allowed "
+            f"under {precision}: the SavedModel does not compute what the Keras model computes."
+        )
+    if agreement < 1.0:
+        return (
+            f"Probabilities agree within {tolerance:g} ({precision}), but {agreement:.2%} of top "
+            f"classes: the others are near-ties, where two classes' probabilities differ by less "
+            "than the rounding between the two runs."
+        )
+    return (
+        f"Same top class on all {count} validation images; largest probability difference "
+        f"{diff:.2g} (allowed under {precision}: {tolerance:g})."
+    )

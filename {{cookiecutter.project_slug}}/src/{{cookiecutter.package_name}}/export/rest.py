@@ -1,0 +1,113 @@
+"""TF Serving's REST API: the `:predict` request for raw images, its answer, and a small client.
+
+The request uses the columnar form, {"signature_name": "serving_default", "inputs": {"images":
+[...]}}: the whole batch as one nested list, answered as {"outputs": {name: [...]}} with one entry
+per output, which maps straight onto one numpy array per output. (The row form, "instances", is
+answered as one dict per image; parse_rest_response reads that too.) uint8 pixels travel as JSON
+integers, class names as JSON strings. answer_rest computes TF Serving's answer with the SavedModel
+in this process, so a payload can be checked end to end without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from .savedmodel import INPUT_NAME, MODEL_NAME, SIGNATURE, ExportError
+
+OUTPUT_DTYPES = {"probabilities": np.float32, "class_ids": np.int64, "class_names": np.str_}
+REST_PORT = 8501
+
+
+class ServingError(RuntimeError):
+    """TF Serving did not answer, or answered with an error: the message says which and why."""
+
+
+def rest_url(
+    model_name: str = MODEL_NAME,
+    host: str = "127.0.0.1",
+    port: int = REST_PORT,
+    version: int | None = None,
+) -> str:
+    """The `:predict` URL of a model (its newest version, or the given one) on TF Serving."""
+    pinned = f"/versions/{int(version)}" if version is not None else ""
+    return f"http://{host}:{port}/v1/models/{model_name}{pinned}:predict"
+
+
+def rest_payload(images: Any) -> dict[str, Any]:
+    """The JSON body of a `:predict` request for a batch of raw uint8 images [N, H, W, C]."""
+    array = np.asarray(images)
+    if array.dtype != np.uint8 or array.ndim != 4:
+        raise ExportError(
+            f"images of dtype {array.dtype} and shape {array.shape} are not allowed: send raw "
+            "uint8 images [batch, height, width, channels], the model rescales them itself."
+        )
+    return {"signature_name": SIGNATURE, "inputs": {INPUT_NAME: array.tolist()}}
+
+
+def parse_rest_response(response: dict[str, Any]) -> dict[str, np.ndarray]:
+    """TF Serving's answer as one numpy array per output (columnar or row form)."""
+    if "error" in response:
+        raise ServingError(f"TF Serving answered with an error: {response['error']}")
+    if "outputs" in response and isinstance(response["outputs"], dict):
+        columns = response["outputs"]
+    elif "predictions" in response and response["predictions"]:
+        rows = response["predictions"]
+        columns = {name: [row[name] for row in rows] for name in rows[0]}
+    else:
+        keys = ", ".join(sorted(response)) or "none"
+        raise ServingError(
+            f"The answer has no named outputs (keys: {keys}): expected TF Serving's 'outputs' "
+            "or 'predictions' for a signature with several outputs."
+        )
+    dtypes = OUTPUT_DTYPES
+    return {name: np.asarray(column, dtype=dtypes.get(name)) for name, column in columns.items()}
+
+
+def predict_rest(url: str, images: Any, timeout: float = 30.0) -> dict[str, np.ndarray]:
+    """Send images to TF Serving's REST `:predict` URL (see rest_url) and parse its answer."""
+    body = json.dumps(rest_payload(images)).encode("utf-8")
+    request = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return parse_rest_response(json.loads(answer.read()))
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode("utf-8", errors="replace").strip()[:300]
+        raise ServingError(f"{url} answered HTTP {error.code}: {detail or error.reason}") from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        reason = getattr(error, "reason", error)
+        raise ServingError(f"No answer from {url} ({reason}): is TF Serving running?") from None
+
+
+def server_ready(url: str, timeout: float = 2.0) -> bool:
+    """Whether TF Serving answers for the model of a `:predict` URL with a version AVAILABLE."""
+    status = url.rsplit(":predict", 1)[0]
+    try:
+        with urllib.request.urlopen(status, timeout=timeout) as answer:
+            states = json.loads(answer.read()).get("model_version_status", [])
+    except (OSError, ValueError):
+        return False
+    return any(state.get("state") == "AVAILABLE" for state in states)
+
+
+def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[str, Any]) -> dict:
+    """TF Serving's columnar answer to `payload`, computed by a loaded signature in this process."""
+    columns = payload.get("inputs", {})
+    if INPUT_NAME not in columns:
+        return {"error": f"The request has no inputs[{INPUT_NAME!r}]: send rest_payload(images)."}
+    images = tf.constant(np.asarray(columns[INPUT_NAME], dtype=np.uint8))
+    outputs = {}
+    for name, value in signature(**{INPUT_NAME: images}).items():
+        array = value.numpy()
+        if array.dtype == object:
+            array = np.array([item.decode("utf-8") for item in array.ravel()]).reshape(array.shape)
+        outputs[name] = array.tolist()
+    return {"outputs": outputs}

@@ -1,0 +1,227 @@
+"""The SavedModel: raw uint8 images in; probabilities, class ids and class names out.
+
+The model already rescales its uint8 input inside itself, so the serving graph is the model called
+in inference mode plus an argmax and a lookup of the class names in a constant: no preprocessing
+left for a client to get wrong. Keras' ExportArchive writes it with `serving_default` as the one
+endpoint TF Serving calls. The version folder appears whole or not at all: it is written under a
+hidden temporary name in export/ (TF Serving only loads folders named by a number) and renamed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ..artifacts import require, resolve_run_dir
+from ..data import read_meta
+from ..train.loop import MODEL_FILE
+
+EXPORT_FOLDER = "export"
+SIGNATURE = "serving_default"
+INPUT_NAME = "images"
+OUTPUTS = ("probabilities", "class_ids", "class_names")
+MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
+CLI_TIMEOUT = 300
+
+
+class ExportError(ValueError):
+    """A version, folder or model was refused: one sentence naming the value and what is allowed."""
+
+
+def export_savedmodel(
+    run_dir: str | os.PathLike[str], version: int = 1, overwrite: bool = False
+) -> dict[str, Any]:
+    """Export run_dir/model.keras to run_dir/export/<version>/ and describe what was written.
+
+    An existing version is refused unless `overwrite=True`: TF Serving may be serving it, and a
+    version number should always mean the same model. Returns version, export_dir, model_path,
+    model_name, precision, image_shape, classes and signature (see describe_signature).
+    """
+    target = check_export(run_dir, version, overwrite)
+    folder = target.parent.parent
+    model_path, meta = folder / MODEL_FILE, read_meta(folder)
+    model = keras.models.load_model(model_path, compile=False)
+    shape, classes = [int(side) for side in meta["image_shape"]], list(meta["classes"])
+    _check_model(model, shape, classes, model_path)
+    archive = build_archive(model, shape, classes)
+    _write_whole(archive, target)
+    return {
+        "version": int(version),
+        "export_dir": str(target),
+        "model_path": str(model_path),
+        "model_name": MODEL_NAME,
+        "precision": model_precision(model),
+        "image_shape": shape,
+        "classes": classes,
+        "signature": describe_signature(target),
+    }
+
+
+def check_export(run_dir: str | os.PathLike[str], version: int, overwrite: bool) -> Path:
+    """Refuse a bad request in one sentence before any model is loaded; return the target folder.
+
+    Checks the version, overwrite, that 03_train left model.keras and 01_data its meta.json, and
+    that the version is free (or overwrite=True).
+    """
+    version = check_version(version)
+    if not isinstance(overwrite, bool):
+        raise ExportError(f"overwrite={overwrite!r} is not allowed: use True or False.")
+    folder = resolve_run_dir(run_dir, create=False)
+    require(folder, MODEL_FILE, "03_train")
+    read_meta(folder)
+    target = folder / EXPORT_FOLDER / str(version)
+    if target.exists() and not overwrite:
+        raise ExportError(
+            f"{target} exists already: pass overwrite=True to replace it, or choose another "
+            "version."
+        )
+    return target
+
+
+def build_archive(
+    model: keras.Model, image_shape: Sequence[int], classes: Sequence[str]
+) -> keras.export.ExportArchive:
+    """An ExportArchive whose only endpoint, serving_default, is the whole serving graph."""
+    names = tf.constant(list(classes), dtype=tf.string)
+
+    def serve(images: tf.Tensor) -> dict[str, tf.Tensor]:
+        probabilities = tf.cast(model(images, training=False), tf.float32)
+        class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
+        return {
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+            "class_names": tf.gather(names, class_ids),
+        }
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    spec = tf.TensorSpec([None, *image_shape], tf.uint8, name=INPUT_NAME)
+    archive.add_endpoint(SIGNATURE, serve, input_signature=[spec])
+    return archive
+
+
+def check_version(version: Any) -> int:
+    """TF Serving names versions by positive whole numbers: refuse anything else in one sentence."""
+    if isinstance(version, bool) or not isinstance(version, int | np.integer) or version < 1:
+        raise ExportError(
+            f"version={version!r} is not allowed: use a whole number >= 1 (TF Serving loads "
+            "export/<version>/ folders named by positive integers)."
+        )
+    return int(version)
+
+
+def describe_signature(export_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """serving_default's inputs and outputs as {name: {"dtype", "shape"}}, None for any size."""
+    loaded = tf.saved_model.load(str(export_dir))
+    function = loaded.signatures[SIGNATURE]
+    return {
+        "name": SIGNATURE,
+        "inputs": _specs(function.structured_input_signature[1]),
+        "outputs": _specs(function.structured_outputs),
+    }
+
+
+def signature_text(export_dir: str | os.PathLike[str], show_all: bool = False) -> str:
+    """What `saved_model_cli show` prints for serving_default (or, with show_all, `--all`).
+
+    The real tool, run in a child process with this interpreter, so the text is the one a user
+    gets in a shell, not a re-creation of it.
+    """
+    command = saved_model_cli_command(export_dir, show_all)
+    tool = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", *command[1:]]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run(
+        tool, capture_output=True, text=True, env=env, timeout=CLI_TIMEOUT, check=False
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ExportError(f"saved_model_cli failed on {export_dir} ({last}).")
+    return done.stdout.strip()
+
+
+def saved_model_cli_command(
+    export_dir: str | os.PathLike[str], show_all: bool = False
+) -> list[str]:
+    """The shell command that prints the signature, as a list of arguments."""
+    selection = ["--all"] if show_all else ["--tag_set", "serve", "--signature_def", SIGNATURE]
+    return ["saved_model_cli", "show", "--dir", str(export_dir), *selection]
+
+
+def graph_ops(show_all_text: str) -> list[str]:
+    """The op types of the serving graph, read from `saved_model_cli show --all`.
+
+    Dropout in training mode leaves random ops (StatelessRandomUniformV2) in the graph; an
+    inference-mode export has none.
+    """
+    found = re.search(r"contains the following ops: \{(.*?)\}", show_all_text)
+    if found is None:
+        return []
+    return sorted(name.strip().strip("'\"") for name in found.group(1).split(","))
+
+
+def model_precision(model: keras.Model) -> str:
+    """The mixed-precision policy the model computes in, or float32."""
+    for layer in model.layers:
+        policy = layer.dtype_policy
+        if policy.compute_dtype in ("float16", "bfloat16"):
+            return policy.name
+    return "float32"
+
+
+def _check_model(
+    model: keras.Model, shape: list[int], classes: list[str], model_path: Path
+) -> None:
+    """The model must take the data set's raw images and give one probability per class."""
+    expected = (None, *shape)
+    inputs = tuple(model.inputs[0].shape)
+    if inputs != expected or keras.backend.standardize_dtype(model.inputs[0].dtype) != "uint8":
+        raise ExportError(
+            f"{model_path} takes {model.inputs[0].dtype} images of shape {inputs}, but the data "
+            f"holds uint8 images of shape {expected}: retrain it on this run folder's data."
+        )
+    if model.outputs[0].shape[-1] != len(classes):
+        raise ExportError(
+            f"{model_path} gives {model.outputs[0].shape[-1]} outputs per image, but the data "
+            f"has {len(classes)} classes: retrain it on this run folder's data."
+        )
+
+
+def _write_whole(archive: keras.export.ExportArchive, target: Path) -> None:
+    """Write into a hidden temporary folder beside the target, then rename it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    old = None
+    try:
+        temporary.chmod(0o755)  # mkdtemp's 0700 would hide the export from a serving container
+        archive.write_out(str(temporary), verbose=False)
+        if target.exists():  # overwrite=True: the old version stays until the new one is whole
+            old = target.with_name(f"{temporary.name}.old")
+            os.replace(target, old)
+        os.replace(temporary, target)
+    except BaseException:
+        if old is not None and not target.exists():
+            os.replace(old, target)
+            old = None
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _specs(structure: dict[str, tf.TensorSpec]) -> dict[str, dict[str, Any]]:
+    return {
+        name: {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
+        for name, spec in sorted(structure.items())
+    }

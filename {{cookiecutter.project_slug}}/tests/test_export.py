@@ -1,0 +1,322 @@
+"""Export: the SavedModel's signature, parity after a fresh-process reload, safe writes, REST.
+
+One untrained small model on a tiny synthetic data set is exported once for the whole file (an
+untrained model exports and serves exactly like a trained one). Class names with a non-ASCII
+letter check that names survive the graph constant, the fresh process and the JSON of REST.
+TF Serving itself is not needed: a local HTTP server answers `:predict` with the same SavedModel.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from {{ cookiecutter.package_name }} import data, export, models
+from {{ cookiecutter.package_name }}.artifacts import MissingInputError, write_json
+
+SHAPE = (8, 8, 1)
+CLASSES = ["cat", "dög", "bird"]
+COMPOSE = Path(__file__).resolve().parents[1] / "docker" / "compose.serving.yml"
+
+
+def assert_one_sentence(message: str) -> None:
+    """Bad input is answered with one sentence: one line, one final full stop."""
+    assert "\n" not in message.strip() and message.strip().endswith("."), message
+    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder as 01_data and 03_train leave it: data/ with meta.json, and model.keras."""
+    folder = tmp_path_factory.mktemp("export-run")
+    meta = data.prepare(
+        folder,
+        "synthetic",
+        shards=1,
+        synthetic_shape=SHAPE,
+        synthetic_classes=len(CLASSES),
+        synthetic_count=60,
+    )
+    write_json(folder / "data" / "meta.json", {**meta, "classes": CLASSES})  # readable names
+    keras.utils.set_random_seed(0)
+    models.build_model("small_cnn", SHAPE, len(CLASSES), width=8).save(folder / "model.keras")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(run: Path) -> dict[str, Any]:
+    return export.export_savedmodel(run, version=1)
+
+
+@pytest.fixture(scope="module")
+def loaded(exported: dict[str, Any]) -> Any:
+    return tf.saved_model.load(exported["export_dir"])
+
+
+@pytest.fixture(scope="module")
+def images(run: Path) -> np.ndarray:
+    return np.concatenate([batch.numpy() for batch, _ in data.make_dataset(run, "validation", 8)])
+
+
+def serve(loaded: Any, images: np.ndarray) -> dict[str, np.ndarray]:
+    outputs = loaded.signatures[export.SIGNATURE](**{export.INPUT_NAME: tf.constant(images)})
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def test_signature_takes_raw_uint8_images_and_gives_probabilities_ids_names(
+    exported: dict[str, Any],
+) -> None:
+    """serving_default: uint8 [None, H, W, C] in; float32 [None, K], int64 and string out."""
+    assert exported["export_dir"] == str(Path(exported["export_dir"]).parent / "1")
+    assert exported["signature"] == {
+        "name": "serving_default",
+        "inputs": {"images": {"dtype": "uint8", "shape": [None, *SHAPE]}},
+        "outputs": {
+            "class_ids": {"dtype": "int64", "shape": [None]},
+            "class_names": {"dtype": "string", "shape": [None]},
+            "probabilities": {"dtype": "float32", "shape": [None, len(CLASSES)]},
+        },
+    }
+
+
+def test_any_batch_size_is_served(loaded: Any, images: np.ndarray) -> None:
+    """One image or many: the batch dimension is open and the outputs follow it."""
+    for count in (1, 5):
+        outputs = serve(loaded, images[:count])
+        assert outputs["probabilities"].shape == (count, len(CLASSES))
+        assert outputs["class_ids"].shape == outputs["class_names"].shape == (count,)
+        np.testing.assert_allclose(outputs["probabilities"].sum(axis=1), 1.0, rtol=1e-5)
+        names = [CLASSES[index] for index in outputs["class_ids"]]
+        assert [name.decode("utf-8") for name in outputs["class_names"]] == names
+
+
+def test_saved_model_cli_shows_the_uint8_input_and_the_three_outputs(
+    exported: dict[str, Any],
+) -> None:
+    """The text is the real saved_model_cli's: DT_UINT8 (-1, 8, 8, 1) in, the outputs named."""
+    text = export.signature_text(exported["export_dir"])
+    info = "tensor_info:\n      dtype: "
+    assert f"inputs['images'] {info}DT_UINT8\n      shape: (-1, 8, 8, 1)" in text
+    assert f"outputs['probabilities'] {info}DT_FLOAT\n      shape: (-1, 3)" in text
+    assert f"outputs['class_ids'] {info}DT_INT64\n      shape: (-1)" in text
+    assert f"outputs['class_names'] {info}DT_STRING\n      shape: (-1)" in text
+    assert "Method name is: tensorflow/serving/predict" in text
+
+
+def test_the_export_runs_in_inference_mode(exported: dict[str, Any], loaded: Any) -> None:
+    """Dropout is off in the served graph: no random op in it, the same answer every call."""
+    ops = export.graph_ops(export.signature_text(exported["export_dir"], show_all=True))
+    assert "Softmax" in ops and "ArgMax" in ops, ops
+    assert not [op for op in ops if "Random" in op], ops
+    batch = np.full((4, *SHAPE), 128, dtype=np.uint8)
+    first, second = serve(loaded, batch), serve(loaded, batch)
+    np.testing.assert_array_equal(first["probabilities"], second["probabilities"])
+
+
+def test_reloaded_in_a_fresh_process_it_predicts_what_keras_predicts(
+    run: Path, exported: dict[str, Any]
+) -> None:
+    """A new process with only the SavedModel gives Keras' probabilities and top classes."""
+    parity = export.check_parity(run, exported["export_dir"])
+    validation = data.read_meta(run)["splits"]["validation"]["count"]
+    assert parity["served_pid"] != os.getpid()
+    assert parity["examples"] == validation
+    assert parity["top1_agreement"] == 1.0
+    assert parity["max_abs_diff"] <= export.TOLERANCE["float32"]
+    assert parity["class_names_match"] and parity["parity_ok"], parity["verdict"]
+    assert parity["precision"] == "float32" and parity["tolerance"] == 1e-5
+
+
+def test_export_metrics_hold_the_signature_parity_and_cli_text(
+    run: Path, exported: dict[str, Any]
+) -> None:
+    """metrics/export.json's content: version, folder, signature, parity figures, the CLI text."""
+    parity = {"max_abs_diff": 0.0, "top1_agreement": 1.0, "examples": 3, "parity_ok": True}
+    metrics = export.export_metrics(exported, {**parity, "keras_pid": 1}, "cli text")
+    assert metrics["version"] == 1 and metrics["export_dir"] == exported["export_dir"]
+    assert metrics["signature"]["inputs"]["images"]["dtype"] == "uint8"
+    assert metrics["saved_model_cli"] == "cli text"
+    assert {key: metrics[key] for key in parity} == parity
+    assert "keras_pid" not in metrics
+    json.dumps(metrics)  # JSON as it is
+
+
+def test_an_existing_version_is_refused_unless_overwrite(run: Path) -> None:
+    """Exporting over a version needs overwrite=True; then the old folder is replaced whole."""
+    target = Path(export.export_savedmodel(run, version=2)["export_dir"])
+    (target / "stale.txt").write_text("from the first export")
+    with pytest.raises(export.ExportError, match="overwrite=True") as refused:
+        export.export_savedmodel(run, version=2)
+    assert str(target) in str(refused.value)
+    assert_one_sentence(str(refused.value))
+    assert (target / "stale.txt").is_file()
+    export.export_savedmodel(run, version=2, overwrite=True)
+    assert (target / "saved_model.pb").is_file() and not (target / "stale.txt").exists()
+
+
+def test_a_failed_write_leaves_no_half_export(
+    run: Path, exported: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash while writing leaves neither a new version folder nor a temporary one behind."""
+    archive = type(keras.export.ExportArchive())  # Keras 3 hands out the backend's subclass
+    write_out = archive.write_out
+
+    def write_then_fail(self: Any, filepath: str, *args: Any, **kwargs: Any) -> None:
+        write_out(self, filepath, *args, **kwargs)
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(archive, "write_out", write_then_fail)
+    existing = Path(exported["export_dir"])
+    (existing / "marker.txt").write_text("the version being served")
+    before = sorted(path.name for path in existing.parent.iterdir())
+    with pytest.raises(OSError, match="No space"):
+        export.export_savedmodel(run, version=7)
+    with pytest.raises(OSError, match="No space"):
+        export.export_savedmodel(run, version=1, overwrite=True)
+    assert sorted(path.name for path in existing.parent.iterdir()) == before
+    assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()
+
+
+@pytest.mark.parametrize("version", [0, -1, 1.5, "1", True, None])
+def test_a_bad_version_is_refused_in_one_sentence(run: Path, version: Any) -> None:
+    """Versions are whole numbers >= 1, the folder names TF Serving loads."""
+    with pytest.raises(export.ExportError, match=re.escape(f"version={version!r}")) as refused:
+        export.export_savedmodel(run, version=version)
+    assert_one_sentence(str(refused.value))
+
+
+def test_a_run_without_a_model_names_03_train(tmp_path: Path) -> None:
+    """No model.keras: one sentence that says to run 03_train first."""
+    with pytest.raises(MissingInputError, match="03_train") as missing:
+        export.export_savedmodel(tmp_path, version=1)
+    assert_one_sentence(str(missing.value))
+    assert not (tmp_path / "export").exists()
+
+
+def test_the_rest_payload_through_the_signature_gives_the_signature_outputs(
+    loaded: Any, images: np.ndarray
+) -> None:
+    """Same JSON in, same outputs out: the payload decoded and run locally equals a direct call."""
+    payload = json.loads(json.dumps(export.rest_payload(images)))
+    assert payload["signature_name"] == "serving_default" and list(payload["inputs"]) == ["images"]
+    np.testing.assert_array_equal(np.array(payload["inputs"]["images"], dtype=np.uint8), images)
+    answer = export.answer_rest(loaded.signatures["serving_default"], payload)
+    answer = json.loads(json.dumps(answer))
+    parsed = export.parse_rest_response(answer)
+    direct = serve(loaded, images)
+    np.testing.assert_array_equal(parsed["probabilities"], direct["probabilities"])
+    np.testing.assert_array_equal(parsed["class_ids"], direct["class_ids"])
+    assert parsed["class_names"].tolist() == [name.decode() for name in direct["class_names"]]
+    assert parsed["probabilities"].dtype == np.float32 and parsed["class_ids"].dtype == np.int64
+
+
+def test_the_row_form_answer_parses_like_the_columnar_one() -> None:
+    """TF Serving answers "instances" requests per row; the arrays come out the same."""
+    columns = {"probabilities": [[0.25, 0.75], [0.5, 0.5]], "class_ids": [1, 0]}
+    rows = [
+        {"probabilities": [0.25, 0.75], "class_ids": 1},
+        {"probabilities": [0.5, 0.5], "class_ids": 0},
+    ]
+    by_rows = export.parse_rest_response({"predictions": rows})
+    by_columns = export.parse_rest_response({"outputs": columns})
+    for name in columns:
+        np.testing.assert_array_equal(by_rows[name], by_columns[name])
+    with pytest.raises(export.ServingError, match="Servable not found"):
+        export.parse_rest_response({"error": "Servable not found for request"})
+
+
+def test_the_payload_refuses_anything_but_raw_uint8_batches(images: np.ndarray) -> None:
+    """Float or unbatched images are refused: the model rescales raw uint8 itself."""
+    for wrong in (images.astype("float32") / 255, images[0]):
+        with pytest.raises(export.ExportError, match="uint8") as refused:
+            export.rest_payload(wrong)
+        assert_one_sentence(str(refused.value))
+
+
+@pytest.fixture
+def local_serving(loaded: Any) -> Iterator[tuple[int, list[str]]]:
+    """An HTTP server on 127.0.0.1 that answers TF Serving's REST calls with the SavedModel."""
+    signature, paths = loaded.signatures["serving_default"], []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the model status URL
+            paths.append(self.path)
+            self._send(200, {"model_version_status": [{"version": "1", "state": "AVAILABLE"}]})
+
+        def do_POST(self) -> None:  # :predict
+            paths.append(self.path)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self._send(200, export.answer_rest(signature, body))
+
+        def _send(self, status: int, answer: dict[str, Any]) -> None:
+            encoded = json.dumps(answer).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(encoded)))
+            self.end_headers()
+            self.wfile.write(encoded)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
+    thread.start()
+    try:
+        yield server.server_address[1], paths
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_predict_rest_over_http_gives_the_signature_outputs(
+    local_serving: tuple[int, list[str]], loaded: Any, images: np.ndarray
+) -> None:
+    """predict_rest posts to /v1/models/<name>:predict and parses the answer into arrays."""
+    port, paths = local_serving
+    url = export.rest_url(port=port)
+    assert export.server_ready(url, timeout=10)
+    outputs = export.predict_rest(url, images, timeout=30)
+    assert paths == [f"/v1/models/{export.MODEL_NAME}", f"/v1/models/{export.MODEL_NAME}:predict"]
+    direct = serve(loaded, images)
+    np.testing.assert_array_equal(outputs["probabilities"], direct["probabilities"])
+    assert outputs["class_names"].tolist() == [name.decode() for name in direct["class_names"]]
+
+
+def test_without_a_server_predict_rest_says_so(images: np.ndarray) -> None:
+    """Nothing listening on the port: server_ready is False and predict_rest names the URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = export.rest_url(port=port)
+    assert not export.server_ready(url, timeout=2)
+    with pytest.raises(export.ServingError, match=re.escape(url)):
+        export.predict_rest(url, images, timeout=5)
+
+
+def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
+    """compose.serving.yml: the model name predict_rest uses, the export read-only, 127.0.0.1."""
+    if not COMPOSE.is_file():
+        pytest.skip("no TF Serving compose file: the project was baked without serving or Docker")
+    service = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["serving"]
+    assert service["image"].startswith("tensorflow/serving:")
+    assert all(port.startswith("127.0.0.1:") for port in service["ports"]), service["ports"]
+    assert {port.split(":")[1] for port in service["ports"]} == {"8500", "8501"}
+    assert service["environment"]["MODEL_NAME"] == export.MODEL_NAME
+    (volume,) = service["volumes"]
+    assert volume["target"] == f"/models/{export.MODEL_NAME}" and volume["read_only"] is True
+    assert volume["source"].startswith("${EXPORT_DIR")

@@ -11,12 +11,18 @@ import shutil
 import sys
 from pathlib import Path
 
-# Paths (relative to the baked project) that belong to each optional part.
+# Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
 DOCKER = ["docker", ".dockerignore"]
 GITHUB_CI = [".github"]
+TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune.py", "tests/test_tune.py"]
+SERVING = ["docker/compose.serving.yml"]
 
 
 def main(answers: dict, root: Path) -> int:
+    if not answers["include_tuning"]:
+        remove_tuning(root, answers["package_name"])
+    if not answers["include_serving"] and answers["include_docker"]:
+        remove_serving(root)
     if not answers["include_docker"]:
         remove_docker(root)
     if answers["ci"] != "github":
@@ -25,8 +31,18 @@ def main(answers: dict, root: Path) -> int:
     return 0
 
 
+def remove_tuning(root: Path, package: str) -> None:
+    """No tuning: notebook 02, the tune module and its tests go (training runs without them)."""
+    remove(root, [path.format(pkg=package) for path in TUNING])
+
+
+def remove_serving(root: Path) -> None:
+    """No TF Serving: its compose file goes (export still writes the SavedModel)."""
+    remove(root, SERVING)
+
+
 def remove_docker(root: Path) -> None:
-    """No Docker: the GPU image and its compose file go."""
+    """No Docker: the GPU image and the compose files go, TF Serving's included."""
     remove(root, DOCKER)
 
 

@@ -37,10 +37,13 @@ FULL_BAKE = (
     "deploy/slurm_train.sh",
     "deploy/tfjob.yaml",
     "docker/Dockerfile",
+    "docker/compose.serving.yml",
     "docker/compose.yml",
     "notebooks/00_environment.ipynb",
     "notebooks/01_data.ipynb",
+    "notebooks/02_tune.ipynb",
     "notebooks/03_train.ipynb",
+    "notebooks/04_export.ipynb",
     "pyproject.toml",
     "src/{pkg}/__init__.py",
     "src/{pkg}/__main__.py",
@@ -52,6 +55,11 @@ FULL_BAKE = (
     "src/{pkg}/data/records.py",
     "src/{pkg}/data/sources.py",
     "src/{pkg}/env.py",
+    "src/{pkg}/export/__init__.py",
+    "src/{pkg}/export/__main__.py",
+    "src/{pkg}/export/parity.py",
+    "src/{pkg}/export/rest.py",
+    "src/{pkg}/export/savedmodel.py",
     "src/{pkg}/models.py",
     "src/{pkg}/runner.py",
     "src/{pkg}/train/__init__.py",
@@ -60,11 +68,13 @@ FULL_BAKE = (
     "src/{pkg}/train/loop.py",
     "src/{pkg}/train/params.py",
     "src/{pkg}/train/state.py",
+    "src/{pkg}/tune.py",
     "tests/conftest.py",
     "tests/test_data_pipeline.py",
     "tests/test_data_records.py",
     "tests/test_deploy.py",
     "tests/test_env.py",
+    "tests/test_export.py",
     "tests/test_lab.py",
     "tests/test_models.py",
     "tests/test_notebooks.py",
@@ -72,23 +82,33 @@ FULL_BAKE = (
     "tests/test_smoke_run.py",
     "tests/test_train.py",
     "tests/test_train_benchmark.py",
+    "tests/test_tune.py",
 )
 
 # The files each optional part takes away when it is declined (nothing else yet for the rest).
 REMOVED_WHEN_DECLINED = {
-    "include_docker": ("docker/Dockerfile", "docker/compose.yml", ".dockerignore"),
+    "include_docker": (
+        "docker/Dockerfile",
+        "docker/compose.yml",
+        "docker/compose.serving.yml",
+        ".dockerignore",
+    ),
     "ci": (".github/workflows/ci.yml",),
-    "include_tuning": (),
+    "include_tuning": ("notebooks/02_tune.ipynb", "src/{pkg}/tune.py", "tests/test_tune.py"),
     "include_tensorrt": (),
-    "include_serving": (),
+    "include_serving": ("docker/compose.serving.yml",),
 }
 
 # Words no file of the bake may contain once the part is declined.
 MENTIONS_WHEN_DECLINED = {
     "include_docker": ("docker/", "Dockerfile"),
     "ci": (".github",),
-    "include_tuning": ("keras-tuner", "keras_tuner"),
+    "include_tuning": ("keras-tuner", "keras_tuner", "02_tune", "best_hparams"),
 }
+
+# Folders copied without rendering (`_copy_without_render`), so the same in every bake: training
+# there reads tuning/best_hparams.json when step 2 wrote one, and is inert without it.
+MENTIONS_ALLOWED_IN = {"include_tuning": ("src/",)}
 
 NO_EXTRAS = {
     "include_tuning": False,
@@ -223,7 +243,7 @@ def declined(answers: dict, option: str) -> bool:
 def expected_files(answers: dict) -> set[str]:
     """FULL_BAKE without the files of each declined part."""
     removed = {
-        path
+        path.format(pkg=answers["package_name"])
         for option, paths in REMOVED_WHEN_DECLINED.items()
         if declined(answers, option)
         for path in paths
@@ -294,6 +314,7 @@ def test_declined_parts_leave_no_mentions(baked):
         for option, words in MENTIONS_WHEN_DECLINED.items()
         if declined(baked.answers, option)
         for relative, text in texts.items()
+        if not relative.startswith(MENTIONS_ALLOWED_IN.get(option, ()))
         for number, line in enumerate(text.splitlines(), 1)
         for word in words
         if word in line
@@ -302,12 +323,11 @@ def test_declined_parts_leave_no_mentions(baked):
 
 
 def test_optional_extras_follow_the_answers(baked):
-    """The `tune` extra exists only with tuning (with keras-tuner); `trt` never without TensorRT."""
-    extras = pyproject(baked.root)["project"].get("optional-dependencies", {})
-    if baked.answers["include_tuning"]:
-        assert any(Requirement(r).name == "keras-tuner" for r in extras.get("tune", [])), extras
-    else:
-        assert "tune" not in extras, extras
+    """keras-tuner is a dependency exactly when tuning is chosen; `trt` never without TensorRT."""
+    project = pyproject(baked.root)["project"]
+    extras = project.get("optional-dependencies", {})
+    names = {Requirement(r).name for r in project["dependencies"]}
+    assert ("keras-tuner" in names) == baked.answers["include_tuning"], names
     if not baked.answers["include_tensorrt"]:
         assert "trt" not in extras, extras
 
@@ -503,7 +523,9 @@ def test_yes_no_words_from_the_command_line_are_honoured(
     assert result.returncode == 0, result.stderr
     (root,) = tmp_path.iterdir()
     assert (root / "docker").exists() is included
-    assert ("tune" in pyproject(root)["project"]["optional-dependencies"]) is included
+    assert (root / "notebooks" / "02_tune.ipynb").exists() is included
+    names = {Requirement(r).name for r in pyproject(root)["project"]["dependencies"]}
+    assert ("keras-tuner" in names) is included
 
 
 # ----------------------------------------------------------------------------- awkward input

@@ -86,6 +86,10 @@ def test_smoke_run_executes_the_notebook_chain(project: Path) -> None:
     environment = json.loads((run_dir / "metrics" / "environment.json").read_text())
     assert environment["gpu_available"] is False
     assert environment["device_used"] == "CPU"
+    train = json.loads((run_dir / "metrics" / "train.json").read_text())
+    assert "tuned" in train["parameter_sources"].values(), "03 did not train on 02's values"
+    export = json.loads((run_dir / "metrics" / "export.json").read_text())
+    assert export["top1_agreement"] == 1.0
 
 
 def test_doctor_prints_a_verdict_without_a_gpu(project: Path) -> None:

@@ -140,8 +140,13 @@ TREE = [
     ".gitignore",
     "README.md",
     "docker/Dockerfile",
+    "docker/compose.serving.yml",
     "docker/compose.yml",
+    "notebooks/01_data.ipynb",
+    "notebooks/02_tune.ipynb",
     "src/pkg/__init__.py",
+    "src/pkg/tune.py",
+    "tests/test_tune.py",
 ]
 
 
@@ -165,8 +170,27 @@ def test_remove_docker_removes_exactly_the_docker_files(post_gen, tmp_path):
         ".dockerignore",
         "docker",
         "docker/Dockerfile",
+        "docker/compose.serving.yml",
         "docker/compose.yml",
     }
+
+
+def test_remove_tuning_removes_notebook_module_and_tests(post_gen, tmp_path):
+    """Declining tuning removes notebook 02, the tune module and its tests, nothing else."""
+    before = tree(make_tree(tmp_path))
+    post_gen.remove_tuning(tmp_path, "pkg")
+    assert before - tree(tmp_path) == {
+        "notebooks/02_tune.ipynb",
+        "src/pkg/tune.py",
+        "tests/test_tune.py",
+    }
+
+
+def test_remove_serving_keeps_the_gpu_image(post_gen, tmp_path):
+    """Declining TF Serving removes only its compose file."""
+    before = tree(make_tree(tmp_path))
+    post_gen.remove_serving(tmp_path)
+    assert before - tree(tmp_path) == {"docker/compose.serving.yml"}
 
 
 def test_remove_github_ci_removes_exactly_the_workflows(post_gen, tmp_path):
@@ -181,7 +205,7 @@ def test_post_gen_keeps_everything_when_all_is_included(post_gen, tmp_path, caps
     before = tree(make_tree(tmp_path))
     answers = {
         "project_slug": "digits-classifier",
-        "package_name": "digits_classifier",
+        "package_name": "pkg",
         "include_docker": True,
         "include_tuning": True,
         "include_tensorrt": True,
@@ -192,15 +216,15 @@ def test_post_gen_keeps_everything_when_all_is_included(post_gen, tmp_path, caps
     assert tree(tmp_path) == before
     printed = capsys.readouterr().out
     assert "cd digits-classifier" in printed
-    assert "digits_classifier doctor" in printed
+    assert "pkg doctor" in printed
 
 
-def test_post_gen_main_removes_both_declined_parts(post_gen, tmp_path):
-    """Declining Docker and CI together leaves only the rest of the project."""
+def test_post_gen_main_removes_every_declined_part(post_gen, tmp_path):
+    """Declining Docker, CI, tuning and serving together leaves only the rest of the project."""
     make_tree(tmp_path)
     answers = {
         "project_slug": "digits-classifier",
-        "package_name": "digits_classifier",
+        "package_name": "pkg",
         "include_docker": False,
         "include_tuning": False,
         "include_tensorrt": False,
@@ -209,4 +233,4 @@ def test_post_gen_main_removes_both_declined_parts(post_gen, tmp_path):
     }
     assert post_gen.main(answers, tmp_path) == 0
     files = {p for p in tree(tmp_path) if (tmp_path / p).is_file()}
-    assert files == {".gitignore", "README.md", "src/pkg/__init__.py"}
+    assert files == {".gitignore", "README.md", "notebooks/01_data.ipynb", "src/pkg/__init__.py"}

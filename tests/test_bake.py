@@ -44,6 +44,7 @@ FULL_BAKE = (
     "notebooks/02_tune.ipynb",
     "notebooks/03_train.ipynb",
     "notebooks/04_export.ipynb",
+    "notebooks/05_optimize.ipynb",
     "pyproject.toml",
     "src/{pkg}/__init__.py",
     "src/{pkg}/__main__.py",
@@ -61,6 +62,7 @@ FULL_BAKE = (
     "src/{pkg}/export/rest.py",
     "src/{pkg}/export/savedmodel.py",
     "src/{pkg}/models.py",
+    "src/{pkg}/optimize.py",
     "src/{pkg}/runner.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/benchmark.py",
@@ -78,6 +80,7 @@ FULL_BAKE = (
     "tests/test_lab.py",
     "tests/test_models.py",
     "tests/test_notebooks.py",
+    "tests/test_optimize.py",
     "tests/test_runner.py",
     "tests/test_smoke_run.py",
     "tests/test_train.py",
@@ -323,13 +326,13 @@ def test_declined_parts_leave_no_mentions(baked):
 
 
 def test_optional_extras_follow_the_answers(baked):
-    """keras-tuner is a dependency exactly when tuning is chosen; `trt` never without TensorRT."""
+    """keras-tuner is a dependency exactly with tuning, `trt` with TensorRT; `onnx` always."""
     project = pyproject(baked.root)["project"]
     extras = project.get("optional-dependencies", {})
     names = {Requirement(r).name for r in project["dependencies"]}
     assert ("keras-tuner" in names) == baked.answers["include_tuning"], names
-    if not baked.answers["include_tensorrt"]:
-        assert "trt" not in extras, extras
+    assert ("trt" in extras) == baked.answers["include_tensorrt"], extras
+    assert "onnxruntime" in {Requirement(r).name for r in extras["onnx"]}, extras
 
 
 def test_notebooks_are_clean_parameterized_nbformat4(baked):

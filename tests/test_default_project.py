@@ -90,6 +90,11 @@ def test_smoke_run_executes_the_notebook_chain(project: Path) -> None:
     assert "tuned" in train["parameter_sources"].values(), "03 did not train on 02's values"
     export = json.loads((run_dir / "metrics" / "export.json").read_text())
     assert export["top1_agreement"] == 1.0
+    optimize = json.loads((run_dir / "metrics" / "optimize.json").read_text())
+    status = {backend["name"]: backend for backend in optimize["backends"]}
+    assert status["onnx"]["status"] == "ran" and status["onnx"]["parity_ok"] is True
+    for skipped in ("tensorrt", "tf_trt"):  # no GPU and no TensorRT build here: said, not faked
+        assert status[skipped]["status"] == "skipped" and status[skipped]["reason"]
 
 
 def test_doctor_prints_a_verdict_without_a_gpu(project: Path) -> None:

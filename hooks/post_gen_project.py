@@ -16,11 +16,18 @@ DOCKER = ["docker", ".dockerignore"]
 GITHUB_CI = [".github"]
 TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune.py", "tests/test_tune.py"]
 SERVING = ["docker/compose.serving.yml"]
+TENSORRT = [
+    "src/{pkg}/optimize/tensorrt_engine.py",
+    "src/{pkg}/optimize/tf_trt.py",
+    "tests/test_optimize_tensorrt.py",
+]
 
 
 def main(answers: dict, root: Path) -> int:
     if not answers["include_tuning"]:
         remove_tuning(root, answers["package_name"])
+    if not answers["include_tensorrt"]:
+        remove_tensorrt(root, answers["package_name"])
     if not answers["include_serving"] and answers["include_docker"]:
         remove_serving(root)
     if not answers["include_docker"]:
@@ -34,6 +41,11 @@ def main(answers: dict, root: Path) -> int:
 def remove_tuning(root: Path, package: str) -> None:
     """No tuning: notebook 02, the tune module and its tests go (training runs without them)."""
     remove(root, [path.format(pkg=package) for path in TUNING])
+
+
+def remove_tensorrt(root: Path, package: str) -> None:
+    """No TensorRT: its two backends and their tests go (the ONNX backend finds them missing)."""
+    remove(root, [path.format(pkg=package) for path in TENSORRT])
 
 
 def remove_serving(root: Path) -> None:

@@ -62,7 +62,13 @@ FULL_BAKE = (
     "src/{pkg}/export/rest.py",
     "src/{pkg}/export/savedmodel.py",
     "src/{pkg}/models.py",
-    "src/{pkg}/optimize.py",
+    "src/{pkg}/optimize/__init__.py",
+    "src/{pkg}/optimize/base.py",
+    "src/{pkg}/optimize/calibration.py",
+    "src/{pkg}/optimize/core.py",
+    "src/{pkg}/optimize/onnx_backend.py",
+    "src/{pkg}/optimize/tensorrt_engine.py",
+    "src/{pkg}/optimize/tf_trt.py",
     "src/{pkg}/runner.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/benchmark.py",
@@ -81,6 +87,7 @@ FULL_BAKE = (
     "tests/test_models.py",
     "tests/test_notebooks.py",
     "tests/test_optimize.py",
+    "tests/test_optimize_tensorrt.py",
     "tests/test_runner.py",
     "tests/test_smoke_run.py",
     "tests/test_train.py",
@@ -98,7 +105,11 @@ REMOVED_WHEN_DECLINED = {
     ),
     "ci": (".github/workflows/ci.yml",),
     "include_tuning": ("notebooks/02_tune.ipynb", "src/{pkg}/tune.py", "tests/test_tune.py"),
-    "include_tensorrt": (),
+    "include_tensorrt": (
+        "src/{pkg}/optimize/tensorrt_engine.py",
+        "src/{pkg}/optimize/tf_trt.py",
+        "tests/test_optimize_tensorrt.py",
+    ),
     "include_serving": ("docker/compose.serving.yml",),
 }
 
@@ -107,11 +118,17 @@ MENTIONS_WHEN_DECLINED = {
     "include_docker": ("docker/", "Dockerfile"),
     "ci": (".github",),
     "include_tuning": ("keras-tuner", "keras_tuner", "02_tune", "best_hparams"),
+    "include_tensorrt": ("TensorRT", "tensorrt", "tf_trt", "TF-TRT", "polygraphy", "Polygraphy"),
 }
 
 # Folders copied without rendering (`_copy_without_render`), so the same in every bake: training
-# there reads tuning/best_hparams.json when step 2 wrote one, and is inert without it.
-MENTIONS_ALLOWED_IN = {"include_tuning": ("src/",)}
+# there reads tuning/best_hparams.json when step 2 wrote one, and is inert without it; the ONNX
+# backend names ONNX Runtime's TensorRT provider, and the backend table skips missing modules.
+# The environment check reports whether TensorFlow was built with TensorRT, whatever the answer.
+MENTIONS_ALLOWED_IN = {
+    "include_tuning": ("src/",),
+    "include_tensorrt": ("src/", "tests/test_env.py"),
+}
 
 NO_EXTRAS = {
     "include_tuning": False,

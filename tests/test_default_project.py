@@ -91,10 +91,15 @@ def test_smoke_run_executes_the_notebook_chain(project: Path) -> None:
     export = json.loads((run_dir / "metrics" / "export.json").read_text())
     assert export["top1_agreement"] == 1.0
     optimize = json.loads((run_dir / "metrics" / "optimize.json").read_text())
-    status = {backend["name"]: backend for backend in optimize["backends"]}
-    assert status["onnx"]["status"] == "ran" and status["onnx"]["parity_ok"] is True
-    for skipped in ("tensorrt", "tf_trt"):  # no GPU and no TensorRT build here: said, not faked
-        assert status[skipped]["status"] == "skipped" and status[skipped]["reason"]
+    status = {(line["name"], line["precision"]): line for line in optimize["backends"]}
+    assert set(status) == {(b, p) for b in ("onnx", "tensorrt", "tf_trt") for p in ("fp32", "int8")}
+    for precision in ("fp32", "int8"):  # the smoke profile's precisions; int8 is calibrated
+        onnx = status["onnx", precision]
+        assert onnx["status"] == "ran" and onnx["parity_ok"] is True, onnx["reason"]
+        for skipped in ("tensorrt", "tf_trt"):  # no GPU, no TensorRT build here: said, not faked
+            line = status[skipped, precision]
+            assert line["status"] == "skipped" and line["reason"], line
+    assert optimize["best_backend"] in {"onnx (fp32)", "onnx (int8)"}  # measured, not asserted
 
 
 def test_doctor_prints_a_verdict_without_a_gpu(project: Path) -> None:

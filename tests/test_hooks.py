@@ -145,7 +145,13 @@ TREE = [
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
     "src/pkg/__init__.py",
+    "src/pkg/optimize/__init__.py",
+    "src/pkg/optimize/onnx_backend.py",
+    "src/pkg/optimize/tensorrt_engine.py",
+    "src/pkg/optimize/tf_trt.py",
     "src/pkg/tune.py",
+    "tests/test_optimize.py",
+    "tests/test_optimize_tensorrt.py",
     "tests/test_tune.py",
 ]
 
@@ -183,6 +189,17 @@ def test_remove_tuning_removes_notebook_module_and_tests(post_gen, tmp_path):
         "notebooks/02_tune.ipynb",
         "src/pkg/tune.py",
         "tests/test_tune.py",
+    }
+
+
+def test_remove_tensorrt_removes_its_backends_and_tests(post_gen, tmp_path):
+    """Declining TensorRT removes the two TensorRT backends and their tests; ONNX stays."""
+    before = tree(make_tree(tmp_path))
+    post_gen.remove_tensorrt(tmp_path, "pkg")
+    assert before - tree(tmp_path) == {
+        "src/pkg/optimize/tensorrt_engine.py",
+        "src/pkg/optimize/tf_trt.py",
+        "tests/test_optimize_tensorrt.py",
     }
 
 

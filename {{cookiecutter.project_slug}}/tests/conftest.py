@@ -6,10 +6,17 @@ takes GPU memory as it needs it. Tests marked `gpu` are skipped, with the reason
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import env
+from {{ cookiecutter.package_name }} import data, env, export, models
+
+OPTIMIZE_SHAPE = (8, 8, 1)
+OPTIMIZE_CLASSES = 3
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,3 +32,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder as 04_export leaves it: data/, model.keras and export/1/.
+
+    A small CNN fitted for a few epochs on a tiny synthetic set, so that its probabilities are
+    confident and int8 calibration has real activation ranges to measure.
+    """
+    folder = tmp_path_factory.mktemp("exported-run")
+    data.prepare(
+        folder,
+        "synthetic",
+        shards=1,
+        synthetic_shape=OPTIMIZE_SHAPE,
+        synthetic_classes=OPTIMIZE_CLASSES,
+        synthetic_count=120,
+    )
+    keras.utils.set_random_seed(0)
+    model = models.build_model("small_cnn", OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
+    batches = list(data.make_dataset(folder, "train", 32, training=False))
+    images = np.concatenate([batch.numpy() for batch, _ in batches])
+    labels = np.concatenate([label.numpy() for _, label in batches])
+    model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
+    model.fit(images, labels, batch_size=32, epochs=10, verbose=0)
+    model.save(folder / "model.keras")
+    export.export_savedmodel(folder, version=1)
+    return folder

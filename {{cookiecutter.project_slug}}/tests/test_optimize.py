@@ -1,8 +1,7 @@
-"""Optimize: ONNX conversion, parity against the SavedModel, the benchmark, skips and refusals.
+"""Optimize: ONNX in three precisions, parity against the SavedModel, the benchmark, refusals.
 
-One untrained small model on a tiny synthetic data set is exported once for the whole file, as
-04_export leaves it; the ONNX backend runs on CPU. TensorRT and TF-TRT cannot run on a machine
-without a GPU or a TensorRT build of TensorFlow: there the tests check the sentence that says so.
+The run folder of `exported_run` (conftest) is shared by the whole file; the ONNX backend runs on
+CPU in fp32, fp16 and int8. Backends that need a GPU have their own file.
 """
 
 from __future__ import annotations
@@ -12,22 +11,20 @@ import re
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
+import onnx
 import pytest
-import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, export, models, optimize
+from {{ cookiecutter.package_name }} import data, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, read_metrics, write_metrics
+from {{ cookiecutter.package_name }}.optimize import core
+from {{ cookiecutter.package_name }}.optimize.calibration import calibration_batches, calibration_images
+from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load, quantize_int8
 
-SHAPE = (8, 8, 1)
-CLASSES = 3
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
-needs_ort = pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     not HAS_ORT, reason="onnxruntime is not installed (pip install '.[onnx]')"
 )
-HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
-TRT_BUILD = bool(tf.sysconfig.get_build_info().get("is_tensorrt_build", False))
 
 
 def assert_one_sentence(message: str) -> None:
@@ -37,104 +34,138 @@ def assert_one_sentence(message: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run folder as 04_export leaves it: data/, model.keras and export/1/."""
-    folder = tmp_path_factory.mktemp("optimize-run")
-    data.prepare(
-        folder,
-        "synthetic",
-        shards=1,
-        synthetic_shape=SHAPE,
-        synthetic_classes=CLASSES,
-        synthetic_count=60,
+def metrics(exported_run: Path) -> dict[str, Any]:
+    backends = ",".join(optimize.BACKENDS)
+    return optimize.optimize(exported_run, backends, "fp32,fp16,int8", "1,4", iterations=5)
+
+
+def entry(metrics: dict[str, Any], name: str, precision: str = "fp32") -> dict[str, Any]:
+    return next(
+        line
+        for line in metrics["backends"]
+        if line["name"] == name and line["precision"] == precision
     )
-    keras.utils.set_random_seed(0)
-    models.build_model("small_cnn", SHAPE, CLASSES, width=8).save(folder / "model.keras")
-    export.export_savedmodel(folder, version=1)
-    return folder
 
 
-@pytest.fixture(scope="module")
-def metrics(run: Path) -> dict[str, Any]:
-    if not HAS_ORT:
-        pytest.skip("onnxruntime is not installed (pip install '.[onnx]')")
-    return optimize.optimize(run, "onnx,tensorrt,tf_trt", "fp32", "1,4", iterations=5)
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+def test_onnx_runs_each_precision_with_parity(
+    metrics: dict[str, Any], exported_run: Path, precision: str
+) -> None:
+    """Each precision has its own ONNX file in optimized/ and agrees with the SavedModel."""
+    onnx_entry = entry(metrics, "onnx", precision)
+    assert onnx_entry["status"] == "ran", onnx_entry["reason"]
+    artifact = Path(onnx_entry["artifact"])
+    assert artifact == exported_run / "optimized" / f"model_{precision}.onnx"
+    assert artifact.is_file()
+    assert onnx_entry["tolerance"] == optimize.PRECISION_TOLERANCE[precision]
+    assert onnx_entry["parity_ok"] and onnx_entry["max_abs_diff"] <= onnx_entry["tolerance"]
+    assert onnx_entry["top1_agreement"] >= 0.95
 
 
-def by_name(metrics: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(entry for entry in metrics["backends"] if entry["name"] == name)
+def test_precisions_really_differ(metrics: dict[str, Any], exported_run: Path) -> None:
+    """fp16 stores float16 weights, int8 holds Q/DQ nodes, and only fp32 matches exactly."""
+    folder = exported_run / "optimized"
+    fp16 = onnx.load(str(folder / "model_fp16.onnx"))
+    assert onnx.TensorProto.FLOAT16 in {init.data_type for init in fp16.graph.initializer}
+    int8 = onnx.load(str(folder / "model_int8.onnx"))
+    assert {"QuantizeLinear", "DequantizeLinear"} <= {node.op_type for node in int8.graph.node}
+    assert entry(metrics, "onnx", "fp32")["max_abs_diff"] < 1e-5
+    assert entry(metrics, "onnx", "int8")["max_abs_diff"] > 1e-5
 
 
-@needs_ort
-def test_onnx_runs_with_parity_and_writes_its_file(metrics: dict[str, Any], run: Path) -> None:
-    """The ONNX model lands in optimized/ and predicts what the SavedModel predicts."""
-    onnx = by_name(metrics, "onnx")
-    assert onnx["status"] == "ran", onnx["reason"]
-    assert Path(onnx["artifact"]).parent == run / "optimized"
-    assert Path(onnx["artifact"]).is_file()
-    assert onnx["parity_ok"] and onnx["max_abs_diff"] <= onnx["tolerance"]
-    assert onnx["top1_agreement"] == 1.0
-
-
-@needs_ort
-def test_benchmark_figures_for_baselines_and_backend(metrics: dict[str, Any]) -> None:
-    """Both baselines and the ONNX backend get p50 <= p99 and a throughput per batch size."""
-    timed = [*metrics["baselines"], by_name(metrics, "onnx")]
+def test_benchmark_figures_for_baselines_and_backends(metrics: dict[str, Any]) -> None:
+    """Baselines and every ONNX precision get p50 <= p99 and a throughput per batch size."""
+    ran = [line for line in metrics["backends"] if line["status"] == "ran"]
     assert [line["name"] for line in metrics["baselines"]] == ["model.predict", "savedmodel"]
-    for line in timed:
+    for line in [*metrics["baselines"], *ran]:
         assert 0 < line["p50_ms"] <= line["p99_ms"], line
         assert set(line["throughput"]) == {"1", "4"} and min(line["throughput"].values()) > 0
-    best = by_name(metrics, "onnx")["p50_ms"]
-    assert metrics["best_backend"] == "onnx (fp32)"
-    assert metrics["best_vs_savedmodel_batch1"] == pytest.approx(timed[1]["p50_ms"] / best)
-    assert metrics["best_vs_predict_batch1"] == pytest.approx(timed[0]["p50_ms"] / best)
+    best = min(ran, key=lambda line: line["p50_ms"])
+    assert metrics["best_backend"] == f"{best['name']} ({best['precision']})"
+    savedmodel, predict = metrics["baselines"][1]["p50_ms"], metrics["baselines"][0]["p50_ms"]
+    assert metrics["best_vs_savedmodel_batch1"] == pytest.approx(savedmodel / best["p50_ms"])
+    assert metrics["best_vs_predict_batch1"] == pytest.approx(predict / best["p50_ms"])
 
 
-@needs_ort
-def test_metrics_round_trip_through_optimize_json(metrics: dict[str, Any], run: Path) -> None:
-    """metrics/optimize.json holds every backend, skipped ones with their reason."""
-    write_metrics(run, "optimize", metrics)
-    saved = read_metrics(run, "optimize")
-    assert [entry["name"] for entry in saved["backends"]] == ["onnx", "tensorrt", "tf_trt"]
-    assert all(entry["status"] in {"ran", "skipped", "failed"} for entry in saved["backends"])
-    assert all(entry["reason"] for entry in saved["backends"])
+def test_metrics_round_trip_through_optimize_json(
+    metrics: dict[str, Any], exported_run: Path
+) -> None:
+    """metrics/optimize.json holds every backend and precision, each with its reason."""
+    write_metrics(exported_run, "optimize", metrics)
+    saved = read_metrics(exported_run, "optimize")
+    pairs = [(line["name"], line["precision"]) for line in saved["backends"]]
+    assert pairs == [(b, p) for b in optimize.BACKENDS for p in ("fp32", "fp16", "int8")]
+    assert all(line["status"] in {"ran", "skipped", "failed"} for line in saved["backends"])
+    assert all(line["reason"] for line in saved["backends"])
+    assert saved["calibration_examples"] == optimize.CALIBRATION_EXAMPLES
 
 
-@pytest.mark.skipif(HAS_GPU, reason="a GPU is visible: the no-GPU sentence does not apply")
-def test_tensorrt_skips_with_one_sentence_without_gpu() -> None:
-    """Without a GPU (or the tensorrt package) the tensorrt backend is skipped, saying why."""
-    ok, reason = optimize.BACKEND_TABLE["tensorrt"].available("fp32")
-    assert not ok
-    missing = "the tensorrt package is not installed (pip install '.[trt]')."
-    assert reason in {"no GPU visible.", missing}
+def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:
+    """int8 calibrates on the first training images, never on the validation ones."""
+    images = calibration_images(exported_run, 40)
+    train = np.concatenate(
+        [batch.numpy() for batch, _ in data.make_dataset(exported_run, "train", 16, training=False)]
+    )
+    assert images.dtype == np.uint8 and images.shape == (40, 8, 8, 1)
+    np.testing.assert_array_equal(images, train[:40])
+    batches = list(calibration_batches(images, 16, dtype="float32"))
+    assert [len(batch) for batch in batches] == [16, 16, 8]
+    assert batches[0].dtype == np.float32
 
 
-@pytest.mark.skipif(TRT_BUILD, reason="this TensorFlow is a TensorRT build")
-def test_tf_trt_skips_without_a_tensorrt_build() -> None:
-    """pip TensorFlow >= 2.18 has no TensorRT: tf_trt says exactly that."""
-    ok, reason = optimize.BACKEND_TABLE["tf_trt"].available("fp32")
-    assert (ok, reason) == (False, "this TensorFlow was built without TensorRT.")
-    assert_one_sentence(reason)
+def test_int8_depends_on_its_calibration_data(exported_run: Path, tmp_path: Path) -> None:
+    """Calibrated on black images the activation ranges are wrong, and parity catches it."""
+    source = export_onnx(exported_run, exported_run / "optimized")
+    images = calibration_images(exported_run, 64)
+    job = optimize.Job(exported_run, "int8")
+    good = onnx_load(quantize_int8(source, tmp_path / "good.onnx", images, False), job)
+    black = np.zeros_like(images)
+    bad = onnx_load(quantize_int8(source, tmp_path / "bad.onnx", black, False), job)
+    reference = onnx_load(source, optimize.Job(exported_run, "fp32"))(images)
+    good_diff = float(np.abs(good(images) - reference).max())
+    bad_diff = float(np.abs(bad(images) - reference).max())
+    assert good_diff <= optimize.PRECISION_TOLERANCE["int8"] < bad_diff, (good_diff, bad_diff)
 
 
-@needs_ort
 def test_backend_with_different_outputs_fails_and_never_wins(
-    run: Path, monkeypatch: pytest.MonkeyPatch
+    exported_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backend whose probabilities drift beyond tolerance is failed and not the best."""
-    real_load = optimize.onnx_load
 
-    def noisy_load(path: Path) -> optimize.Predict:
-        predict = real_load(path)
+    def noisy_load(path: Path, job: optimize.Job) -> optimize.Predict:
+        predict = onnx_load(path, job)
         return lambda batch: predict(batch) + np.float32(0.05)
 
     monkeypatch.setattr(optimize.BACKEND_TABLE["onnx"], "load", noisy_load)
-    result = optimize.optimize(run, "onnx", "fp32", "1", iterations=3)
-    onnx = by_name(result, "onnx")
-    assert onnx["status"] == "failed" and onnx["parity_ok"] is False
-    assert onnx["max_abs_diff"] == pytest.approx(0.05, abs=1e-3)
-    assert onnx.get("p50_ms") is None
+    result = optimize.optimize(exported_run, "onnx", "fp32", "1", iterations=3)
+    onnx_entry = entry(result, "onnx")
+    assert onnx_entry["status"] == "failed" and onnx_entry["parity_ok"] is False
+    assert onnx_entry["max_abs_diff"] == pytest.approx(0.05, abs=1e-3)
+    assert onnx_entry.get("p50_ms") is None
     assert result["best_backend"] is None and result["best_vs_savedmodel_batch1"] is None
+
+
+def test_conversion_that_breaks_is_failed_with_its_error(
+    exported_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception in convert is a failed entry with the error, not a crash of the step."""
+
+    def broken(job: optimize.Job) -> Path:
+        raise RuntimeError("the converter ran out of disk")
+
+    monkeypatch.setattr(optimize.BACKEND_TABLE["onnx"], "convert", broken)
+    result = optimize.optimize(exported_run, "onnx", "fp32", "1", iterations=3)
+    assert entry(result, "onnx")["status"] == "failed"
+    assert entry(result, "onnx")["reason"] == "onnx failed: the converter ran out of disk"
+
+
+def test_backend_modules_missing_from_the_package_are_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backend whose module the bake removed is not offered (and so refused by name)."""
+    monkeypatch.setitem(core.BACKEND_MODULES, "openvino", "openvino_backend")
+    assert "openvino" not in core._backend_table()
+    assert "onnx" in core._backend_table()
 
 
 @pytest.mark.parametrize(
@@ -145,15 +176,16 @@ def test_backend_with_different_outputs_fails_and_never_wins(
         ({"batch_sizes": "32,64"}, "batch_sizes="),
         ({"batch_sizes": "1,x"}, "batch_sizes="),
         ({"iterations": 0}, "iterations="),
+        ({"calibration_examples": 0}, "calibration_examples="),
     ],
 )
 def test_bad_parameters_are_refused_in_one_sentence(
-    run: Path, arguments: dict[str, Any], named: str
+    exported_run: Path, arguments: dict[str, Any], named: str
 ) -> None:
-    """An unknown backend or precision, sizes without 1, or iterations < 1: one sentence."""
+    """An unknown backend or precision, sizes without 1, counts below 1: one sentence."""
     request = {"backends": "onnx", "precisions": "fp32", "batch_sizes": "1", "iterations": 5}
     with pytest.raises(optimize.OptimizeError) as caught:
-        optimize.check_optimize(run, **{**request, **arguments})
+        optimize.check_optimize(exported_run, **{**request, **arguments})
     assert named in str(caught.value)
     assert_one_sentence(str(caught.value))
 

@@ -1,66 +1,71 @@
-"""Optimized inference: ONNX Runtime everywhere, TensorRT where the machine can, measured honestly.
-
-Every backend converts the trained model into run_dir/optimized/, predicts the validation images
-and is compared with the SavedModel signature of 04_export (the reference a server would use). A
-backend whose probabilities differ by more than its precision allows is `failed` and is never
-counted as a win; a backend the machine cannot run is `skipped` with one sentence saying why. The
-benchmark times `model.predict`, the SavedModel signature called directly and each backend that
-ran: warm-up first, then batch-1 latency (p50, p99) and throughput at larger batches.
-"""
+"""Convert, check parity, benchmark: the step every backend goes through."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from .artifacts import MissingInputError, require, resolve_run_dir
-from .export.parity import TOLERANCE, validation_images
-from .export.savedmodel import EXPORT_FOLDER, INPUT_NAME, SIGNATURE, model_precision
-from .train.loop import MODEL_FILE
+from ..artifacts import require, resolve_run_dir
+from ..export.parity import TOLERANCE, validation_images
+from ..export.savedmodel import SIGNATURE, model_precision
+from ..train.loop import MODEL_FILE
+from .base import (
+    CALIBRATION_EXAMPLES,
+    PARITY_BATCH,
+    PRECISIONS,
+    Backend,
+    Job,
+    OptimizeError,
+    Predict,
+    latest_export,
+    run_savedmodel,
+)
 
-BACKENDS = ("onnx", "tensorrt", "tf_trt")
-PRECISIONS = ("fp32", "fp16", "int8")
-OPTIMIZED_FOLDER = "optimized"
 # Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
 # reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
 PRECISION_TOLERANCE = {"fp32": TOLERANCE["float32"], "fp16": TOLERANCE["mixed"], "int8": 5e-2}
 WARMUP = 5
 PARITY_EXAMPLES = 256
-ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 
-Predict = Callable[[np.ndarray], np.ndarray]
+# Backend name -> module and its functions. A module missing from the package (the TensorRT
+# ones, when the project was baked without TensorRT) leaves its backend out.
+BACKEND_MODULES = {
+    "onnx": "onnx_backend",
+    "tensorrt": "tensorrt_engine",
+    "tf_trt": "tf_trt",
+}
 
 
-class OptimizeError(ValueError):
-    """A parameter was refused: one sentence naming the value and what is allowed."""
+def _backend_table() -> dict[str, Backend]:
+    table = {}
+    for name, module in BACKEND_MODULES.items():
+        if importlib.util.find_spec(f"{__package__}.{module}") is None:
+            continue
+        loaded = importlib.import_module(f"{__package__}.{module}")
+        parts = (getattr(loaded, f"{name}_{part}") for part in ("available", "convert", "load"))
+        table[name] = Backend(name, *parts)
+    return table
 
 
-@dataclass
-class Backend:
-    """One way to run the model: available() says whether (and why not), convert/load/predict."""
-
-    name: str
-    available: Callable[[str], tuple[bool, str]]
-    convert: Callable[[Path, Path, str], Path]
-    load: Callable[[Path], Predict]
-    notes: dict[str, Any] = field(default_factory=dict)
+BACKEND_TABLE = _backend_table()
+BACKENDS = tuple(BACKEND_TABLE)
 
 
 def optimize(
     run_dir: str | os.PathLike[str],
-    backends: str | Sequence[str] = "onnx,tensorrt,tf_trt",
+    backends: str | Sequence[str] = ",".join(BACKENDS),
     precisions: str | Sequence[str] = "fp32",
     batch_sizes: str | Sequence[int] = "1,32,256",
     iterations: int = 200,
+    calibration_examples: int = CALIBRATION_EXAMPLES,
     max_examples: int = PARITY_EXAMPLES,
 ) -> dict[str, Any]:
     """Convert, check parity and benchmark; return what metrics/optimize.json holds.
@@ -70,12 +75,13 @@ def optimize(
     best_backend, best_vs_savedmodel_batch1 and best_vs_predict_batch1 (None when no backend ran
     with parity).
     """
-    request = check_optimize(run_dir, backends, precisions, batch_sizes, iterations)
+    request = check_optimize(
+        run_dir, backends, precisions, batch_sizes, iterations, calibration_examples
+    )
     folder, export_dir = request["run_dir"], request["export_dir"]
     images = validation_images(folder, max_examples)
     model = keras.models.load_model(folder / MODEL_FILE, compile=False)
-    signature = tf.saved_model.load(str(export_dir)).signatures[SIGNATURE]
-    reference = run_savedmodel(signature)
+    reference = run_savedmodel(tf.saved_model.load(str(export_dir)).signatures[SIGNATURE])
     expected = predict_all(reference, images)
     model_tolerance = TOLERANCE["float32" if model_precision(model) == "float32" else "mixed"]
     sizes, count = request["batch_sizes"], request["iterations"]
@@ -86,8 +92,9 @@ def optimize(
     entries = []
     for name in request["backends"]:
         for precision in request["precisions"]:
+            job = Job(folder, precision, tuple(sizes), request["calibration_examples"])
             tolerance = max(model_tolerance, PRECISION_TOLERANCE[precision])
-            entry = run_backend(BACKEND_TABLE[name], folder, precision, images, expected, tolerance)
+            entry = run_backend(BACKEND_TABLE[name], job, images, expected, tolerance)
             if entry["status"] == "ran":
                 entry.update(benchmark(entry.pop("predict"), images, sizes, count))
             entry.pop("predict", None)
@@ -98,6 +105,7 @@ def optimize(
         "batch_sizes": sizes,
         "iterations": count,
         "parity_examples": int(len(images)),
+        "calibration_examples": request["calibration_examples"],
         "baselines": baselines,
         "backends": entries,
         **best_ratios(baselines, entries),
@@ -110,15 +118,14 @@ def check_optimize(
     precisions: str | Sequence[str],
     batch_sizes: str | Sequence[int],
     iterations: int,
+    calibration_examples: int = CALIBRATION_EXAMPLES,
 ) -> dict[str, Any]:
     """Refuse bad parameters or missing inputs in one sentence, before any model is loaded."""
     chosen = _names(backends, BACKENDS, "backends")
     kinds = _names(precisions, PRECISIONS, "precisions")
     sizes = _sizes(batch_sizes)
-    if isinstance(iterations, bool) or not isinstance(iterations, int | np.integer):
-        raise OptimizeError(f"iterations={iterations!r} is not allowed: use a whole number >= 1.")
-    if iterations < 1:
-        raise OptimizeError(f"iterations={iterations!r} is not allowed: use a whole number >= 1.")
+    _whole(iterations, "iterations")
+    _whole(calibration_examples, "calibration_examples")
     folder = resolve_run_dir(run_dir, create=False)
     require(folder, MODEL_FILE, "03_train")
     export_dir = latest_export(folder)
@@ -129,41 +136,30 @@ def check_optimize(
         "precisions": kinds,
         "batch_sizes": sizes,
         "iterations": int(iterations),
+        "calibration_examples": int(calibration_examples),
     }
-
-
-def latest_export(run_dir: Path) -> Path:
-    """The highest export/<version>/ holding a SavedModel, or one sentence naming 04_export."""
-    versions = [
-        path
-        for path in (run_dir / EXPORT_FOLDER).glob("*")
-        if path.name.isdigit() and (path / "saved_model.pb").is_file()
-    ]
-    if not versions:
-        raise MissingInputError(
-            f"{run_dir / EXPORT_FOLDER} holds no export/<version>/ SavedModel: run 04_export "
-            "first, with the same run_dir."
-        )
-    return max(versions, key=lambda path: int(path.name))
 
 
 def run_backend(
     backend: Backend,
-    run_dir: Path,
-    precision: str,
+    job: Job,
     images: np.ndarray,
     expected: np.ndarray,
     tolerance: float,
 ) -> dict[str, Any]:
     """Convert, load and check one backend: status ran, skipped (with why) or failed (with why)."""
-    entry: dict[str, Any] = {"name": backend.name, "precision": precision, "tolerance": tolerance}
+    entry: dict[str, Any] = {
+        "name": backend.name,
+        "precision": job.precision,
+        "tolerance": tolerance,
+    }
     entry.update(dict.fromkeys(["parity_ok", "max_abs_diff", "top1_agreement", "artifact"]))
-    ok, reason = backend.available(precision)
+    ok, reason = backend.available(job.precision)
     if not ok:
         return {**entry, "status": "skipped", "reason": reason}
     try:
-        artifact = backend.convert(run_dir, run_dir / OPTIMIZED_FOLDER, precision)
-        predict = backend.load(artifact)
+        artifact = backend.convert(job)
+        predict = backend.load(artifact, job)
         got = predict_all(predict, images)
     except Exception as error:  # a conversion that breaks is a result, not a crash of the step
         return {**entry, "status": "failed", "reason": f"{backend.name} failed: {error}".strip()}
@@ -171,7 +167,7 @@ def run_backend(
     entry.update(parity(expected, got, tolerance))
     if not entry["parity_ok"]:
         return {**entry, "status": "failed", "reason": entry["verdict"]}
-    return {**entry, "status": "ran", "reason": reason, "predict": predict, **backend.notes}
+    return {**entry, "status": "ran", "reason": reason, "predict": predict}
 
 
 def parity(expected: np.ndarray, got: np.ndarray, tolerance: float) -> dict[str, Any]:
@@ -238,17 +234,12 @@ def best_ratios(baselines: list[dict[str, Any]], entries: list[dict[str, Any]]) 
     }
 
 
-def run_savedmodel(signature: Any) -> Predict:
-    """The SavedModel's serving_default called directly: uint8 images in, probabilities out."""
-    return lambda batch: signature(**{INPUT_NAME: tf.constant(batch)})["probabilities"].numpy()
-
-
 def run_predict(model: keras.Model) -> Predict:
     """model.predict as most users call it: a whole Keras predict loop per call."""
     return lambda batch: model.predict(batch, batch_size=len(batch), verbose=0)
 
 
-def predict_all(predict: Predict, images: np.ndarray, batch: int = 256) -> np.ndarray:
+def predict_all(predict: Predict, images: np.ndarray, batch: int = PARITY_BATCH) -> np.ndarray:
     """Probabilities for all images, in batches, as float32."""
     parts = [predict(images[start : start + batch]) for start in range(0, len(images), batch)]
     return np.concatenate(parts).astype("float32")
@@ -261,104 +252,6 @@ def skip_sentences(metrics: dict[str, Any]) -> list[str]:
         for entry in metrics["backends"]
         if entry["status"] != "ran"
     ]
-
-
-# ONNX: Keras 3's model.export(format="onnx") (tf2onnx underneath) on the trained model, whose
-# first layer rescales uint8, so the ONNX graph takes the same raw images as the SavedModel.
-
-
-def onnx_available(precision: str) -> tuple[bool, str]:
-    for module in ("onnxruntime", "tf2onnx", "onnx"):
-        if importlib.util.find_spec(module) is None:
-            return False, f"the {module} package is not installed (pip install '.[onnx]')."
-    if precision != "fp32":
-        return False, f"the onnx backend converts in fp32 only, not {precision}."
-    return True, f"ONNX Runtime on {', '.join(onnx_providers())}."
-
-
-def onnx_convert(run_dir: Path, out_dir: Path, precision: str) -> Path:
-    model = keras.models.load_model(run_dir / MODEL_FILE, compile=False)
-    spec = tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8, name=INPUT_NAME)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"model_{precision}.onnx"
-    model.export(str(target), format="onnx", input_signature=[spec], verbose=False)
-    return target
-
-
-def onnx_load(path: Path) -> Predict:
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(str(path), providers=onnx_providers())
-    name = session.get_inputs()[0].name
-    return lambda batch: session.run(None, {name: batch})[0]
-
-
-def onnx_providers() -> list[str]:
-    """ONNX Runtime's providers in order of preference, those this installation has."""
-    import onnxruntime
-
-    present = set(onnxruntime.get_available_providers())
-    return [provider for provider in ORT_PROVIDERS if provider in present]
-
-
-# TensorRT engine from the ONNX: the engine build is not written yet, so this backend says so
-# on a machine that could run it; on others it names what is missing.
-
-
-def tensorrt_available(precision: str) -> tuple[bool, str]:
-    if importlib.util.find_spec("tensorrt") is None:
-        return False, "the tensorrt package is not installed (pip install '.[trt]')."
-    if not tf.config.list_physical_devices("GPU"):
-        return False, "no GPU visible."
-    return False, (
-        "building TensorRT engines from the ONNX is not implemented yet; the onnx backend uses "
-        "TensorRT through ONNX Runtime's TensorrtExecutionProvider where onnxruntime-gpu has it."
-    )
-
-
-def _not_built(run_dir: Path, out_dir: Path, precision: str) -> Path:
-    raise NotImplementedError("building TensorRT engines is not implemented yet.")
-
-
-def _no_load(path: Path) -> Predict:
-    raise NotImplementedError("loading TensorRT engines is not implemented yet.")
-
-
-# TF-TRT: only in TensorFlow builds with TensorRT (pip TensorFlow >= 2.18 has none).
-
-
-def tf_trt_available(precision: str) -> tuple[bool, str]:
-    if not tf.sysconfig.get_build_info().get("is_tensorrt_build", False):
-        return False, "this TensorFlow was built without TensorRT."
-    if not tf.config.list_physical_devices("GPU"):
-        return False, "no GPU visible."
-    if precision == "int8":
-        return False, "tf_trt int8 needs a calibration input function, not implemented yet."
-    return True, "TF-TRT (TrtGraphConverterV2) on the SavedModel."
-
-
-def tf_trt_convert(run_dir: Path, out_dir: Path, precision: str) -> Path:
-    from tensorflow.python.compiler.tensorrt import trt_convert
-
-    mode = {"fp32": trt_convert.TrtPrecisionMode.FP32, "fp16": trt_convert.TrtPrecisionMode.FP16}
-    converter = trt_convert.TrtGraphConverterV2(
-        input_saved_model_dir=str(latest_export(run_dir)), precision_mode=mode[precision]
-    )
-    converter.convert()
-    target = out_dir / f"tf_trt_{precision}"
-    converter.save(str(target))
-    return target
-
-
-def tf_trt_load(path: Path) -> Predict:
-    return run_savedmodel(tf.saved_model.load(str(path)).signatures[SIGNATURE])
-
-
-BACKEND_TABLE = {
-    "onnx": Backend("onnx", onnx_available, onnx_convert, onnx_load),
-    "tensorrt": Backend("tensorrt", tensorrt_available, _not_built, _no_load),
-    "tf_trt": Backend("tf_trt", tf_trt_available, tf_trt_convert, tf_trt_load),
-}
 
 
 def _names(value: str | Sequence[str], allowed: Sequence[str], label: str) -> list[str]:
@@ -384,6 +277,11 @@ def _sizes(value: str | Sequence[int]) -> list[int]:
             "(batch-1 latency is what the comparison is about)."
         )
     return sorted(set(sizes))
+
+
+def _whole(value: Any, label: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise OptimizeError(f"{label}={value!r} is not allowed: use a whole number >= 1.")
 
 
 def _batch(images: np.ndarray, size: int) -> np.ndarray:

@@ -1,0 +1,174 @@
+"""ONNX, run with ONNX Runtime: the path that works on every machine.
+
+The trained Keras model is exported with Keras 3's `model.export(format="onnx")` (tf2onnx
+underneath). Its first layer rescales uint8, so the ONNX graph takes the same raw images as the
+SavedModel. Each precision is its own graph in optimized/:
+
+- fp32: the export itself.
+- fp16: weights and activations converted to float16 (ONNX Runtime's converter), inputs and
+  outputs kept as they were. The CPU provider has few float16 kernels and computes most of them
+  in float32 behind inserted casts, so expect a speed-up only on a GPU provider.
+- int8: static quantization with ONNX Runtime's tools: Q/DQ nodes whose scales come from
+  calibration on training images. Activations are unsigned (the fast kind on CPU), except when
+  the TensorRT provider runs the graph, which needs symmetric signed int8.
+
+ONNX Runtime picks its execution provider by what is installed: TensorRT, then CUDA, then CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from .base import Job, Predict
+from .calibration import calibration_batches, calibration_images
+
+ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
+
+
+def onnx_available(precision: str) -> tuple[bool, str]:
+    """Runs wherever the onnx extra is installed; the reason names the providers it will use."""
+    for module in PACKAGES:
+        if importlib.util.find_spec(module) is None:
+            return False, f"the {module} package is not installed (pip install '.[onnx]')."
+    providers = onnx_providers()
+    note = ""
+    if precision == "fp16" and providers[0] == "CPUExecutionProvider":
+        note = " (float16 on the CPU provider mostly runs in float32 behind casts)"
+    return True, f"ONNX Runtime on {', '.join(providers)}{note}."
+
+
+def onnx_convert(job: Job) -> Path:
+    """The ONNX graph for job.precision in optimized/: model_fp32|fp16|int8.onnx."""
+    source = export_onnx(job.run_dir, job.out_dir)
+    if job.precision == "fp32":
+        return source
+    target = job.out_dir / f"model_{job.precision}.onnx"
+    if job.precision == "fp16":
+        return float16_onnx(source, target)
+    images = calibration_images(job.run_dir, job.calibration_examples)
+    symmetric = onnx_providers()[0] == "TensorrtExecutionProvider"
+    return quantize_int8(source, target, images, symmetric=symmetric)
+
+
+def onnx_load(path: Path, job: Job) -> Predict:
+    """An ONNX Runtime session on the preferred providers; predict returns the probabilities."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=provider_options(job))
+    name = session.get_inputs()[0].name
+    return lambda batch: session.run(None, {name: batch})[0]
+
+
+def onnx_providers() -> list[str]:
+    """ONNX Runtime's providers in order of preference, those this installation has."""
+    import onnxruntime
+
+    present = set(onnxruntime.get_available_providers())
+    return [provider for provider in ORT_PROVIDERS if provider in present]
+
+
+def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
+    """Providers for a session; TensorRT's is told the precision and caches its engines."""
+    chosen: list[str | tuple[str, dict[str, object]]] = []
+    for provider in onnx_providers():
+        if provider == "TensorrtExecutionProvider":
+            options = {
+                "trt_fp16_enable": job.precision == "fp16",
+                "trt_int8_enable": job.precision == "int8",
+                "trt_engine_cache_enable": True,
+                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache"),
+            }
+            chosen.append((provider, options))
+        else:
+            chosen.append(provider)
+    return chosen
+
+
+def export_onnx(run_dir: Path, out_dir: Path) -> Path:
+    """optimized/model_fp32.onnx from model.keras, exported again only when the model is newer."""
+    import keras
+    import tensorflow as tf
+
+    from ..export.savedmodel import INPUT_NAME
+    from ..train.loop import MODEL_FILE
+
+    model_file, target = run_dir / MODEL_FILE, out_dir / "model_fp32.onnx"
+    if target.is_file() and target.stat().st_mtime_ns >= model_file.stat().st_mtime_ns:
+        return target
+    model = keras.models.load_model(model_file, compile=False)
+    spec = tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8, name=INPUT_NAME)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.export(str(target), format="onnx", input_signature=[spec], verbose=False)
+    return target
+
+
+def float16_onnx(source: Path, target: Path) -> Path:
+    """source with float16 weights and activations; inputs and outputs keep their types."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    onnx.save(convert_float_to_float16(onnx.load(str(source)), keep_io_types=True), str(target))
+    return target
+
+
+def float_input_onnx(source: Path, target: Path) -> Path:
+    """source taking float32 images (values 0-255) instead of uint8, for TensorRT.
+
+    The export's first node casts the uint8 input to float32; with a float32 input that cast
+    becomes an identity, so the graph computes the same. TensorRT handles float inputs on every
+    version, uint8 ones only on some.
+    """
+    import onnx
+
+    model = onnx.load(str(source))
+    model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    onnx.checker.check_model(model)
+    onnx.save(model, str(target))
+    return target
+
+
+def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: bool) -> Path:
+    """source statically quantized to int8 (Q/DQ format), calibrated on `images`.
+
+    Weights are int8 per channel. Activations are uint8 for ONNX Runtime's CPU and CUDA
+    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that.
+    """
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    graph = onnx.load(str(source)).graph.input[0]
+    name = graph.name
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(graph.type.tensor_type.elem_type)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = calibration_batches(images, dtype=dtype)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            batch = next(self.batches, None)
+            return None if batch is None else {name: batch}
+
+    prepared = target.with_suffix(".prepared.onnx")
+    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+    quantize_static(
+        str(prepared),
+        str(target),
+        Reader(),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        extra_options={"ActivationSymmetric": symmetric, "WeightSymmetric": True},
+    )
+    prepared.unlink()
+    return target

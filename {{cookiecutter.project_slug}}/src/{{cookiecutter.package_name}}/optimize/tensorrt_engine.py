@@ -1,0 +1,106 @@
+"""A TensorRT engine built from the ONNX, with NVIDIA's Polygraphy doing the TensorRT plumbing.
+
+The engine is built from the same ONNX export as the onnx backend, with a float32 input (see
+`float_input_onnx`), and serialized to optimized/model_<precision>.engine:
+
+- fp32: TF32 stays off (Polygraphy's default), so results match the SavedModel to float32
+  rounding; fp16: TensorRT may run layers in float16.
+- int8: built from an explicitly quantized graph (Q/DQ nodes, symmetric int8), calibrated on
+  training images by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
+  calibrators, and it is the same calibration the onnx backend uses.
+- One dynamic batch profile: batches from 1 to the largest one sent (the benchmark's or
+  parity's), tuned for batch 1, because batch-1 latency is where TensorRT's gain matters.
+
+Polygraphy (NVIDIA's TensorRT toolkit) builds the network from the ONNX, sets the builder
+flags and the profile, and its TrtRunner owns the device buffers and the CUDA stream.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+from ..export.savedmodel import INPUT_NAME
+from .base import Job, Predict, gpu_visible
+from .calibration import calibration_images
+from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, quantize_int8
+
+
+def tensorrt_available(precision: str) -> tuple[bool, str]:
+    """Needs the trt extra (tensorrt, polygraphy, the onnx tools) and a GPU."""
+    for module in ("tensorrt", "polygraphy", *PACKAGES):
+        if importlib.util.find_spec(module) is None:
+            return False, f"the {module} package is not installed (pip install '.[trt]')."
+    if not gpu_visible():
+        return False, "no GPU visible."
+    import tensorrt
+
+    return True, f"TensorRT {tensorrt.__version__} engine built from the ONNX ({precision})."
+
+
+def batch_profile(job: Job, image_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """The engine's one dynamic batch profile: min 1, opt 1, max the largest batch sent."""
+    return {
+        "min": (1, *image_shape),
+        "opt": (1, *image_shape),
+        "max": (job.max_batch, *image_shape),
+    }
+
+
+def builder_flags(precision: str) -> dict[str, bool]:
+    """Polygraphy CreateConfig flags for a precision (fp32 sets none; TF32 stays off)."""
+    return {"fp16": precision == "fp16", "int8": precision == "int8"}
+
+
+def engine_source(job: Job) -> Path:
+    """The ONNX the engine is built from: float32 input, Q/DQ-quantized for int8."""
+    source = float_input_onnx(
+        export_onnx(job.run_dir, job.out_dir), job.out_dir / "tensorrt_input_fp32.onnx"
+    )
+    if job.precision != "int8":
+        return source
+    images = calibration_images(job.run_dir, job.calibration_examples)
+    return quantize_int8(source, job.out_dir / "tensorrt_input_int8.onnx", images, symmetric=True)
+
+
+def tensorrt_convert(job: Job) -> Path:
+    """Build and serialize optimized/model_<precision>.engine."""
+    import onnx
+    from polygraphy.backend.trt import (
+        CreateConfig,
+        EngineFromNetwork,
+        NetworkFromOnnxPath,
+        Profile,
+        SaveEngine,
+    )
+
+    source = engine_source(job)
+    dims = onnx.load(str(source)).graph.input[0].type.tensor_type.shape.dim
+    profile = batch_profile(job, tuple(dim.dim_value for dim in dims[1:]))
+    config = CreateConfig(
+        profiles=[Profile().add(INPUT_NAME, **profile)], **builder_flags(job.precision)
+    )
+    target = job.out_dir / f"model_{job.precision}.engine"
+    SaveEngine(EngineFromNetwork(NetworkFromOnnxPath(str(source)), config=config), str(target))()
+    return target
+
+
+def tensorrt_load(path: Path, job: Job) -> Predict:
+    """Deserialize the engine into a TrtRunner; predict feeds float32 and copies the output."""
+    from polygraphy.backend.common import BytesFromPath
+    from polygraphy.backend.trt import EngineFromBytes, TrtRunner
+
+    runner = TrtRunner(EngineFromBytes(BytesFromPath(str(path))))
+    runner.activate()
+
+    def predict(batch: np.ndarray) -> np.ndarray:
+        outputs = runner.infer({INPUT_NAME: batch.astype(np.float32)})
+        # The model has one output, the probabilities. The runner reuses its host buffers on
+        # the next call, so copy before returning.
+        return np.array(next(iter(outputs.values())), copy=True)
+
+    weakref.finalize(predict, runner.deactivate)
+    return predict

@@ -483,6 +483,9 @@ def test_docker_image_matches_the_choices(baked):
     base = substitute(instructions[stages[-1]][1].split()[0], args)
     tag = base.rpartition(":")[2]
     assert re.match(rf"{re.escape(python)}(\D|$)", tag), f"base image {base} for Python {python}"
+    extras = pyproject(baked.root)["project"]["optional-dependencies"]
+    assert args.get("INFERENCE_EXTRA") == "onnx" and "onnx" in extras, args
+    assert "extra['${INFERENCE_EXTRA}']" in text, "the image ignores INFERENCE_EXTRA"
     users = [arg for name, arg in instructions[stages[-1] :] if name == "USER"]
     assert users, "the final stage sets no USER, so it runs as root"
     assert users[-1].split(":")[0] not in ("root", "0"), f"final USER is {users[-1]}"

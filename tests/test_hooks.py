@@ -237,7 +237,7 @@ def test_post_gen_keeps_everything_when_all_is_included(post_gen, tmp_path, caps
 
 
 def test_post_gen_main_removes_every_declined_part(post_gen, tmp_path):
-    """Declining Docker, CI, tuning and serving together leaves only the rest of the project."""
+    """Declining Docker, CI, tuning, TensorRT and serving together leaves only the rest."""
     make_tree(tmp_path)
     answers = {
         "project_slug": "digits-classifier",
@@ -250,4 +250,12 @@ def test_post_gen_main_removes_every_declined_part(post_gen, tmp_path):
     }
     assert post_gen.main(answers, tmp_path) == 0
     files = {p for p in tree(tmp_path) if (tmp_path / p).is_file()}
-    assert files == {".gitignore", "README.md", "notebooks/01_data.ipynb", "src/pkg/__init__.py"}
+    assert files == {
+        ".gitignore",
+        "README.md",
+        "notebooks/01_data.ipynb",
+        "src/pkg/__init__.py",
+        "src/pkg/optimize/__init__.py",
+        "src/pkg/optimize/onnx_backend.py",
+        "tests/test_optimize.py",
+    }

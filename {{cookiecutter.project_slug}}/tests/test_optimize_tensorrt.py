@@ -17,8 +17,8 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
-from {{ cookiecutter.package_name }}.optimize import core
-from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load
+from {{ cookiecutter.package_name }}.optimize import core, onnx_backend
+from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import batch_profile, builder_flags, engine_source
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
@@ -72,18 +72,49 @@ def test_engine_source_computes_what_the_savedmodel_does(
 @needs_ort
 def test_int8_engine_source_is_symmetric_signed(exported_run: Path) -> None:
     """TensorRT takes only symmetric int8 Q/DQ: every zero point is an int8 zero."""
-    source = engine_source(optimize.Job(exported_run, "int8"))
-    model = onnx.load(str(source))
+    zeros = zero_points(engine_source(optimize.Job(exported_run, "int8")))
+    assert zeros and all(zero.dtype == np.int8 and not zero.any() for zero in zeros)
+
+
+def zero_points(path: Path) -> list[np.ndarray]:
+    """The zero points of every QuantizeLinear node of an ONNX graph."""
+    model = onnx.load(str(path))
     weights = {init.name: init for init in model.graph.initializer}
-    zero_points = [
-        weights[node.input[2]]
+    return [
+        onnx.numpy_helper.to_array(weights[node.input[2]])
         for node in model.graph.node
         if node.op_type == "QuantizeLinear" and len(node.input) > 2
     ]
-    assert zero_points
-    for zero in zero_points:
-        assert zero.data_type == onnx.TensorProto.INT8
-        assert not onnx.numpy_helper.to_array(zero).any()
+
+
+@needs_ort
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+def test_onnx_runtime_tensorrt_provider_is_told_the_precision(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, precision: str
+) -> None:
+    """Where onnxruntime-gpu has TensorRT, its provider gets the precision and an engine cache."""
+    providers = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: providers)
+    chosen = provider_options(optimize.Job(tmp_path, precision))
+    assert chosen[1:] == providers[1:]
+    name, options = chosen[0]
+    assert name == "TensorrtExecutionProvider"
+    assert options["trt_fp16_enable"] == (precision == "fp16")
+    assert options["trt_int8_enable"] == (precision == "int8")
+    assert options["trt_engine_cache_path"] == str(tmp_path / "optimized" / "ort_trt_cache")
+
+
+@needs_ort
+def test_onnx_int8_is_symmetric_when_tensorrt_runs_it(
+    exported_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ONNX Runtime's CPU provider gets unsigned activations; its TensorRT provider signed ones."""
+    job = optimize.Job(exported_run, "int8", calibration_examples=64)
+    cpu = zero_points(onnx_backend.onnx_convert(job))
+    assert any(zero.dtype == np.uint8 for zero in cpu)
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: ["TensorrtExecutionProvider"])
+    trt = zero_points(onnx_backend.onnx_convert(job))
+    assert trt and all(zero.dtype == np.int8 and not zero.any() for zero in trt)
 
 
 @pytest.mark.skipif(HAS_TRT and HAS_GPU, reason="TensorRT and a GPU are here: the engine builds")

@@ -5,7 +5,7 @@
 """
 
 from .benchmark import benchmark_pipeline
-from .pipeline import auto_shard_policy, make_dataset
+from .pipeline import auto_shard_policy, first_images, make_dataset
 from .records import prepare, read_meta
 from .sources import SOURCES, DataError
 
@@ -14,6 +14,7 @@ __all__ = [
     "DataError",
     "auto_shard_policy",
     "benchmark_pipeline",
+    "first_images",
     "make_dataset",
     "prepare",
     "read_meta",

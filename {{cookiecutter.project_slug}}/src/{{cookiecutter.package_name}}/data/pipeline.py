@@ -198,6 +198,18 @@ def describe(stages: Stages | None = None, *, training: bool = True, augment: bo
     return " → ".join(steps)
 
 
+def first_images(run_dir: str | os.PathLike[str], split: str, count: int) -> np.ndarray:
+    """The first `count` raw uint8 images of a split [N, H, W, C], in shard order, unshuffled."""
+    _check_positive("count", count)
+    batches, seen = [], 0
+    for images, _ in make_dataset(run_dir, split, min(256, count), training=False, cache=False):
+        batches.append(images.numpy())
+        seen += len(batches[-1])
+        if seen >= count:
+            break
+    return np.concatenate(batches)[:count]
+
+
 def examples_per_class(
     run_dir: str | os.PathLike[str], split: str = "train", per_class: int = 8
 ) -> tuple[np.ndarray, np.ndarray]:

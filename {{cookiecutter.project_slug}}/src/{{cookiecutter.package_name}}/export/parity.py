@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import MissingInputError, require, resolve_run_dir
-from ..data import make_dataset, read_meta
+from ..data import first_images, read_meta
 from ..train.loop import MODEL_FILE
 from .savedmodel import INPUT_NAME, SIGNATURE, ExportError, model_precision
 
@@ -99,14 +99,7 @@ def export_metrics(
 
 def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
     """Up to max_examples raw uint8 validation images, in the order the shards hold them."""
-    batches, count = [], 0
-    dataset = make_dataset(run_dir, "validation", min(PREDICT_BATCH, max_examples), cache=False)
-    for images, _ in dataset:
-        batches.append(images.numpy())
-        count += len(batches[-1])
-        if count >= max_examples:
-            break
-    return np.concatenate(batches)[:max_examples]
+    return first_images(run_dir, "validation", max_examples)
 
 
 def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:

@@ -12,21 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.pipeline import make_dataset
+from ..data.pipeline import first_images
 
 CALIBRATION_BATCH = 32
 
 
 def calibration_images(run_dir: Path, count: int) -> np.ndarray:
     """Up to `count` raw uint8 training images [N, H, W, C] from run_dir/data/."""
-    batches, seen = [], 0
-    dataset = make_dataset(run_dir, "train", CALIBRATION_BATCH, training=False, cache=False)
-    for images, _ in dataset:
-        batches.append(images.numpy())
-        seen += len(batches[-1])
-        if seen >= count:
-            break
-    return np.concatenate(batches)[:count]
+    return first_images(run_dir, "train", count)
 
 
 def calibration_batches(

@@ -618,3 +618,43 @@ def test_hook_and_doctor_agree_on_supported_versions(bake, pre_gen, template):
     offered = json.loads((template / "cookiecutter.json").read_text())["tensorflow_version"]
     assert doctor == pre_gen.TF_PYTHON
     assert sorted(offered) == sorted(doctor)
+
+
+FAKE_PYTHON = """#!/bin/sh
+# A stand-in venv python: `pip show` answers $FAKE_SHOW (0: installed), the rest is echoed.
+if [ "$1 $2 $3" = "-m pip show" ]; then exit "${FAKE_SHOW:-1}"; fi
+echo "python $*"
+"""
+
+
+def make_setup(root: Path, venv: Path, *args: str, show: int = 1) -> subprocess.CompletedProcess:
+    """`make setup` in the bake against a stand-in venv, so no package is installed."""
+    if not (venv / "bin" / "python").exists():
+        (venv / "bin").mkdir(parents=True)
+        (venv / "bin" / "python").write_text(FAKE_PYTHON, encoding="utf-8")
+        (venv / "bin" / "python").chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "FAKE_SHOW": str(show)}
+    command = ["make", "--no-print-directory", "setup", f"VENV={venv}", *args]
+    return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def test_setup_remembers_extras_and_refuses_two_onnxruntimes(baked, tmp_path):
+    """The venv keeps the extras setup installed; onnx with trt, or trt over a CPU
+    onnxruntime, is refused in one sentence before pip runs."""
+    venv = tmp_path / "venv"
+    extras = "dev,gpu,trt" if baked.answers["include_tensorrt"] else "dev,onnx,gpu"
+    first = make_setup(baked.root, venv, f"EXTRAS={extras}")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"-e .[{extras}]" in first.stdout
+    assert (venv / ".extras").read_text(encoding="utf-8").strip() == extras
+    again = make_setup(baked.root, venv)  # no EXTRAS: the remembered ones, already installed
+    assert again.returncode == 0 and "pip install" not in again.stdout, again.stdout
+    if not baked.answers["include_tensorrt"]:
+        return
+    both = make_setup(baked.root, tmp_path / "both", "EXTRAS=dev,onnx,trt")
+    assert both.returncode == 2 and "names both onnx and trt" in both.stdout, both.stdout
+    over_cpu = make_setup(baked.root, tmp_path / "cpu", "EXTRAS=dev,gpu,trt", show=0)
+    assert over_cpu.returncode == 2 and "make distclean" in over_cpu.stdout, over_cpu.stdout
+    for refused in (both, over_cpu):
+        assert "pip install" not in refused.stdout
+        assert len(refused.stdout.strip().splitlines()) == 1

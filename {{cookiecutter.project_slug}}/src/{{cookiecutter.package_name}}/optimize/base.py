@@ -45,7 +45,7 @@ class Job:
     @property
     def max_batch(self) -> int:
         """The largest batch any caller sends: the benchmark's or parity's."""
-        return max(*self.batch_sizes, PARITY_BATCH)
+        return max((*self.batch_sizes, PARITY_BATCH))
 
 
 @dataclass

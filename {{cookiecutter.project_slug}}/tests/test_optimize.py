@@ -100,6 +100,22 @@ def test_metrics_round_trip_through_optimize_json(
     assert saved["calibration_examples"] == optimize.CALIBRATION_EXAMPLES
 
 
+def test_results_table_has_a_row_per_run_and_a_dash_for_what_was_not_measured(
+    metrics: dict[str, Any],
+) -> None:
+    """The notebook's table: baselines first, then every backend and precision, same width."""
+    lines = optimize.results_table(metrics).splitlines()
+    head, rows = lines[0], lines[2:]
+    assert head.startswith("| run by | status | parity |") and head.endswith("| img/s @4 |")
+    assert len(rows) == 2 + len(metrics["backends"])
+    assert rows[0].startswith("| model.predict | reference | - | - | - |")
+    assert rows[2].startswith("| onnx (fp32) | ran | True |")
+    assert {row.count("|") for row in lines} == {head.count("|")}
+    for row, line in zip(rows[2:], metrics["backends"], strict=True):
+        if line["status"] == "skipped":
+            assert row.endswith("| skipped | - | - | - | - | - | - |"), row
+
+
 def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:
     """int8 calibrates on the first training images, never on the validation ones."""
     images = calibration_images(exported_run, 40)

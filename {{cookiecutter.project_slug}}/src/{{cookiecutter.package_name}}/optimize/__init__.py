@@ -31,6 +31,7 @@ from .core import (
     optimize,
     parity,
     predict_all,
+    results_table,
     skip_sentences,
 )
 
@@ -52,5 +53,6 @@ __all__ = [
     "optimize",
     "parity",
     "predict_all",
+    "results_table",
     "skip_sentences",
 ]

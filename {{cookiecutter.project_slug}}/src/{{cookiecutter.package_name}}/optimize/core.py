@@ -254,6 +254,23 @@ def skip_sentences(metrics: dict[str, Any]) -> list[str]:
     ]
 
 
+def results_table(metrics: dict[str, Any]) -> str:
+    """A Markdown table: one row per baseline and per backend and precision, with parity,
+    batch-1 latency and images/s at each batch size above 1 ("-" where nothing was measured)."""
+    sizes = [str(size) for size in metrics["batch_sizes"] if size > 1]
+    head = ["run by", "status", "parity", "max abs diff", "top-1 agreement", "p50 ms", "p99 ms"]
+    head += [f"img/s @{size}" for size in sizes]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for line in [*metrics["baselines"], *metrics["backends"]]:
+        label = line["name"] + (f" ({line['precision']})" if "precision" in line else "")
+        cells = [label, line.get("status", "reference"), line.get("parity_ok")]
+        cells += [line.get(key) for key in ("max_abs_diff", "top1_agreement", "p50_ms", "p99_ms")]
+        cells += [line.get("throughput", {}).get(size) for size in sizes]
+        text = [f"{c:.3g}" if isinstance(c, float) else "-" if c is None else str(c) for c in cells]
+        rows.append("| " + " | ".join(text) + " |")
+    return "\n".join(rows)
+
+
 def _names(value: str | Sequence[str], allowed: Sequence[str], label: str) -> list[str]:
     names = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
     names = [name for name in names if name]

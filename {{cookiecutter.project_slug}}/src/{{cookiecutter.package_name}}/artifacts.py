@@ -1,7 +1,8 @@
-"""The artifact contract: one run = one folder, each step writes its numbers to metrics/<step>.json.
+"""The artifact contract: one run = one folder, and every name inside it is spelled here, once.
 
-Notebooks and the runner share these helpers so that every step finds its inputs in the same place
-and a missing input stops a notebook with one sentence naming the step to run first.
+Notebooks, the runner, the CLI and the steps share these names and helpers, so every step finds its
+inputs in the same place and a missing input stops with one sentence naming the step to run first.
+Nothing else in the package spells a run-folder file name.
 """
 
 from __future__ import annotations
@@ -14,9 +15,42 @@ from typing import Any
 
 STEPS = ("environment", "data", "tune", "train", "export", "optimize")
 
+# --- the run folder's names -------------------------------------------------------------------
+DATA_DIR = "data"  # 01: TFRecord shards and META_FILE
+META_FILE = "data/meta.json"  # 01: classes, shapes, counts, the shard list
+TUNING_DIR = "tuning"  # 02: keras-tuner's state (tuning/tuner/) and TUNED_FILE
+TUNED_FILE = "tuning/best_hparams.json"  # 02: the best values, which 03 takes
+CHECKPOINT_DIR = "checkpoints"  # 03: checkpoints, their params.json and history.json
+LOGS_DIR = "logs"  # 03: TensorBoard logs
+MODEL_FILE = "model.keras"  # 03: the trained model
+EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
+OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
+METRICS_DIR = "metrics"  # every step: metrics/<step>.json
+FIGURES_DIR = "figures"  # every step: its figures
+NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
+LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)
+RUN_RECORD = "run.json"  # the runner: every attempt, the latest success per notebook
+REPORT_FILE = "report.md"  # the runner: the run report
 
-class MissingInputError(RuntimeError):
+
+class StepError(ValueError):
+    """A step refused its input in one sentence that names the value and what is allowed.
+
+    Nothing was written. Every error of the package that a user can fix is one of these, so the
+    CLI prints it as its sentence (exit 2) and JupyterLab shows the sentence, not a traceback.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of the traceback (JupyterLab, papermill's error cell)."""
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
+
+class MissingInputError(StepError):
     """An input a step needs is not in the run folder: the message names the step to run first."""
+
+
+class StaleInputError(StepError):
+    """An input was made from something another step has since replaced: re-run the named step."""
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -45,16 +79,37 @@ def resolve_run_dir(run_dir: str | os.PathLike[str], create: bool = True) -> Pat
     return path
 
 
+def check_writable(folder: Path, flag: str = "run_dir") -> None:
+    """Refuse a folder this process cannot write, in one sentence, before any work starts.
+
+    Probing with a real file is the only test that holds for root, read-only mounts and ACLs alike.
+    """
+    existing = next((path for path in (folder, *folder.parents) if path.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise StepError(f"{flag} {folder} cannot be used: {existing} is a file, not a folder.")
+    probe_in = existing or folder
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=probe_in)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise StepError(
+            f"{flag} {folder} cannot be written ({reason} in {probe_in}): choose a folder you "
+            "can write to."
+        ) from None
+
+
 def write_metrics(run_dir: str | os.PathLike[str], step: str, metrics: dict[str, Any]) -> Path:
     """Write metrics/<step>.json atomically, so a reader never sees half a file."""
     if step not in STEPS:
         raise ValueError(f"Unknown step {step!r}: use one of {', '.join(STEPS)}.")
-    return write_json(resolve_run_dir(run_dir) / "metrics" / f"{step}.json", metrics)
+    return write_json(resolve_run_dir(run_dir) / METRICS_DIR / f"{step}.json", metrics)
 
 
 def read_metrics(run_dir: str | os.PathLike[str], step: str) -> dict[str, Any]:
     """Read metrics/<step>.json; a missing file names the step that writes it."""
-    path = resolve_run_dir(run_dir, create=False) / "metrics" / f"{step}.json"
+    path = resolve_run_dir(run_dir, create=False) / METRICS_DIR / f"{step}.json"
     if not path.is_file():
         raise MissingInputError(f"{path} is missing: run the {step} step first.")
     return json.loads(path.read_text(encoding="utf-8"))

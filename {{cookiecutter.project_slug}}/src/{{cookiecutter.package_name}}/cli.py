@@ -2,28 +2,41 @@
 
     <package> doctor [--json]
     <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01]
-    <package> train --run-dir DIR [-p key=value ...] [--json]
+    <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
 
-Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started).
+Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
+from . import steps
+from .artifacts import METRICS_DIR, StepError
+
 PROG = __package__ or "project"
+PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for several"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
     args = parser.parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted.", file=sys.stderr)
+        return 130
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen step's module is imported (for its parameters' help)."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -42,12 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         "--profile", default="default", help="a profile in configs/ (smoke, default, gpu)"
     )
     run.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a notebook parameter (value read as YAML: 3, 0.1, true, text)",
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=PARAM_HELP
     )
     run.add_argument(
         "--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)"
@@ -56,29 +64,54 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
     run.set_defaults(handler=_run)
 
-    train = commands.add_parser(
-        "train",
-        help="train on a run folder's data (notebook 03 without Jupyter; resumes a crashed run)",
-        description="Train on DIR/data/ with notebook 03's parameter names. Multi-worker jobs "
-        "start one such process per worker, with TF_CONFIG in the environment; run it again "
-        "with the same folder and parameters to resume after the last completed epoch.",
-    )
-    train.add_argument("--run-dir", type=Path, required=True, help="run folder holding data/")
-    train.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a training parameter (model, epochs, batch_size, learning_rate, width, dropout, "
-        "strategy, logical_cpus, precision, jit_compile, seed, patience, verbose), value read as "
-        "YAML; model, learning_rate, width and dropout not given come from tuning when it ran",
-    )
-    train.add_argument(
-        "--json", action="store_true", help="print metrics/train.json's content on stdout"
-    )
-    train.set_defaults(handler=_train)
+    for step in steps.available():
+        _step_parser(commands, step, full=step.name == chosen)
     return parser
+
+
+def _step_parser(commands: argparse._SubParsersAction, step: steps.Step, full: bool) -> None:
+    """`<package> <step>`: the step's entry, with the notebook's parameter names and defaults."""
+    epilog = None
+    if full:
+        lines = [
+            f"  {field.name} = {field.default!r}: {field.metadata.get('help', '')}"
+            for field in dataclasses.fields(steps.module(step).Params)
+        ]
+        epilog = f"Parameters (as in notebook {step.notebook}):\n" + "\n".join(lines)
+    sub = commands.add_parser(
+        step.name,
+        help=f"step {step.notebook[:2]}: {step.summary}",
+        description=f"Notebook {step.notebook} without Jupyter: the same entry, parameters and "
+        f"checks. Writes {METRICS_DIR}/{step.name}.json in the run folder.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub.add_argument("--run-dir", type=Path, required=True, help="the run folder")
+    sub.add_argument(
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=PARAM_HELP
+    )
+    sub.add_argument("--json", action="store_true", help="print the metrics as JSON on stdout")
+    sub.set_defaults(handler=_step, step=step)
+
+
+def _step(args: argparse.Namespace) -> int:
+    from . import runner
+
+    step: steps.Step = args.step
+    folder = args.run_dir.expanduser().resolve()
+    started = time.time()
+    try:
+        params = steps.params_from(step, runner.parse_overrides(args.param))
+        metrics = steps.module(step).run(folder, params, verbose=not args.json)
+    except (StepError, runner.RunnerInputError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    written = folder / METRICS_DIR / f"{step.name}.json"
+    if args.json:
+        print(json.dumps(metrics, indent=2, sort_keys=True, default=str))
+    elif written.is_file() and written.stat().st_mtime >= started - 1:
+        print(f"Metrics: {written}")  # a multi-worker job's other workers write none
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -111,37 +144,14 @@ def _run(args: argparse.Namespace) -> int:
             project_dir=args.project_dir,
             only=only,
         )
-    except runner.RunnerInputError as error:
+    except (runner.RunnerInputError, StepError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     except runner.NotebookFailed as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; run.json in the run folder records it.", file=sys.stderr)
+        return 130
     print(f"Run folder: {result.run_dir}")
-    return 0
-
-
-def _train(args: argparse.Namespace) -> int:
-    from . import runner
-    from .artifacts import MissingInputError
-    from .data import DataError
-    from .train import DEFAULTS, TrainError, train
-
-    try:
-        params = runner.parse_overrides(args.param)
-        unknown = sorted(set(params) - set(DEFAULTS))
-        if unknown:
-            raise TrainError(
-                f"Unknown parameter {unknown[0]!r}: train takes {', '.join(DEFAULTS)}."
-            )
-        if args.json:
-            params.setdefault("verbose", False)
-        metrics = train(args.run_dir.expanduser().resolve(), **params)
-    except (runner.RunnerInputError, TrainError, DataError, MissingInputError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(metrics, indent=2, sort_keys=True, default=str))
-    elif metrics["model_path"]:  # the chief: it wrote the run folder
-        print(f"Metrics: {args.run_dir.expanduser().resolve() / 'metrics' / 'train.json'}")
     return 0

@@ -20,6 +20,8 @@ import keras
 import numpy as np
 from keras import layers
 
+from .artifacts import StepError
+
 # Builders written here, then every model of keras.applications (its class name, e.g. "ResNet50").
 OWN_MODELS = ("small_cnn", "resnet_small")
 APPLICATIONS = tuple(sorted(name for name in dir(keras.applications) if name[:1].isupper()))
@@ -51,7 +53,7 @@ _TORCH_MEAN = (0.485, 0.456, 0.406)
 _TORCH_STD = (0.229, 0.224, 0.225)
 
 
-class ModelError(ValueError):
+class ModelError(StepError):
     """A model name, shape or option was refused, or ImageNet weights could not be loaded."""
 
 

@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 
 from . import data, env, models
-from .artifacts import resolve_run_dir, write_json, write_metrics
+from .artifacts import StepError, resolve_run_dir, write_json, write_metrics
 from .train.devices import resolve_jit
 from .train.params import TUNED_FILE, effective_learning_rate
 
@@ -46,7 +46,7 @@ SAME_SEARCH = ("algorithm", "model", "epochs", "batch_size", "seed")
 HYPERBAND_FACTOR = 3
 
 
-class TuneError(ValueError):
+class TuneError(StepError):
     """A tuning parameter was refused, or the search found nothing; nothing was written."""
 
 

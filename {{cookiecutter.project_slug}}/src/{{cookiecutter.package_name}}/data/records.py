@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import require, resolve_run_dir, write_json
+from ..artifacts import META_FILE, require, resolve_run_dir, write_json
 from .sources import (
     FORMAT,
     SPLITS,
@@ -127,8 +127,23 @@ def prepare(
 
 def read_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The data step's meta.json; a missing one names the notebook that writes it."""
-    path = require(run_dir, "data/meta.json", "01_data")
-    return json.loads(path.read_text(encoding="utf-8"))
+    path = require(run_dir, META_FILE, "01_data")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(
+            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
+        ) from None
+
+
+def check_batch(meta: dict[str, Any], batch_size: int, where: str = "the data folder") -> None:
+    """Refuse a batch larger than the training split: no full batch could ever be drawn."""
+    count = int(meta["splits"]["train"]["count"])
+    if batch_size > count:
+        raise DataError(
+            f"batch_size={batch_size} is larger than the {count} training examples in "
+            f"{where}: use at most {count}."
+        )
 
 
 def split_indices(

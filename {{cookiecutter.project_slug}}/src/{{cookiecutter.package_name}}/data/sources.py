@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ..artifacts import StepError
+
 SOURCES = ("digits", "image_folder", "tfrecord", "mnist", "fashion_mnist", "cifar10", "synthetic")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 MIXED_SIZES = ("resize", "refuse")
@@ -63,7 +65,7 @@ _HINTS = {"image_folder": _FOLDER_HINT, "tfrecord": _TFRECORD_HINT}
 _RESIZE_CHUNK = 1024
 
 
-class DataError(ValueError):
+class DataError(StepError):
     """Bad input for the data step: one sentence naming the file or value and what is allowed."""
 
 

@@ -23,7 +23,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import require, resolve_run_dir
+from ..artifacts import StepError, require, resolve_run_dir
 from ..data import read_meta
 from ..train.loop import MODEL_FILE
 
@@ -35,7 +35,7 @@ MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF
 CLI_TIMEOUT = 300
 
 
-class ExportError(ValueError):
+class ExportError(StepError):
     """A version, folder or model was refused: one sentence naming the value and what is allowed."""
 
 

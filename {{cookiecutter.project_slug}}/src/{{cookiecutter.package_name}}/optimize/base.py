@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import MissingInputError
+from ..artifacts import MissingInputError, StepError
 from ..export.savedmodel import EXPORT_FOLDER, INPUT_NAME
 
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -24,7 +24,7 @@ CALIBRATION_EXAMPLES = 512
 Predict = Callable[[np.ndarray], np.ndarray]
 
 
-class OptimizeError(ValueError):
+class OptimizeError(StepError):
     """A parameter was refused: one sentence naming the value and what is allowed."""
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..artifacts import resolve_run_dir
+from ..artifacts import StepError, resolve_run_dir
 from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
@@ -51,7 +51,7 @@ TUNED_FILE = "tuning/best_hparams.json"
 TUNABLE = ("model", "learning_rate", "width", "dropout")
 
 
-class TrainError(ValueError):
+class TrainError(StepError):
     """A training parameter or the run folder was refused; nothing was trained or written."""
 
 

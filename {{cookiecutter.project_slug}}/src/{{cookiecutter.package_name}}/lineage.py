@@ -1,0 +1,175 @@
+"""What made what in a run folder: fingerprints of each artifact and of the inputs it was made from.
+
+People re-run steps out of order (JupyterLab invites it): 01 again with another seed, 03 again
+after that. A run folder must then not lie about itself: checkpoints made on the old split must not
+be resumed, and an export made from an older model.keras must not be benchmarked as this one.
+
+Every step that writes an artifact records it in run_dir/lineage.json with `record`: the
+artifact's fingerprint, the step, and the fingerprints of the inputs it read. A later step calls
+`check_made_from` before building on an artifact; it refuses in one sentence (StaleInputError)
+when an input has changed since, naming the step to re-run. An artifact with no record (made by
+hand, or by a version of the project without lineage) cannot be checked and is taken as it is;
+`describe` says so.
+
+Artifacts are named "data", "tuning", "model" and "export/<version>"; their fingerprints are
+sha256 hex digests:
+- data: meta.json's bytes and every shard's name and size (cheap for large data, and meta.json
+  holds the request: source, seed, split fraction, counts);
+- tuning: best_hparams.json's bytes; model: model.keras's bytes;
+- export/<version>: every file of the SavedModel folder, by relative name and bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .artifacts import (
+    EXPORT_DIR,
+    LINEAGE_FILE,
+    META_FILE,
+    MODEL_FILE,
+    TUNED_FILE,
+    StaleInputError,
+    resolve_run_dir,
+    write_json,
+)
+
+# Which step writes each artifact: the step a refusal tells the user to re-run.
+MADE_BY = {"data": "01_data", "tuning": "02_tune", "model": "03_train", "export": "04_export"}
+_CHUNK = 1 << 20
+
+
+def fingerprint(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
+    """The artifact's current fingerprint, or None when it is not in the run folder."""
+    folder = resolve_run_dir(run_dir, create=False)
+    kind, _, version = artifact.partition("/")
+    if kind == "data":
+        return _data_fingerprint(folder / META_FILE)
+    if kind == "tuning":
+        return _files_digest(folder / TUNED_FILE)
+    if kind == "model":
+        return _files_digest(folder / MODEL_FILE)
+    if kind == "export" and version:
+        return _files_digest(folder / EXPORT_DIR / version)
+    raise ValueError(f"Unknown artifact {artifact!r}: use data, tuning, model or export/<version>.")
+
+
+def record(
+    run_dir: str | os.PathLike[str], artifact: str, step: str, inputs: dict[str, str | None]
+) -> dict[str, Any]:
+    """Record that `step` wrote `artifact` from `inputs` ({artifact: fingerprint}); return it."""
+    folder = resolve_run_dir(run_dir, create=False)
+    entry = {
+        "fingerprint": fingerprint(folder, artifact),
+        "step": step,
+        "inputs": dict(inputs),
+        "recorded": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+    ledger = read(folder)
+    ledger[artifact] = entry
+    write_json(folder / LINEAGE_FILE, ledger)
+    return entry
+
+
+def read(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """lineage.json as {artifact: entry}; {} when there is none or it cannot be read."""
+    path = resolve_run_dir(run_dir, create=False) / LINEAGE_FILE
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return ledger if isinstance(ledger, dict) else {}
+
+
+def made_from(run_dir: str | os.PathLike[str], artifact: str) -> dict[str, str | None] | None:
+    """The inputs the artifact as it is now was made from; None when there is no such record.
+
+    A record whose fingerprint differs from the artifact's current one describes an earlier
+    artifact of that name (replaced by hand, or by a step that failed before recording), so it
+    says nothing about this one.
+    """
+    entry = read(run_dir).get(artifact)
+    if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint(run_dir, artifact):
+        return None
+    inputs = entry.get("inputs")
+    return inputs if isinstance(inputs, dict) else None
+
+
+def stale_inputs(run_dir: str | os.PathLike[str], artifact: str) -> list[str]:
+    """The inputs of `artifact` that have changed since it was made ([] when unknown or none)."""
+    inputs = made_from(run_dir, artifact) or {}
+    return [name for name, was in inputs.items() if was != fingerprint(run_dir, name)]
+
+
+def check_made_from(run_dir: str | os.PathLike[str], artifact: str, *, needed_by: str) -> None:
+    """Refuse in one sentence when `artifact` was made from inputs that have since changed."""
+    changed = stale_inputs(run_dir, artifact)
+    if not changed:
+        return
+    name = changed[0]
+    now = fingerprint(run_dir, name)
+    kind = artifact.partition("/")[0]
+    maker = MADE_BY.get(name.partition("/")[0], "another step")
+    what = "is gone" if now is None else f"was replaced by {maker}"
+    raise StaleInputError(
+        f"{artifact} in {resolve_run_dir(run_dir, create=False)} was made from a {name} that "
+        f"{what} since: re-run {MADE_BY.get(kind, 'the step that writes it')} before {needed_by}."
+    )
+
+
+def summary(run_dir: str | os.PathLike[str], reads: list[str], writes: list[str]) -> dict[str, Any]:
+    """What a step's metrics record of its lineage: {reads: {artifact: fp}, writes: {...}}."""
+    return {
+        "reads": {name: fingerprint(run_dir, name) for name in reads},
+        "writes": {name: fingerprint(run_dir, name) for name in writes},
+    }
+
+
+def describe(run_dir: str | os.PathLike[str], artifact: str) -> str:
+    """One sentence on where the artifact came from, for notebooks and the CLI."""
+    inputs = made_from(run_dir, artifact)
+    if inputs is None:
+        return f"{artifact}: no lineage record, so what it was made from cannot be checked."
+    changed = stale_inputs(run_dir, artifact)
+    shown = ", ".join(f"{name} {str(fp)[:12]}" for name, fp in inputs.items()) or "nothing"
+    state = f"stale: {', '.join(changed)} changed since" if changed else "current"
+    return f"{artifact}: made from {shown}; {state}."
+
+
+def _data_fingerprint(meta_path: Path) -> str | None:
+    try:
+        raw = meta_path.read_bytes()
+        meta = json.loads(raw)
+    except (OSError, ValueError):
+        return None
+    digest = hashlib.sha256(raw)
+    splits = meta.get("splits") if isinstance(meta, dict) else None
+    for split in sorted(splits or {}):
+        for shard in (splits[split] or {}).get("shards") or []:
+            path = meta_path.parent / str(shard)
+            size = path.stat().st_size if path.is_file() else -1
+            digest.update(f"\0{split}/{shard}:{size}".encode())
+    return digest.hexdigest()
+
+
+def _files_digest(path: Path) -> str | None:
+    """sha256 of a file's bytes, or of a folder's files by relative name and bytes."""
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+    else:
+        return None
+    digest = hashlib.sha256()
+    for file in files:
+        if path.is_dir():
+            digest.update(f"\0{file.relative_to(path).as_posix()}\0".encode())
+        with file.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,152 @@
+"""One contract for every step: `(run_dir, typed parameters) → metrics`, one entry for all.
+
+Each step module (env, data, tune, train, export, optimize) exposes three names:
+
+    Params                                   a frozen dataclass: the notebook's parameters (all but
+                                             run_dir), with the same names and defaults
+    check(run_dir, params, *, inputs=True)   refuse bad values in one sentence (StepError); with
+                                             inputs=True also missing or stale inputs in run_dir
+    run(run_dir, params, *, verbose=True)    check, do the work, write metrics/<step>.json and the
+                                             lineage of what it wrote; return the metrics
+
+The notebook calls `run` and explains its result; `<package> <step> --run-dir DIR -p k=v` calls it
+without Jupyter; the runner calls `check` for every selected step before the first notebook
+starts (`preflight`), with inputs=False for a step whose inputs an earlier selected step makes.
+This module only names the steps and converts values; it imports a step's module when asked, so
+reading it costs no TensorFlow import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .artifacts import StepError
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of the chain: its name (metrics/<name>.json, CLI subcommand) and where it lives."""
+
+    name: str
+    notebook: str
+    module: str
+    reads: tuple[str, ...]
+    summary: str
+
+
+CHAIN = (
+    Step("environment", "00_environment", "env", (), "GPUs, drivers, XLA, precision, matmul"),
+    Step("data", "01_data", "data", (), "source → sharded TFRecords → tf.data, benchmarked"),
+    Step("tune", "02_tune", "tune", ("data",), "keras-tuner search → tuning/best_hparams.json"),
+    Step("train", "03_train", "train", ("data", "tune"), "train with tf.distribute → model.keras"),
+    Step("export", "04_export", "export", ("data", "train"), "model.keras → export/<version>/"),
+    Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "ONNX/TensorRT"),
+)
+BY_NAME = {step.name: step for step in CHAIN}
+
+
+def param(default: Any, help: str) -> Any:  # noqa: A002 - the word argparse uses
+    """A Params field with its help text (shown by `<package> <step> --help`)."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def for_notebook(stem: str) -> Step | None:
+    """The step a notebook belongs to ("03_train" → train); None for a notebook of no step."""
+    return next((step for step in CHAIN if step.notebook == stem), None)
+
+
+def module(step: Step | str) -> types.ModuleType:
+    """The step's module, imported now (most import TensorFlow)."""
+    step = BY_NAME[step] if isinstance(step, str) else step
+    return importlib.import_module(f".{step.module}", __package__)
+
+
+def available() -> list[Step]:
+    """The steps this project has: a declined part (tuning) has no module and no notebook."""
+    return [step for step in CHAIN if importlib.util.find_spec(f"{__package__}.{step.module}")]
+
+
+def params_from(step: Step | str, values: Mapping[str, Any]) -> Any:
+    """The step's Params from loose values (a profile, -p, a notebook's cell), checked for names
+    and types in one sentence; values not given keep their defaults; run_dir is ignored."""
+    step = BY_NAME[step] if isinstance(step, str) else step
+    cls = module(step).Params
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    chosen = {}
+    for key, value in values.items():
+        if key == "run_dir":
+            continue
+        if key not in fields:
+            raise StepError(
+                f"Unknown parameter {key!r} for {step.name}: it takes {', '.join(fields)}."
+            )
+        if not _fits(value, hints[key]):
+            raise StepError(
+                f"{key}={value!r} is {type(value).__name__}, but {step.name} takes "
+                f"{_type_name(hints[key])} (default {fields[key].default!r})."
+            )
+        chosen[key] = float(value) if _wants_float(value, hints[key]) else value
+    return cls(**chosen)
+
+
+def defaults(step: Step | str) -> dict[str, Any]:
+    """The step's parameter defaults, by name: what its notebook's parameters cell must hold."""
+    step = BY_NAME[step] if isinstance(step, str) else step
+    return {field.name: field.default for field in dataclasses.fields(module(step).Params)}
+
+
+def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[str, Any]]) -> None:
+    """Check every selected notebook's values with its step's own checker, in chain order.
+
+    `selected` maps notebook names to their values. A step's inputs are checked too, unless an
+    earlier selected step writes them in this run. Raises StepError; runs nothing.
+    """
+    folder = Path(run_dir)
+    earlier: set[str] = set()
+    for stem, values in selected.items():
+        step = for_notebook(stem)
+        if step is None:
+            continue
+        params = params_from(step, values)
+        module(step).check(folder, params, inputs=not earlier.intersection(step.reads))
+        earlier.add(step.name)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """True when value may stand for a field annotated `hint` (bool is not a number here)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is Any:
+        return True
+    if isinstance(value, bool):
+        return hint is bool
+    if hint is float:
+        return isinstance(value, int | float)
+    return isinstance(value, origin or hint)
+
+
+def _wants_float(value: Any, hint: Any) -> bool:
+    """An int given for a float field becomes a float (3 → 3.0), as the notebooks expect."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    args = typing.get_args(hint) or (hint,)
+    return float in args and int not in args
+
+
+def _type_name(hint: Any) -> str:
+    args = typing.get_args(hint) if typing.get_origin(hint) else (hint,)
+    names = ["None" if arg is type(None) else getattr(arg, "__name__", str(arg)) for arg in args]
+    return " or ".join(names)

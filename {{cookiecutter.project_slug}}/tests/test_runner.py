@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import runner
 
@@ -256,14 +257,20 @@ def test_override_for_unselected_notebook_refused(project: Path) -> None:
 
 
 def test_failing_notebook_stops_chain_and_is_kept(project: Path) -> None:
-    """A failing cell names notebook and cell, keeps the executed copy, and stops the chain."""
+    """A failing cell names notebook and cell, keeps the executed copy, and stops the chain.
+
+    The copy is kept as <name>.failed-1.ipynb: <name>.ipynb is only ever a success.
+    """
     run_dir = project / "run"
     with pytest.raises(runner.NotebookFailed) as failed:
         runner.run_chain("test", {"fail": True}, run_dir=run_dir, project_dir=project)
     message = str(failed.value)
-    executed = run_dir / "notebooks" / "01_second.ipynb"
+    executed = run_dir / "notebooks" / "01_second.failed-1.ipynb"
     assert "01_second" in message and "if fail:" in message
     assert "ValueError: boom from 01_second" in message and str(executed) in message
+    assert failed.value.executed == executed
+    assert not (run_dir / "notebooks" / "01_second.ipynb").exists()
+    assert "earlier success" not in message  # there was none
     kept = nbformat.read(executed, as_version=4)
     errors = [o for c in kept.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors and errors[0].evalue == "boom from 01_second"
@@ -299,7 +306,7 @@ def test_runs_in_the_same_second_get_their_own_folders(
         def now(cls, tz=None):
             return datetime(2024, 1, 2, 3, 4, 5)
 
-    monkeypatch.setattr(runner, "datetime", Frozen)
+    monkeypatch.setattr(runner.chain, "datetime", Frozen)
     first = runner.create_run_dir(project, "test")
     second = runner.create_run_dir(project, "test")
     assert first == project / "artifacts" / "20240102-030405-test"
@@ -318,7 +325,7 @@ def test_runs_in_the_same_second_get_their_own_folders(
         (["name='3'"], {"name": "3"}),
         (["expr=a=b"], {"expr": "a=b"}),
         (["note="], {"note": None}),
-        (["epochs=3", "epochs=5"], {"epochs": 5}),
+        (["epochs=3", "rate=5"], {"epochs": 3, "rate": 5}),
     ],
 )
 def test_parse_overrides_reads_yaml_values(items: list[str], expected: dict) -> None:
@@ -328,11 +335,51 @@ def test_parse_overrides_reads_yaml_values(items: list[str], expected: dict) -> 
     assert [type(value) for value in parsed.values()] == [type(v) for v in expected.values()]
 
 
-@pytest.mark.parametrize("item", ["epochs", "=3", " =3", "rate=[1,"])
+@pytest.mark.parametrize("item", ["epochs", "=3", " =3", "rate=[1,", "d={a: 1, a: 2}"])
 def test_parse_overrides_refuses_malformed_items(item: str) -> None:
     """An item without key=value form, or with a broken YAML value, is refused by name."""
-    with pytest.raises(runner.RunnerInputError, match=re.escape(repr(item))):
+    with pytest.raises(runner.RunnerInputError, match=re.escape(repr(item))) as refused:
         runner.parse_overrides([item])
+    assert_one_sentence(str(refused.value))
+
+
+def test_parameter_given_twice_refused() -> None:
+    """`-p epochs=3 -p epochs=5` would silently keep one value: refused, naming both items."""
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.parse_overrides(["epochs=3", "rate=0.1", "epochs=5"])
+    message = str(refused.value)
+    assert "'epochs'" in message and "'epochs=3'" in message and "'epochs=5'" in message
+    assert_one_sentence(message)
+
+
+@pytest.mark.parametrize(
+    ("profile_text", "key", "lines"),
+    [
+        ("shared:\n  size: 3\n  rate: 0.5\n  size: 4\n", "size", (4, 2)),
+        ("notebooks:\n  00_first:\n    label: a\n    label: b\n", "label", (4, 3)),
+        ("description: one\ndescription: two\n", "description", (2, 1)),
+    ],
+    ids=["shared", "notebook-section", "top-level"],
+)
+def test_profile_with_a_repeated_key_refused(
+    project: Path, profile_text: str, key: str, lines: tuple[int, int]
+) -> None:
+    """A key written twice in one mapping of a profile is refused naming key, file and lines."""
+    (project / "configs" / "test.yaml").write_text(profile_text)
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.plan_run("test", project_dir=project)
+    message = str(refused.value)
+    assert repr(key) in message and str(project / "configs" / "test.yaml") in message
+    assert f"line {lines[0]}" in message and f"line {lines[1]}" in message
+    assert_one_sentence(message)
+
+
+def test_same_key_in_different_sections_accepted(project: Path) -> None:
+    """Only a repeat within one mapping is refused: a notebook section may override shared."""
+    text = "shared:\n  size: 3\nnotebooks:\n  00_first:\n    size: 5\n"
+    (project / "configs" / "test.yaml").write_text(text)
+    plan = runner.plan_run("test", project_dir=project)
+    assert plan.parameters["00_first"]["size"] == 5 and plan.parameters["01_second"]["size"] == 3
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -374,4 +421,5 @@ def test_cli_exits_1_when_a_notebook_fails(project: Path) -> None:
     assert "kernel stderr of 00_first" not in done.stdout + done.stderr
     (run_dir,) = (project / "artifacts").iterdir()
     assert re.fullmatch(r"\d{8}-\d{6}-test", run_dir.name)
-    assert str(run_dir / "notebooks" / "01_second.ipynb") in done.stderr
+    assert str(run_dir / "notebooks" / "01_second.failed-1.ipynb") in done.stderr
+    assert "Traceback" not in done.stderr

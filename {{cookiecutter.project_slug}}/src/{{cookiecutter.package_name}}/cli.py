@@ -26,9 +26,9 @@ PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for s
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
-    args = parser.parse_args(argv)
-    try:
+    try:  # Ctrl-C, even while a step's module (TensorFlow) loads for --help: one line, 130
+        parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
+        args = parser.parse_args(argv)
         return args.handler(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted.", file=sys.stderr)
@@ -150,8 +150,9 @@ def _run(args: argparse.Namespace) -> int:
     except runner.NotebookFailed as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; run.json in the run folder records it.", file=sys.stderr)
+    except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
+        message = str(interrupted) or "interrupted before any notebook started."
+        print(f"{PROG}: {message}", file=sys.stderr)
         return 130
     print(f"Run folder: {result.run_dir}")
     return 0

@@ -1,0 +1,139 @@
+"""Run the notebook chain into one run folder: check everything, then execute, recording each
+attempt as it goes.
+
+Nothing is written before every check has passed: the plan (names and types), the run folder
+(writable, not a file) and each step's own checker (ranges, relations, inputs) via
+steps.preflight. Only then is the folder made and the first notebook started.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import steps
+from ..artifacts import RUN_RECORD, StepError, check_writable
+from .execute import NotebookFailed, execute
+from .plan import Plan, plan_run
+from .profile import RunnerInputError
+from .record import finish_record, new_attempt, save, start_record
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a finished run lives, and its record (the content of run.json)."""
+
+    run_dir: Path
+    record: dict[str, Any]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the chain; run.json and report.md record the attempt as interrupted."""
+
+    def __init__(self, message: str, run_dir: Path) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+
+
+def run_chain(
+    profile: str = "default",
+    overrides: dict[str, Any] | None = None,
+    run_dir: str | Path | None = None,
+    project_dir: str | Path | None = None,
+    only: list[str] | None = None,
+) -> RunResult:
+    """Validate everything, then execute the notebooks in order into one run folder.
+
+    Writes <run>/notebooks/<name>.ipynb (the latest success), run.json and report.md, also when
+    a notebook fails (NotebookFailed names the notebook, the cell and the kept failed copy) or
+    Ctrl-C stops it (RunInterrupted, a KeyboardInterrupt).
+    """
+    plan = plan_run(profile, overrides, project_dir=project_dir, only=only)
+    folder = run_dir_path(plan.project, plan.profile, run_dir)
+    check_run_dir(folder, given=run_dir is not None)
+    preflight(plan, folder)
+    folder = _make(folder, fresh=run_dir is None)
+
+    record = start_record(folder, plan, only)
+    selected = list(plan.notebooks)
+    print(f"Profile {plan.profile}: {len(selected)} notebook(s) into {folder}", flush=True)
+    status, name = "interrupted", ""
+    try:
+        for number, name in enumerate(selected, start=1):
+            attempt = new_attempt(record, plan, name, folder)
+            save(folder, record, selected)  # run.json shows the running notebook, even after a kill
+            print(f"[{number}/{len(selected)}] {name} …", end=" ", flush=True)
+            execute(plan.notebooks[name], attempt, folder)
+        status = "ok"
+    except NotebookFailed:
+        status = "failed"
+        raise
+    except KeyboardInterrupt:
+        # nbclient's cell tasks die with the kernel shut down on the way out; asyncio would log
+        # each as "Task exception was never retrieved" with a traceback, after our one line.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        during = f" during {name}" if name else ""
+        raise RunInterrupted(
+            f"interrupted{during}; {folder / RUN_RECORD} records it.", folder
+        ) from None
+    finally:
+        finish_record(record, status)
+        save(folder, record, selected)
+    return RunResult(run_dir=folder, record=record)
+
+
+def preflight(plan: Plan, folder: Path) -> None:
+    """Each selected step's own checker (steps.preflight) on the plan's values; runs nothing."""
+    try:
+        steps.preflight(folder, {name: plan.parameters[name] for name in plan.notebooks})
+    except StepError as error:
+        raise RunnerInputError(str(error)) from None
+
+
+def check_run_dir(folder: Path, given: bool = True) -> None:
+    """Refuse a run folder that is a file, lies under a file, or cannot be written."""
+    try:
+        check_writable(folder, "--run-dir" if given else "The run folder")
+    except StepError as error:
+        raise RunnerInputError(str(error)) from None
+
+
+def run_dir_path(project: Path, profile: str, run_dir: str | Path | None = None) -> Path:
+    """The run folder, not made yet: the given one, or a new artifacts/<time>-<profile>."""
+    if run_dir is not None:
+        return Path(run_dir).expanduser().resolve()
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = project / "artifacts" / f"{stamp}-{profile}"
+    for suffix in range(1, 1000):
+        folder = base if suffix == 1 else base.with_name(f"{base.name}-{suffix}")
+        if not folder.exists():
+            return folder
+    raise RunnerInputError(f"{base} and 999 suffixed names exist already; pass --run-dir.")
+
+
+def create_run_dir(project: Path, profile: str, run_dir: str | Path | None = None) -> Path:
+    """The given folder (made if needed), or a new artifacts/<time>-<profile> no run has used."""
+    folder = run_dir_path(project, profile, run_dir)
+    check_run_dir(folder, given=run_dir is not None)
+    return _make(folder, fresh=run_dir is None)
+
+
+def _make(folder: Path, fresh: bool) -> Path:
+    """Make the folder; a fresh one another run took meanwhile gets the next free suffix."""
+    if not fresh:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise RunnerInputError(f"--run-dir {folder} cannot be made: {error}.") from None
+        return folder
+    for suffix in range(2, 1000):
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            stem = folder.name if suffix == 2 else folder.name.rsplit("-", 1)[0]
+            folder = folder.with_name(f"{stem}-{suffix}")
+    raise RunnerInputError(f"{folder} and 999 suffixed names exist already; pass --run-dir.")

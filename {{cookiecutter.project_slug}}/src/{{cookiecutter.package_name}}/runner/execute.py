@@ -1,0 +1,178 @@
+"""Execute one notebook so that no attempt ever erases the record of a success.
+
+papermill writes into a hidden `notebooks/.<name>.running.ipynb`; only a success replaces
+`notebooks/<name>.ipynb`, so that file is always the latest success. A failed or interrupted
+attempt is kept beside it as `notebooks/<name>.failed-<n>.ipynb`, with its error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import papermill
+from jupyter_client.manager import AsyncKernelManager
+
+from ..artifacts import NOTEBOOKS_DIR
+from .plan import literal
+from .profile import one_line
+
+KERNEL = "python3"
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook stopped the chain; its executed copy, with the error, stays in the run folder."""
+
+    def __init__(self, message: str, notebook: str, executed: Path | None, run_dir: Path) -> None:
+        super().__init__(message)
+        self.notebook = notebook
+        self.executed = executed
+        self.run_dir = run_dir
+
+
+def execute(source: Path, attempt: dict[str, Any], folder: Path) -> None:
+    """Run one notebook with papermill into the run folder, updating its attempt in place.
+
+    The kernel's stderr (TensorFlow's C++ log, a crash report) goes to <name>.kernel.log rather
+    than between the progress lines; ipykernel also copies what cells write there into the notebook.
+    Raises NotebookFailed for an error, and re-raises KeyboardInterrupt after recording it.
+    """
+    name = attempt["notebook"]
+    notebooks = folder / NOTEBOOKS_DIR
+    notebooks.mkdir(parents=True, exist_ok=True)
+    running = notebooks / f".{name}.running.ipynb"
+    running.unlink(missing_ok=True)
+    attempt["executed"] = f"{NOTEBOOKS_DIR}/{running.name}"
+    started = time.perf_counter()
+    try:
+        with (folder / attempt["kernel_log"]).open("ab") as kernel_log:
+            papermill.execute_notebook(
+                literal(source),
+                literal(running),
+                parameters=attempt["parameters"],
+                kernel_name=KERNEL,
+                cwd=str(source.parent),
+                progress_bar=False,
+                kernel_manager_class=_kernel_manager(kernel_log),
+            )
+    except Exception as error:
+        kept = keep_failed(folder, name, running)
+        _finish(attempt, "failed", started, kept, describe(error))
+        print(f"FAILED ({attempt['seconds']:.1f} s)", flush=True)
+        message = _failure_message(name, error, folder, kept, attempt["kernel_log"])
+        raise NotebookFailed(message, name, kept and folder / kept, folder) from error
+    except BaseException as error:  # KeyboardInterrupt (Ctrl-C), SystemExit
+        kept = keep_failed(folder, name, running)
+        cell = _running_cell(folder / kept) if kept else None
+        _finish(attempt, "interrupted", started, kept, describe(error, cell))
+        print(f"interrupted ({attempt['seconds']:.1f} s)", flush=True)
+        raise
+    success = f"{NOTEBOOKS_DIR}/{name}.ipynb"
+    os.replace(running, folder / success)
+    _finish(attempt, "ok", started, success, None)
+    print(f"ok ({attempt['seconds']:.1f} s)", flush=True)
+
+
+def keep_failed(folder: Path, name: str, running: Path) -> str | None:
+    """Move an unfinished executed copy to notebooks/<name>.failed-<n>.ipynb (n counts up)."""
+    if not running.is_file():
+        return None
+    pattern = re.compile(rf"{re.escape(name)}\.failed-(\d+)\.ipynb")
+    taken = [int(m[1]) for p in running.parent.iterdir() if (m := pattern.fullmatch(p.name))]
+    kept = f"{NOTEBOOKS_DIR}/{name}.failed-{max(taken, default=0) + 1}.ipynb"
+    os.replace(running, folder / kept)
+    return kept
+
+
+def describe(error: BaseException, cell: tuple[int | None, int] | None = None) -> dict[str, Any]:
+    """The error, for run.json: the cell (execution count and index) and what was raised."""
+    if isinstance(error, papermill.PapermillExecutionError):
+        cell = (error.exec_count, error.cell_index)
+    return {
+        "cell": cell[0] if cell else None,
+        "cell_index": cell[1] if cell else None,
+        "ename": getattr(error, "ename", type(error).__name__),
+        "evalue": getattr(error, "evalue", str(error)),
+    }
+
+
+def _finish(
+    attempt: dict[str, Any],
+    status: str,
+    started: float,
+    executed: str | None,
+    error: dict[str, Any] | None,
+) -> None:
+    attempt.update(
+        status=status,
+        seconds=round(time.perf_counter() - started, 3),
+        finished=datetime.now().astimezone().isoformat(timespec="seconds"),
+        executed=executed,
+        error=error,
+    )
+
+
+def _failure_message(
+    name: str, error: Exception, folder: Path, kept: str | None, kernel_log: str
+) -> str:
+    """Which notebook, which cell, what was raised, where the failed copy and the success are."""
+    where = (
+        f"The failed attempt is kept at {folder / kept}"
+        if kept
+        else f"No executed notebook was written; the kernel's messages are in {folder / kernel_log}"
+    )
+    success = folder / NOTEBOOKS_DIR / f"{name}.ipynb"
+    if success.is_file():
+        where += f"; the earlier success is still at {success}"
+    if isinstance(error, papermill.PapermillExecutionError):
+        first = next((line for line in error.source.splitlines() if line.strip()), "")
+        cell = f"[{error.exec_count}]" if error.exec_count is not None else f"#{error.cell_index}"
+        what = (
+            f"{name} failed in cell {cell} `{_short(first, 60)}` with "
+            f"{error.ename}: {_sentence(_short(one_line(error.evalue), 300))}"
+        )
+    else:
+        what = f"{name} stopped: {type(error).__name__}: {_sentence(_short(one_line(error), 300))}"
+    return f"{what} {where}."
+
+
+def _running_cell(path: Path) -> tuple[int | None, int] | None:
+    """The last cell that started in an interrupted copy: (execution count, index).
+
+    nbclient marks the interrupted cell completed when it shuts the kernel down, so the last
+    cell with a start time is the one that was running.
+    """
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        started = [
+            (cell.get("execution_count"), index)
+            for index, cell in enumerate(cells)
+            if cell.get("metadata", {}).get("papermill", {}).get("start_time")
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return started[-1] if started else None
+
+
+def _kernel_manager(stderr: BinaryIO) -> type[AsyncKernelManager]:
+    """A kernel manager class (nbclient's kernel_manager_class) whose kernel writes to `stderr`."""
+
+    class KernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:  # kw ends up in subprocess.Popen
+            await super().start_kernel(**{**kw, "stderr": stderr})
+
+    return KernelManager
+
+
+def _sentence(text: str) -> str:
+    """Text ending in one full stop, whether or not it had one."""
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,163 @@
+"""run.json: every attempt of every invocation into a run folder, and each notebook's latest
+success, so that a failed or interrupted re-run never erases the record of a good one.
+
+    attempts     every notebook attempt, oldest first (what ran, when, how it ended, the error)
+    notebooks    per notebook: its latest attempt, plus `latest_success` (or None)
+    invocations  every `run` into this folder: profile, overrides, selection, status
+    profile, description, overrides, started, finished, status: this invocation
+
+A run.json that cannot be read is set aside as run.json.corrupt-<n>, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import NOTEBOOKS_DIR, RUN_RECORD, write_json
+from .plan import Plan
+from .profile import one_line
+from .report import write_report
+
+SUCCESS_KEYS = ("started", "finished", "seconds", "executed", "parameters", "profile")
+
+
+def start_record(folder: Path, plan: Plan, only: list[str] | None) -> dict[str, Any]:
+    """The record of this invocation, carrying every attempt made earlier into the folder."""
+    earlier, set_aside = read_earlier(folder)
+    invocation = {
+        "started": now(),
+        "finished": None,
+        "status": "running",
+        "profile": plan.profile,
+        "overrides": plan.overrides,
+        "only": only,
+        "notebooks": list(plan.notebooks),
+    }
+    if set_aside:
+        invocation["set_aside"] = set_aside
+    return {
+        "profile": plan.profile,
+        "description": plan.description,
+        "overrides": plan.overrides,
+        "project_dir": str(plan.project),
+        "run_dir": str(folder),
+        "started": invocation["started"],
+        "finished": None,
+        "status": "running",
+        "invocations": [*earlier["invocations"], invocation],
+        "attempts": earlier["attempts"],
+    }
+
+
+def new_attempt(record: dict[str, Any], plan: Plan, name: str, folder: Path) -> dict[str, Any]:
+    """A running attempt of one notebook, added to the record; execute() updates it in place."""
+    attempt = {
+        "notebook": name,
+        "profile": plan.profile,
+        "started": now(),
+        "finished": None,
+        "seconds": None,
+        "status": "running",
+        "executed": None,
+        "parameters": {**plan.parameters[name], "run_dir": str(folder)},
+        "kernel_log": f"{NOTEBOOKS_DIR}/{name}.kernel.log",
+        "error": None,
+    }
+    record["attempts"].append(attempt)
+    return attempt
+
+
+def finish_record(record: dict[str, Any], status: str) -> None:
+    """This invocation ended: ok, failed or interrupted (with any attempt still running)."""
+    for attempt in record["attempts"]:
+        if attempt["status"] == "running":
+            attempt.update(status="interrupted", finished=now())
+    record.update(status=status, finished=now())
+    record["invocations"][-1].update(status=status, finished=record["finished"])
+
+
+def save(folder: Path, record: dict[str, Any], selected: list[str]) -> None:
+    """run.json (written atomically) and report.md, from the attempts as they stand; the
+    selected notebooks not attempted yet are listed as "not run"."""
+    record["notebooks"] = summarize(record["attempts"], selected)
+    write_json(folder / RUN_RECORD, record)
+    write_report(folder, record)
+
+
+def summarize(attempts: list[dict[str, Any]], selected: list[str]) -> list[dict[str, Any]]:
+    """Per notebook, in name order: the latest attempt's fields and the latest success."""
+    names = sorted({a["notebook"] for a in attempts} | set(selected))
+    entries = []
+    for name in names:
+        own = [a for a in attempts if a["notebook"] == name]
+        latest = own[-1] if own else {"status": "not run"}
+        success = next((a for a in reversed(own) if a["status"] == "ok"), None)
+        entry = {"name": name, "seconds": None, "executed": None, "parameters": {}}
+        entry.update({k: v for k, v in latest.items() if k != "notebook"})
+        entry["latest_success"] = {k: success.get(k) for k in SUCCESS_KEYS} if success else None
+        entries.append(entry)
+    return entries
+
+
+def read_earlier(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], str | None]:
+    """Attempts and invocations of earlier runs into the folder; a bad run.json is set aside."""
+    path = folder / RUN_RECORD
+    empty: dict[str, list[dict[str, Any]]] = {"attempts": [], "invocations": []}
+    if not path.exists():
+        return empty, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        earlier = _attempts_of(data) if "attempts" in data else _legacy(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        number = 1
+        while (folder / f"{RUN_RECORD}.corrupt-{number}").exists():
+            number += 1
+        kept = f"{RUN_RECORD}.corrupt-{number}"
+        path.rename(folder / kept)
+        print(
+            f"{path} could not be read ({_short_error(error)}); it is kept as {kept} and a new "
+            "record starts.",
+            flush=True,
+        )
+        return empty, kept
+    for attempt in earlier["attempts"]:
+        if attempt["status"] == "running":  # that process was killed before it could say so
+            attempt["status"] = "interrupted"
+    return earlier, None
+
+
+def _attempts_of(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The lists of this runner's run.json, checked enough that summarize() can trust them."""
+    attempts, invocations = data["attempts"], data.get("invocations", [])
+    if not isinstance(attempts, list) or not isinstance(invocations, list):
+        raise TypeError("attempts and invocations must be lists")
+    for attempt in attempts:
+        if not isinstance(attempt["notebook"], str) or not isinstance(attempt["status"], str):
+            raise TypeError("every attempt needs a notebook and a status")
+    return {"attempts": attempts, "invocations": invocations}
+
+
+def _legacy(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A run.json of the earlier runner (no attempts): its notebooks become attempts."""
+    attempts = []
+    for entry in data["notebooks"]:
+        if entry["status"] == "not run":
+            continue
+        attempt = {key: value for key, value in entry.items() if key != "name"}
+        attempt.update(notebook=str(entry["name"]), started=data.get("started"))
+        attempt.setdefault("finished", data.get("finished"))
+        attempts.append(attempt)
+    keys = ("started", "finished", "status", "profile", "overrides")
+    return {"attempts": attempts, "invocations": [{key: data.get(key) for key in keys}]}
+
+
+def _short_error(error: BaseException) -> str:
+    text = one_line(error) or type(error).__name__
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def now() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,126 @@
+"""report.md: the run at a glance — each notebook's latest success and any newer failure, every
+attempt with its error in one line, then each metrics file's scalar values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import METRICS_DIR, REPORT_FILE, STEPS
+from .profile import one_line
+
+
+def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
+    """Write report.md from a run record (the content of run.json)."""
+    lines = [
+        f"# Run {run_dir.name}",
+        "",
+        f"Profile **{record['profile']}**: {record.get('description') or 'no description'}  ",
+        f"Status: **{record['status']}**, started {record['started']}, "
+        f"finished {record.get('finished') or '-'}  ",
+        f"Overrides: {_cell(record.get('overrides') or 'none')}",
+        "",
+        "## Notebooks",
+        "",
+        "`notebooks/<name>.ipynb` is always a notebook's latest success; a failed or interrupted "
+        "attempt is kept beside it as `<name>.failed-<n>.ipynb`.",
+        "",
+        "| notebook | status | seconds | executed notebook | latest success |",
+        "|---|---|---:|---|---|",
+    ]
+    for entry in record["notebooks"]:
+        success = entry.get("latest_success")
+        if entry["status"] == "ok":
+            kept = "this attempt"
+        elif success:
+            kept = f"{_link(run_dir, success.get('executed'))}, {success.get('finished') or '-'}"
+        else:
+            kept = "none"
+        lines.append(
+            f"| {entry['name']} | {entry['status']} | {_seconds(entry.get('seconds'))} | "
+            f"{_link(run_dir, entry.get('executed'))} | {kept} |"
+        )
+    attempts = record.get("attempts") or []
+    if attempts:
+        lines += [
+            "",
+            "## Attempts",
+            "",
+            "Every attempt into this run folder, oldest first.",
+            "",
+            "| started | notebook | status | seconds | cell | error |",
+            "|---|---|---|---:|---|---|",
+        ]
+        lines += [_attempt_row(attempt) for attempt in attempts]
+    lines += ["", "## Metrics", "", *_metrics(run_dir)]
+    path = run_dir / REPORT_FILE
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return path
+
+
+def _attempt_row(attempt: dict[str, Any]) -> str:
+    error = attempt.get("error") or {}
+    cell = "-"
+    if error.get("cell") is not None:
+        cell = f"[{error['cell']}]"
+    elif error.get("cell_index") is not None:
+        cell = f"#{error['cell_index']}"
+    text = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
+    text = one_line(text) or "-"
+    text = text if len(text) <= 160 else text[:159] + "…"
+    return (
+        f"| {attempt.get('started') or '-'} | {attempt['notebook']} | {attempt['status']} | "
+        f"{_seconds(attempt.get('seconds'))} | {cell} | {_cell(text)} |"
+    )
+
+
+def _metrics(run_dir: Path) -> list[str]:
+    lines: list[str] = []
+    files = sorted((run_dir / METRICS_DIR).glob("*.json"), key=_step_order)
+    if not files:
+        lines.append(f"No notebook wrote {METRICS_DIR}/*.json in this run folder.")
+    for path in files:
+        lines += [f"### {path.stem}", "", f"From `{METRICS_DIR}/{path.name}`.", ""]
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            lines += [f"Could not be read: {one_line(error)}.", ""]
+            continue
+        scalars = {
+            key: value
+            for key, value in (metrics.items() if isinstance(metrics, dict) else [])
+            if value is None or isinstance(value, str | int | float | bool)
+        }
+        if scalars:
+            lines += ["| key | value |", "|---|---|"]
+            lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in sorted(scalars.items())]
+        else:
+            lines.append("No top-level scalar values; see the JSON file.")
+        lines.append("")
+    return lines
+
+
+def _link(run_dir: Path, executed: str | None) -> str:
+    return f"[{executed}]({executed})" if executed and (run_dir / executed).is_file() else "-"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _step_order(path: Path) -> tuple[int, str]:
+    return (STEPS.index(path.stem) if path.stem in STEPS else len(STEPS), path.stem)
+
+
+def _cell(value: Any) -> str:
+    """A value as a markdown table cell."""
+    if isinstance(value, bool) or value is None:
+        text = json.dumps(value)
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{key}={item!r}" for key, item in value.items())
+    else:
+        text = str(value)
+    return text.replace("|", "\\|").replace("\n", " ")

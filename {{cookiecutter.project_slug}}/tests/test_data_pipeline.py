@@ -6,16 +6,20 @@ epoch delivered and in what order. No timing is asserted: rates vary from machin
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import math
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import papermill
 import pytest
 import tensorflow as tf
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import artifacts, data
+from {{ cookiecutter.package_name }} import artifacts, data, lineage
 from {{ cookiecutter.package_name }}.data import benchmark, pipeline
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
@@ -339,3 +343,65 @@ def test_benchmark_refuses_bad_settings_before_reading(tmp_path: Path, kwargs: d
     (name,) = kwargs
     with pytest.raises(data.DataError, match=name):
         data.benchmark_pipeline(tmp_path, **kwargs)
+
+
+# the step contract
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_data.ipynb"
+
+
+def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
+    """Notebook 01's parameters cell and data.Params hold the same names and defaults."""
+    declared = papermill.inspect_notebook(str(NOTEBOOK))
+    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
+    in_cell.pop("run_dir")
+    assert in_cell == dataclasses.asdict(data.Params())
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"val_fraction": 1.5}, "val_fraction=1.5"),
+        ({"shards": 0}, "shards=0"),
+        ({"batch_size": -5}, "batch_size=-5"),
+        ({"image_size": 3}, "image_size=3"),
+        ({"dataset": "imagenet"}, "dataset='imagenet'"),
+        ({"dataset": "image_folder"}, "dataset='image_folder' needs data_dir"),
+        ({"benchmark_epochs": 0}, "benchmark_epochs=0"),
+        ({"benchmark_min_examples": 0}, "benchmark_min_examples=0"),
+        ({"cache": "yes"}, "cache='yes'"),
+        ({"augment": 1}, "augment=1"),
+    ],
+)
+def test_check_refuses_every_bad_value_in_one_sentence_and_writes_nothing(
+    tmp_path: Path, values: dict, named: str
+) -> None:
+    """The runner's pre-flight (inputs=False) covers every parameter, before anything is read."""
+    run = tmp_path / "run"
+    with pytest.raises(data.DataError) as refused:
+        data.check(run, data.Params(**values), inputs=False)
+    assert named in str(refused.value)
+    assert_one_sentence(str(refused.value))
+    assert not run.exists()
+
+
+def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(data.DataError) as refused:
+        data.check(tmp_path, data.Params(dataset="image_folder", data_dir=str(missing)))
+    assert f"data_dir {missing} does not exist" in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(tmp_path: Path) -> None:
+    """data.run writes data/, metrics/data.json (counts, benchmark, steps) and the data lineage."""
+    params = data.Params(shards=1, benchmark_min_examples=200, benchmark_epochs=1)
+    metrics = data.run(tmp_path, params, verbose=False)
+    written = json.loads((tmp_path / artifacts.METRICS_DIR / "data.json").read_text())
+    assert written == json.loads(json.dumps(metrics))
+    fingerprint = lineage.fingerprint(tmp_path, "data")
+    assert metrics["lineage"] == {"reads": {}, "writes": {"data": fingerprint}}
+    assert lineage.read(tmp_path)["data"]["fingerprint"] == fingerprint
+    assert metrics["dataset"] == "digits" and metrics["shards"] == {"train": 1, "validation": 1}
+    assert metrics["train_count"] + metrics["validation_count"] == 1797
+    assert [row["name"] for row in metrics["steps"]][0] == "naive"

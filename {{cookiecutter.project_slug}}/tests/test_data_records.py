@@ -11,8 +11,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }}.artifacts import MissingInputError
+from {{ cookiecutter.package_name }} import lineage
+from {{ cookiecutter.package_name }}.artifacts import LINEAGE_FILE, MissingInputError
 from {{ cookiecutter.package_name }}.data import records, sources
 from {{ cookiecutter.package_name }}.data.sources import SOURCES, DataError
 
@@ -186,6 +188,21 @@ def test_same_request_reuses_the_data_and_another_rewrites_it_cleanly(tmp_path):
     names = [*other["splits"]["train"]["shards"], *other["splits"]["validation"]["shards"]]
     assert shard_files(data) == sorted(["meta.json", *names])
     assert all("-of-00002" in name for name in names)
+
+
+def test_prepare_records_the_data_lineage_and_another_seed_changes_it(tmp_path):
+    """lineage.json always holds the current data's fingerprint: after a write, after a reuse,
+    and after a re-prepare with another seed, which gives another fingerprint."""
+    records.prepare(tmp_path, "synthetic", seed=1, shards=2, **SMALL)
+    first = lineage.read(tmp_path)["data"]
+    assert first["step"] == "data" and first["inputs"] == {}
+    assert first["fingerprint"] == lineage.fingerprint(tmp_path, "data") is not None
+    (tmp_path / LINEAGE_FILE).unlink()
+    assert records.prepare(tmp_path, "synthetic", seed=1, shards=2, **SMALL)["reused"] is True
+    assert lineage.read(tmp_path)["data"]["fingerprint"] == first["fingerprint"]
+    records.prepare(tmp_path, "synthetic", seed=2, shards=2, **SMALL)
+    second = lineage.read(tmp_path)["data"]["fingerprint"]
+    assert second == lineage.fingerprint(tmp_path, "data") != first["fingerprint"]
 
 
 def test_interrupted_write_leaves_no_shard_no_temp_file_and_no_meta(tmp_path, monkeypatch):
@@ -476,7 +493,7 @@ def test_bad_parameters_are_refused_in_one_sentence_naming_the_value(tmp_path, k
     with pytest.raises(DataError) as error:
         records.prepare(tmp_path, **kwargs)
     assert fragment in str(error.value)
-    assert str(error.value).endswith(".") and "\n" not in str(error.value)
+    assert_one_sentence(str(error.value))
     assert list(tmp_path.iterdir()) == []
 
 

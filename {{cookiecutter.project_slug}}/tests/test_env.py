@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
+import papermill
 import pytest
 import tensorflow as tf
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import env
+from {{ cookiecutter.package_name }} import artifacts, env
 
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_environment.ipynb"
 PACKAGE = "{{ cookiecutter.package_name }}"
 BAKED_TENSORFLOW = "{{ cookiecutter.tensorflow_version }}"
 BUILD = {
@@ -312,8 +318,48 @@ def test_collect_report_measures_this_machine():
 @pytest.mark.parametrize(("size", "repeats"), [(0, 2), (64, 0), (64.5, 2), (True, 2)])
 def test_bad_matmul_parameters_are_refused_before_any_work(size, repeats):
     """A size or count that is not a positive whole number gets one sentence naming the value."""
-    with pytest.raises(ValueError, match="is not allowed: use a whole number"):
+    with pytest.raises(env.EnvError, match="is not allowed: use a whole number"):
         env.collect_report(matmul_size=size, matmul_repeats=repeats)
+
+
+# the step contract
+
+
+def test_params_defaults_are_the_notebooks_parameters_cell():
+    """Notebook 00's parameters cell and env.Params hold the same names and defaults."""
+    declared = papermill.inspect_notebook(str(NOTEBOOK))
+    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
+    in_cell.pop("run_dir")
+    assert in_cell == dataclasses.asdict(env.Params())
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"matmul_size": 0}, "matmul_size=0"),
+        ({"matmul_size": 100_000}, "matmul_size=100000"),
+        ({"matmul_repeats": -5}, "matmul_repeats=-5"),
+    ],
+)
+def test_check_refuses_a_bad_value_in_one_sentence_and_writes_nothing(tmp_path, values, named):
+    """The runner's pre-flight (inputs=False) names the value; the run folder is not created."""
+    run = tmp_path / "run"
+    with pytest.raises(env.EnvError) as refused:
+        env.check(run, env.Params(**values), inputs=False)
+    assert named in str(refused.value)
+    assert_one_sentence(str(refused.value))
+    assert not run.exists()
+
+
+def test_run_writes_the_report_with_its_lineage(tmp_path, capsys):
+    """env.run measures once and writes metrics/environment.json itself, lineage included."""
+    report = env.run(tmp_path, env.Params(matmul_size=32, matmul_repeats=1))
+    written = json.loads((tmp_path / artifacts.METRICS_DIR / "environment.json").read_text())
+    assert written == json.loads(json.dumps(report))
+    assert report["lineage"] == {"reads": {}, "writes": {}}
+    assert report["matmul"][0]["size"] == 32 and report["matmul"][0]["repeats"] == 1
+    assert report["memory_growth"]["status"] in ("enabled", "no GPU", "already initialized")
+    assert f"Verdict: {report['verdict']}" in capsys.readouterr().out
 
 
 def _doctor(*args: str) -> subprocess.CompletedProcess[str]:

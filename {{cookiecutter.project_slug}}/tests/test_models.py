@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import keras
 import numpy as np
 import pytest
+from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import models
 from {{ cookiecutter.package_name }}.train import dtype_policy
@@ -22,12 +21,6 @@ CASES = {
     "DenseNet121": (32, 32, 3),
     "EfficientNetB0": (32, 32, 3),
 }
-
-
-def assert_one_sentence(message: str) -> None:
-    """Bad input is answered with one sentence: one line, one final full stop."""
-    assert "\n" not in message and message.endswith("."), message
-    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -6,27 +6,28 @@ on a copy of it.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
-import re
 import shutil
 from pathlib import Path
 
+import papermill
 import pytest
+from helpers import assert_one_sentence
 
 pytest.importorskip("keras_tuner", reason="the tune extra (keras-tuner) is not installed")
 
-from {{ cookiecutter.package_name }} import data, tune  # noqa: E402
-from {{ cookiecutter.package_name }}.artifacts import MissingInputError  # noqa: E402
-from {{ cookiecutter.package_name }}.train import TrainError, train  # noqa: E402
-from {{ cookiecutter.package_name }}.train.params import TUNED_FILE, resolve_params  # noqa: E402
+from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
+from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
+    METRICS_DIR,
+    TUNED_FILE,
+    MissingInputError,
+)
+from {{ cookiecutter.package_name }}.train import TrainError, resolve_params, train  # noqa: E402
 
 TRIALS = 2
-
-
-def assert_one_sentence(message: str) -> None:
-    """Bad input is answered with one sentence: one line, one final full stop."""
-    assert "\n" not in message.strip() and message.strip().endswith("."), message
-    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_tune.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +40,11 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> tuple[Path, dict]:
-    """One random search of 2 trials x 1 epoch, shared by the tests that only read it."""
+    """One random search of 2 trials x 1 epoch through the step's entry, shared by the tests that
+    only read it."""
     run = tmp_path_factory.mktemp("searched") / "run"
     shutil.copytree(digits, run)
-    return run, tune.search(run, max_trials=TRIALS, epochs=1, verbose=False)
+    return run, tune.run(run, tune.Params(max_trials=TRIALS, epochs=1), verbose=False)
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ def test_search_writes_best_hparams_and_tune_metrics(searched: tuple[Path, dict]
     """best_hparams.json holds the best trial's values under training's names; tune.json the run."""
     run, result = searched
     found = json.loads((run / TUNED_FILE).read_text(encoding="utf-8"))
-    metrics = json.loads((run / "metrics" / "tune.json").read_text(encoding="utf-8"))
+    metrics = json.loads((run / METRICS_DIR / "tune.json").read_text(encoding="utf-8"))
     assert metrics == json.loads(json.dumps(result))
     hparams = found["hparams"]
     assert set(hparams) == {"model", "learning_rate", "width", "dropout"}
@@ -68,6 +70,70 @@ def test_search_writes_best_hparams_and_tune_metrics(searched: tuple[Path, dict]
     assert metrics["trials_run"] == metrics["trials_completed"] == TRIALS
     assert metrics["seconds"] > 0 and metrics["objective"] == "val_accuracy"
     assert (run / "tuning" / "tuner" / "oracle.json").is_file()
+
+
+def test_the_search_records_the_data_it_tuned_on(searched: tuple[Path, dict]) -> None:
+    """lineage.json says tuning was made from the current data; tune.json names both prints."""
+    run, metrics = searched
+    data_fp, tuning_fp = lineage.fingerprint(run, "data"), lineage.fingerprint(run, "tuning")
+    entry = lineage.read(run)["tuning"]
+    assert entry["step"] == "tune" and entry["inputs"] == {"data": data_fp}
+    assert entry["fingerprint"] == tuning_fp is not None
+    assert metrics["lineage"] == {"reads": {"data": data_fp}, "writes": {"tuning": tuning_fp}}
+    assert lineage.stale_inputs(run, "tuning") == []
+
+
+def test_tuning_is_stale_once_the_data_is_prepared_again(searched_copy: Path) -> None:
+    """01 again with another seed: the ledger now says tuning was made from other data."""
+    data.prepare(searched_copy, "digits", seed=7)
+    assert lineage.stale_inputs(searched_copy, "tuning") == ["data"]
+
+
+def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
+    """Notebook 02's parameters cell and tune.Params hold the same names and defaults."""
+    declared = papermill.inspect_notebook(str(NOTEBOOK))
+    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
+    in_cell.pop("run_dir")
+    assert in_cell == dataclasses.asdict(tune.Params())
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"max_trials": 0}, "max_trials=0"),
+        ({"epochs": 0}, "epochs=0"),
+        ({"batch_size": -5}, "batch_size=-5"),
+        ({"algorithm": "grid"}, "algorithm='grid'"),
+        ({"model": "resnet"}, "model='resnet'"),
+        ({"seed": -1}, "seed=-1"),
+    ],
+)
+def test_check_refuses_a_bad_value_without_reading_the_run_folder(
+    tmp_path: Path, values: dict, named: str
+) -> None:
+    """The runner's pre-flight (inputs=False) needs no data yet and writes nothing."""
+    run = tmp_path / "run"
+    with pytest.raises(tune.TuneError) as refused:
+        tune.check(run, tune.Params(**values), inputs=False)
+    assert named in str(refused.value)
+    assert_one_sentence(str(refused.value))
+    assert not run.exists()
+
+
+def test_check_refuses_a_batch_larger_than_the_training_set(digits: Path) -> None:
+    """With inputs, the one shared batch check names the batch and the training examples."""
+    tune.check(digits, tune.Params(max_trials=1), inputs=False)  # the value alone is fine
+    with pytest.raises(tune.TuneError) as refused:
+        tune.check(digits, tune.Params(batch_size=5000))
+    assert "batch_size=5000 is larger than the 1438 training examples" in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+def test_check_with_inputs_names_the_data_step_when_there_is_no_data(tmp_path: Path) -> None:
+    with pytest.raises(MissingInputError) as refused:
+        tune.check(tmp_path, tune.Params())
+    assert "01_data" in str(refused.value)
+    tune.check(tmp_path, tune.Params(), inputs=False)  # 01 runs first in the same chain: fine
 
 
 def test_overwrite_searches_again_instead_of_reloading(searched_copy: Path) -> None:

@@ -171,8 +171,13 @@ def check_parameters(
     min_examples: int,
     model_examples_per_sec: float | None = None,
     rounds: int = 1,
+    *,
+    names: dict[str, str] | None = None,
 ) -> None:
-    """Refuse a bad benchmark setting in one sentence, before anything is read."""
+    """Refuse a bad benchmark setting in one sentence, before anything is read.
+
+    `names` spells a setting as the caller's user knows it (notebook 01: benchmark_epochs).
+    """
     for name, value in (
         ("batch_size", batch_size),
         ("epochs", epochs),
@@ -180,7 +185,8 @@ def check_parameters(
         ("rounds", rounds),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")
+            shown = (names or {}).get(name, name)
+            raise DataError(f"{shown}={value!r} is not allowed: use a whole number >= 1.")
     if model_examples_per_sec is not None and (
         isinstance(model_examples_per_sec, bool)
         or not isinstance(model_examples_per_sec, int | float)

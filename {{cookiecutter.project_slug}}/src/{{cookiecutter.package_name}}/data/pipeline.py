@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import resolve_run_dir
+from ..artifacts import DATA_DIR, META_FILE, resolve_run_dir
 from .records import read_meta
 from .sources import DataError
 
@@ -236,16 +236,17 @@ def examples_per_class(
 
 def shard_paths(run_dir: str | os.PathLike[str], meta: dict[str, Any], split: str) -> list[str]:
     """The split's shard files (meta lists them relative to run_dir/data/); names a missing one."""
-    folder = resolve_run_dir(run_dir, create=False) / "data"
+    root = resolve_run_dir(run_dir, create=False)
+    folder, meta_path = root / DATA_DIR, root / META_FILE
     paths = [folder / name for name in meta["splits"][split]["shards"]]
     for path in paths:
         if not path.is_file():
             raise DataError(
-                f"{path} is listed in {folder / 'meta.json'} but missing: run the data step "
+                f"{path} is listed in {meta_path} but missing: run the data step "
                 "(01_data) again with the same run_dir."
             )
     if not paths:
-        raise DataError(f"{folder / 'meta.json'} lists no shards for split {split!r}.")
+        raise DataError(f"{meta_path} lists no shards for split {split!r}.")
     return [os.fspath(path) for path in paths]
 
 

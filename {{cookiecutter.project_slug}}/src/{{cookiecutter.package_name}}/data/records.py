@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import META_FILE, require, resolve_run_dir, write_json
+from .. import lineage
+from ..artifacts import DATA_DIR, META_FILE, require, resolve_run_dir, write_json
 from .sources import (
     FORMAT,
+    META_NAME,
     SPLITS,
     DataError,
     Source,
@@ -68,7 +70,42 @@ def prepare(
     the notebook costs nothing. A different request first removes the old meta.json and shards.
     dataset="tfrecord" copies the shards as they were written: their split, seed and shard count
     come from their meta.json, not from val_fraction, seed and shards.
+
+    Either way the data's lineage is recorded afterwards (lineage.json), so the fingerprint there
+    is always the current data's, and later steps can tell what their inputs were made from.
     """
+    meta = _prepare(
+        run_dir,
+        dataset,
+        data_dir=data_dir,
+        image_size=image_size,
+        val_fraction=val_fraction,
+        shards=shards,
+        seed=seed,
+        mixed_sizes=mixed_sizes,
+        synthetic_shape=synthetic_shape,
+        synthetic_classes=synthetic_classes,
+        synthetic_count=synthetic_count,
+    )
+    lineage.record(run_dir, "data", "data", {})
+    return meta
+
+
+def _prepare(
+    run_dir: str | os.PathLike[str],
+    dataset: str,
+    *,
+    data_dir: str | os.PathLike[str] | None,
+    image_size: int | None,
+    val_fraction: float,
+    shards: int,
+    seed: int,
+    mixed_sizes: str,
+    synthetic_shape: Sequence[int],
+    synthetic_classes: int,
+    synthetic_count: int,
+) -> dict[str, Any]:
+    """prepare() without the lineage record: the request checked, then reused or written."""
     folder = check_parameters(
         dataset,
         data_dir=data_dir,
@@ -81,7 +118,7 @@ def prepare(
         synthetic_classes=synthetic_classes,
         synthetic_count=synthetic_count,
     )
-    out = resolve_run_dir(run_dir, create=False) / "data"
+    out = resolve_run_dir(run_dir, create=False) / DATA_DIR
     if dataset == "tfrecord":
         assert folder is not None
         return _prepare_from_tfrecords(folder, out)
@@ -236,7 +273,7 @@ def _write(
         "notes": source.notes,
         "source": request,
     }
-    write_json(out / "meta.json", meta)
+    write_json(out / META_NAME, meta)
     return {**meta, "reused": False}
 
 
@@ -328,7 +365,7 @@ def _copy(source: TFRecordDir, out: Path, request: dict[str, Any]) -> dict[str, 
         raise
     origin = {"dataset": source.meta.get("dataset"), "source": source.meta.get("source")}
     meta.update(dataset="tfrecord", source=request, origin=origin)
-    write_json(out / "meta.json", meta)
+    write_json(out / META_NAME, meta)
     return {**meta, "reused": False}
 
 
@@ -346,7 +383,7 @@ def _copy_file(path: Path, target: Path) -> None:
 def _reusable(out: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     """The meta of an earlier, complete run of the same request, or None."""
     try:
-        meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads((out / META_NAME).read_text(encoding="utf-8"))
         if meta.get("source") != _normalized(request):
             return None
         names = [name for split in SPLITS for name in meta["splits"][split]["shards"]]
@@ -359,7 +396,7 @@ def _reusable(out: Path, request: dict[str, Any]) -> dict[str, Any] | None:
 
 def _clear(out: Path) -> None:
     """Remove meta.json first (the step is then no longer complete), then shards and leftovers."""
-    (out / "meta.json").unlink(missing_ok=True)
+    (out / META_NAME).unlink(missing_ok=True)
     for path in out.iterdir():
         if SHARD_NAME.match(path.name) or TEMP_NAME.match(path.name):
             path.unlink()

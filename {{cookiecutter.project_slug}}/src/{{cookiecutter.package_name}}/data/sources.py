@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import StepError
+from ..artifacts import META_FILE, StepError
 
 SOURCES = ("digits", "image_folder", "tfrecord", "mnist", "fashion_mnist", "cifar10", "synthetic")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 MIXED_SIZES = ("resize", "refuse")
 SPLITS = ("train", "validation")
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 8, 4096
+META_NAME = Path(META_FILE).name  # a data folder's own meta.json, in a run or copied out
 FORMAT = 1  # bump when the records change, so an older data folder is not reused
 
 KERAS_CLASSES = {
@@ -357,7 +358,7 @@ class TFRecordDir:
 
 def open_tfrecord_dir(data_dir: Path) -> TFRecordDir:
     """Read meta.json and find the shards it lists; no record is read yet (see check_tfrecords)."""
-    meta_path = data_dir / "meta.json"
+    meta_path = data_dir / META_NAME
     if not meta_path.is_file():
         raise DataError(
             f"{data_dir} has no meta.json: dataset='tfrecord' needs {_TFRECORD_HINT}, "
@@ -409,7 +410,7 @@ def open_tfrecord_dir(data_dir: Path) -> TFRecordDir:
 
 def check_tfrecords(source: TFRecordDir) -> None:
     """Read every record: refuse a truncated or corrupt shard, or counts meta.json contradicts."""
-    meta_path = source.data_dir / "meta.json"
+    meta_path = source.data_dir / META_NAME
     for split in SPLITS:
         counts: Counter[int] = Counter()
         for path in source.files[split]:

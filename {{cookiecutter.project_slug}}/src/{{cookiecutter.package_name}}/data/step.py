@@ -1,0 +1,106 @@
+"""Step 1 as one entry: `run(run_dir, Params)` prepares the data, measures the pipeline, and writes
+metrics/data.json.
+
+`check(inputs=False)` is what the runner asks before any notebook starts: every value of notebook
+01's parameters cell, refused in one sentence, with nothing read (a data_dir's existence aside)
+and nothing written. The step has no input in the run folder, so `inputs` changes nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .. import lineage
+from ..artifacts import check_writable, resolve_run_dir, write_metrics
+from ..steps import param
+from . import benchmark, sources
+from .records import prepare
+
+
+@dataclass(frozen=True)
+class Params:
+    """The parameters of notebook 01 (all but run_dir), with its defaults."""
+
+    dataset: str = param(
+        "digits", "digits, image_folder, tfrecord, mnist, fashion_mnist, cifar10 or synthetic"
+    )
+    data_dir: str = param("", "folder for image_folder or tfrecord; empty for none")
+    image_size: int = param(0, "side in pixels to resize images to; 0 keeps the source's size")
+    val_fraction: float = param(0.2, "share of each class held out for validation")
+    shards: int = param(4, "TFRecord files per split")
+    batch_size: int = param(64, "examples per batch")
+    cache: bool = param(True, "keep decoded images in memory after the first epoch")
+    augment: bool = param(
+        False, "random translation of training images (shown in the pipeline, not benchmarked)"
+    )
+    seed: int = param(42, "split, shuffle and augmentation seed")
+    benchmark_min_examples: int = param(
+        20000, "records are repeated until one timed epoch holds this many"
+    )
+    benchmark_epochs: int = param(3, "timed epochs per pipeline, after a warm-up")
+
+
+def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
+    """Refuse a bad value in one sentence (DataError) before anything is read or written."""
+    sources.check_parameters(params.dataset, **_source_options(params))
+    benchmark.check_parameters(
+        params.batch_size,
+        params.benchmark_epochs,
+        params.benchmark_min_examples,
+        names={"epochs": "benchmark_epochs", "min_examples": "benchmark_min_examples"},
+    )
+    for name in ("cache", "augment"):
+        value = getattr(params, name)
+        if not isinstance(value, bool):
+            raise sources.DataError(f"{name}={value!r} is not allowed: use True or False.")
+
+
+def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
+    """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
+    check(run_dir, params)
+    folder = resolve_run_dir(run_dir, create=False)
+    check_writable(folder)
+    meta = prepare(folder, params.dataset, **_source_options(params))
+    if verbose:
+        print(describe_meta(meta))
+        print("Benchmarking the input pipeline against a naive one ...", flush=True)
+    result = benchmark.benchmark_pipeline(
+        folder,
+        params.batch_size,
+        epochs=params.benchmark_epochs,
+        min_examples=params.benchmark_min_examples,
+        cache=params.cache,
+        steps=True,
+        seed=params.seed,
+    )
+    metrics = benchmark.data_metrics(meta, result)
+    metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
+    write_metrics(folder, "data", metrics)
+    if verbose:
+        print(result["verdict"])
+    return metrics
+
+
+def describe_meta(meta: dict[str, Any]) -> str:
+    """What prepare() wrote (or found and reused), in two or three lines."""
+    how = "reused, same request as before" if meta.get("reused") else "written"
+    lines = [
+        f"{meta['dataset']}: {meta['num_classes']} classes, images {meta['image_shape']} "
+        f"(H, W, C), {how}"
+    ]
+    for split, info in meta["splits"].items():
+        lines.append(f"{split}: {info['count']} examples in {len(info['shards'])} shard(s)")
+    return "\n".join(lines)
+
+
+def _source_options(params: Params) -> dict[str, Any]:
+    """The notebook's spellings as prepare() takes them: "" is no folder, 0 the source's size."""
+    return {
+        "data_dir": params.data_dir or None,
+        "image_size": params.image_size or None,
+        "val_fraction": params.val_fraction,
+        "shards": params.shards,
+        "seed": params.seed,
+    }

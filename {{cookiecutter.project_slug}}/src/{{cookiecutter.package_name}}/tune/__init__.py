@@ -1,0 +1,43 @@
+"""Step 2, tuning: keras-tuner searches the model builder's knobs on the data pipeline of step 1.
+
+    from <package> import tune
+    metrics = tune.run("artifacts/run", tune.Params(max_trials=4, epochs=2))
+
+Each trial builds models.build_model with values keras-tuner chose for learning_rate, width and
+dropout (the names training takes), trains it on data.make_dataset's batches and scores it by
+val_accuracy, so what is tuned is exactly what step 3 trains. A search writes into the run folder:
+
+    tuning/tuner/              keras-tuner's own folder: its state and one folder per trial
+    tuning/best_hparams.json   the best values, which training (step 3) uses when not given
+    metrics/tune.json          best_score, trials_run, seconds, best_hparams, every trial, lineage
+    lineage.json               "tuning": made from the data whose fingerprint it names
+
+    checks   what is refused before any work (values, keras-tuner, the data)
+    space    the search space and the tables of space and trials
+    search   the search itself (`search` also resumes, with overwrite=False)
+    step     the step contract: Params, check, run
+
+keras-tuner comes with the project's `tune` extra (pip install -e ".[tune]"); only this package
+imports it, so training and every other step run without it.
+"""
+
+from .checks import ALGORITHMS, TuneError, check_params, require_keras_tuner
+from .search import TUNER_DIR, search
+from .space import OBJECTIVE, search_space, space_table, trials_table
+from .step import Params, check, run
+
+__all__ = [
+    "ALGORITHMS",
+    "OBJECTIVE",
+    "TUNER_DIR",
+    "Params",
+    "TuneError",
+    "check",
+    "check_params",
+    "require_keras_tuner",
+    "run",
+    "search",
+    "search_space",
+    "space_table",
+    "trials_table",
+]

@@ -1,0 +1,90 @@
+"""What the search refuses before any work, in one sentence each: values, keras-tuner, the data.
+
+The same checks serve `check` (the runner's pre-flight and notebook 02's first cell) and `search`,
+so a value is refused with the same sentence wherever it is given.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from .. import data, models
+from ..artifacts import DATA_DIR, StepError
+
+ALGORITHMS = ("random", "hyperband")
+INSTALL = 'install the project\'s tune extra (pip install -e ".[tune]")'
+
+
+class TuneError(StepError):
+    """A tuning parameter was refused, or the search found nothing; nothing was written."""
+
+
+def check_params(
+    *,
+    algorithm: str = "random",
+    max_trials: int = 4,
+    epochs: int = 2,
+    batch_size: int = 64,
+    model: str = "small_cnn",
+    seed: int = 42,
+    overwrite: bool = True,
+) -> dict[str, Any]:
+    """Refuse a bad search request in one sentence before any work; return the parameters."""
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise TuneError(f"algorithm={algorithm!r} is not allowed: use {' or '.join(ALGORITHMS)}.")
+    _whole("max_trials", max_trials, 1)
+    _whole("epochs", epochs, 1)
+    _whole("batch_size", batch_size, 1)
+    _whole("seed", seed, 0)
+    if not isinstance(model, str) or model not in models.MODELS:
+        raise TuneError(
+            f"model={model!r} is not allowed: use {' or '.join(models.OWN_MODELS)}, or a "
+            "keras.applications model by name (listed in models.APPLICATIONS)."
+        )
+    if not isinstance(overwrite, bool):
+        raise TuneError(f"overwrite={overwrite!r} is not allowed: use true or false.")
+    return {
+        "algorithm": algorithm,
+        "max_trials": max_trials,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "model": model,
+        "seed": seed,
+        "overwrite": overwrite,
+    }
+
+
+def check_keras_tuner() -> None:
+    """Refuse in one sentence when keras-tuner is missing, without importing it (fast)."""
+    if importlib.util.find_spec("keras_tuner") is None:
+        raise TuneError(f"keras-tuner is not installed, and the search needs it: {INSTALL}.")
+
+
+def require_keras_tuner() -> Any:
+    """The keras_tuner module, or one sentence saying how to install it."""
+    try:
+        import keras_tuner
+    except ImportError:
+        raise TuneError(
+            f"keras-tuner is not installed, and the search needs it: {INSTALL}."
+        ) from None
+    return keras_tuner
+
+
+def check_data(folder: Path, model: str, batch_size: int) -> dict[str, Any]:
+    """The data step's meta, refused when missing (naming 01_data), when the model cannot take its
+    images, or when one batch is larger than its training split; returns the meta."""
+    meta = data.read_meta(folder)
+    try:
+        models.check_model(model, meta["image_shape"], meta["num_classes"])
+        data.records.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
+    except (models.ModelError, data.DataError) as error:
+        raise TuneError(str(error)) from None
+    return meta
+
+
+def _whole(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise TuneError(f"{name}={value!r} is not allowed: use a whole number >= {minimum}.")

@@ -1,0 +1,85 @@
+"""Following a search: a progress line per trial and epoch, and each trial as metrics keep it."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import keras
+
+from .space import OBJECTIVE, training_values
+
+
+class Progress(keras.callbacks.Callback):
+    """One line per trial (its values) and per epoch (its scores), instead of keras-tuner's display.
+
+    keras-tuner deep-copies the callbacks of every trial; this one is shared, so it counts trials.
+    """
+
+    def __init__(self, max_trials: int, epochs: int, verbose: bool) -> None:
+        super().__init__()
+        self.max_trials, self.epochs, self.verbose = max_trials, epochs, verbose
+        self.built: list[dict[str, Any]] = []  # the values of each model built, in order
+        self.trial = 0
+        self.started = 0.0
+
+    def __deepcopy__(self, memo: dict) -> Progress:
+        return self
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        self.trial += 1
+        if self.verbose:
+            values = ", ".join(f"{key}={value:.3g}" for key, value in self.built[-1].items())
+            print(f"Trial #{self.trial} of at most {self.max_trials}: {values}", flush=True)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self.verbose and logs:
+            print(
+                f"  epoch {epoch + 1}/{self.epochs}: accuracy {logs.get('accuracy', 0):.4f}, "
+                f"{OBJECTIVE} {logs.get(OBJECTIVE, 0):.4f} "
+                f"({time.perf_counter() - self.started:.1f} s)",
+                flush=True,
+            )
+
+
+def completed(tuner: Any) -> int:
+    """Trials already completed: those of a reloaded search (overwrite=False), else 0."""
+    return sum(trial.status == "COMPLETED" for trial in tuner.oracle.trials.values())
+
+
+def trial_record(trial: Any) -> dict[str, Any]:
+    """One trial for metrics/tune.json: its id, status, score, epochs and values."""
+    values = trial.hyperparameters.values
+    score = trial.score
+    record = {
+        "trial": trial_number(trial.trial_id),
+        "trial_id": trial.trial_id,
+        "status": str(trial.status),
+        "score": None if score is None or not math.isfinite(score) else float(score),
+        # best_step counts from this trial's first epoch; a Hyperband trial may continue another.
+        "best_epoch": (
+            None
+            if trial.best_step is None
+            else int(values.get("tuner/initial_epoch", 0)) + int(trial.best_step) + 1
+        ),
+        "epochs": int(values.get("tuner/epochs", 0)) or None,
+        "hparams": training_values(values),
+    }
+    if trial.status != "COMPLETED" and trial.message:
+        record["error"] = last_line(trial.message)
+    return record
+
+
+def trial_number(trial_id: str) -> int:
+    """The trial's number as the progress lines show it: keras-tuner's id counts from 0."""
+    return int(trial_id) + 1
+
+
+def last_line(text: object) -> str:
+    """The last non-empty line of an error or traceback, without its final full stop."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return (lines[-1] if lines else "no message").rstrip(".")

@@ -1,4 +1,5 @@
-"""Training: parameters, precision, strategies from one CPU to two processes, crash and resume.
+"""Training: parameters, precision, strategies from one CPU to two processes, crash and resume,
+and the lineage that keeps a run folder from resuming or tuning on data it was not made from.
 
 Runs that need logical CPUs or TF_CONFIG start the `train` command in fresh processes (TensorFlow
 fixes its devices when it initializes); they hide GPUs, so the CPU equivalents of the GPU paths
@@ -7,10 +8,11 @@ run for real on every machine. Everything trains on the 8x8 digits for a few epo
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import functools
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,36 +23,36 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import nbformat
 import numpy as np
 import pytest
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import cli, data, env
+from {{ cookiecutter.package_name }} import cli, data, env, lineage, train
+from {{ cookiecutter.package_name }}.artifacts import TUNED_FILE, MissingInputError
 from {{ cookiecutter.package_name }}.train import (
-    DEFAULTS,
     PRECISIONS,
     STRATEGIES,
+    Params,
     TrainError,
-    check_params,
+    check_values,
+    describe_sources,
     read_tf_config,
     resolve_jit,
+    resolve_params,
     resolve_precision,
     resolve_strategy,
-    train,
 )
-from {{ cookiecutter.package_name }}.train.loop import _early_stopping
+from {{ cookiecutter.package_name }}.train.loop import early_stopping
+from {{ cookiecutter.package_name }}.train.params import parse_jit
 from {{ cookiecutter.package_name }}.train.state import weights_digest
 
 PACKAGE = "{{ cookiecutter.package_name }}"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_train.ipynb"
 PROCESS_TIMEOUT = 300
 TF_CONFIG_TWO = json.dumps(
     {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}}
 )
-
-
-def assert_one_sentence(message: str) -> None:
-    """Bad input is answered with one sentence: one line, one final full stop."""
-    assert "\n" not in message.strip() and message.strip().endswith("."), message
-    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,12 @@ def trained(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tupl
     """One in-process run with the default parameters, shared by the tests that read it."""
     run = tmp_path_factory.mktemp("default") / "run"
     shutil.copytree(digits_data, run / "data")
-    return run, train(run, verbose=False)
+    return run, train_here(run)
+
+
+def train_here(run: Path, **values: Any) -> dict[str, Any]:
+    """train.run in this process, quietly."""
+    return train.run(run, Params(**values), verbose=False)
 
 
 def cpu_env(**extra: str) -> dict[str, str]:
@@ -122,6 +129,19 @@ def validation_count(run: Path) -> int:
 # --- parameters -----------------------------------------------------------------------------
 
 
+def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
+    """train.Params has notebook 03's parameters (all but run_dir), with the same defaults."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
+    in_cell = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Assign)
+    }
+    in_cell.pop("run_dir")
+    assert in_cell == {field.name: field.default for field in dataclasses.fields(Params)}
+
+
 @pytest.mark.parametrize(
     ("params", "named"),
     [
@@ -130,38 +150,64 @@ def validation_count(run: Path) -> int:
         ({"precision": "fp16"}, "precision='fp16'"),
         ({"jit_compile": "maybe"}, "jit_compile='maybe'"),
         ({"epochs": 0}, "epochs=0"),
-        ({"batch_size": 63, "replicas": 2}, "batch_size=63"),
+        ({"batch_size": -5}, "batch_size=-5"),
         ({"learning_rate": 0}, "learning_rate=0"),
         ({"learning_rate": -0.1}, "learning_rate=-0.1"),
+        ({"width": 12}, "width=12"),
+        ({"model": "MobileNetV2", "dropout": 0.1}, "dropout=0.1"),
         ({"logical_cpus": -1}, "logical_cpus=-1"),
         ({"patience": -1}, "patience=-1"),
         ({"seed": "x"}, "seed='x'"),
         ({"strategy": "multi_worker"}, "TF_CONFIG"),
     ],
 )
-def test_bad_parameter_is_refused_in_one_sentence(
-    params: dict, named: str, monkeypatch: pytest.MonkeyPatch
+def test_check_without_inputs_refuses_a_bad_value_in_one_sentence(
+    params: dict, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """check_params names the bad value and what is allowed, in one sentence."""
+    """check(inputs=False), what the runner asks first, names the bad value; it writes nothing."""
     monkeypatch.delenv("TF_CONFIG", raising=False)
+    folder = tmp_path / "not-yet"
     with pytest.raises(TrainError) as error:
-        check_params(**params)
+        train.check(folder, Params(**params), inputs=False)
     assert named in str(error.value)
     assert_one_sentence(str(error.value))
+    assert not folder.exists()
+
+
+def test_check_without_inputs_needs_no_run_folder(tmp_path: Path) -> None:
+    """Good values pass check(inputs=False) before 01_data made anything; inputs=True names it."""
+    folder = tmp_path / "not-yet"
+    train.check(folder, Params(epochs=1, batch_size=32), inputs=False)
+    assert not folder.exists()
+    with pytest.raises(MissingInputError, match="01_data") as error:
+        train.check(folder, Params())
+    assert_one_sentence(str(error.value))
+
+
+def test_check_refuses_a_batch_larger_than_the_training_set(run_dir: Path) -> None:
+    """The batch is checked against the data 01_data wrote, before anything is built."""
+    count = int(data.read_meta(run_dir)["splits"]["train"]["count"])
+    train.check(run_dir, Params(batch_size=count))
+    with pytest.raises(TrainError, match=f"batch_size={count + 1} is larger than the {count}"):
+        train.check(run_dir, Params(batch_size=count + 1))
+    with pytest.raises(TrainError) as error:
+        train.run(run_dir, Params(batch_size=count + 1), verbose=False)
+    assert_one_sentence(str(error.value))
+    assert sorted(path.name for path in run_dir.iterdir()) == ["data"]
 
 
 def test_batch_not_divisible_by_replicas_names_a_fitting_batch() -> None:
     """A global batch that does not split evenly over the replicas is refused with a fix."""
-    with pytest.raises(TrainError, match=r"2 replicas.*multiple of 2, e\.g\. 64"):
-        check_params(batch_size=63, replicas=2)
-    assert check_params(batch_size=64, replicas=2)["replicas"] == 2
+    with pytest.raises(TrainError, match=r"2 replicas.*multiple of 2, e\.g\. 64") as error:
+        check_values(Params(batch_size=63), replicas=2)
+    assert_one_sentence(str(error.value))
+    assert check_values(Params(batch_size=64), replicas=2).replicas == 2
 
 
-def test_check_params_normalizes_values() -> None:
+def test_jit_compile_takes_auto_true_false_in_any_case_or_a_bool() -> None:
     """jit_compile takes auto/true/false in any case or a bool; the defaults pass."""
-    assert check_params(jit_compile="TRUE")["jit_compile"] is True
-    assert check_params(jit_compile=False)["jit_compile"] is False
-    assert check_params()["jit_compile"] == "auto"
+    assert parse_jit("TRUE") is True and parse_jit(False) is False and parse_jit("auto") == "auto"
+    check_values(Params())
     assert STRATEGIES == ("auto", "one_device", "mirrored", "multi_worker")
     assert PRECISIONS == ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 
@@ -211,9 +257,9 @@ def test_auto_precision_and_xla_follow_the_gpus() -> None:
 def test_early_stopping_counts_epochs_without_a_lower_val_loss() -> None:
     """patience epochs without a new best val_loss stop training; 0 never stops."""
     history = [{"epoch": i + 1, "val_loss": loss} for i, loss in enumerate([1.0, 0.5, 0.6, 0.7])]
-    assert _early_stopping(history, 2) == (True, history[1])
-    assert _early_stopping(history, 3)[0] is False
-    assert _early_stopping(history, 0)[0] is False
+    assert early_stopping(history, 2) == (True, history[1])
+    assert early_stopping(history, 3)[0] is False
+    assert early_stopping(history, 0)[0] is False
 
 
 # --- one process, in this one ---------------------------------------------------------------
@@ -227,7 +273,7 @@ def test_digits_default_parameters_reach_90_percent(trained: tuple[Path, dict]) 
 
 
 def test_train_json_reports_the_run(trained: tuple[Path, dict]) -> None:
-    """metrics/train.json holds what train() returned: strategy, precision, rates, history."""
+    """metrics/train.json holds what train.run returned: strategy, precision, rates, history."""
     run, metrics = trained
     written = json.loads((run / "metrics" / "train.json").read_text(encoding="utf-8"))
     assert written == json.loads(json.dumps(metrics))
@@ -270,7 +316,7 @@ def test_resume_with_other_parameters_is_refused(trained: tuple[Path, dict]) -> 
     run, _ = trained
     before = (run / "metrics" / "train.json").read_bytes()
     with pytest.raises(TrainError, match="batch_size=64, not 32") as error:
-        train(run, batch_size=32, verbose=False)
+        train_here(run, batch_size=32)
     assert_one_sentence(str(error.value))
     assert (run / "metrics" / "train.json").read_bytes() == before
 
@@ -279,7 +325,7 @@ def test_more_epochs_continue_a_finished_run(trained: tuple[Path, dict], tmp_pat
     """The same folder with a higher epoch count resumes after the last epoch, history whole."""
     run = tmp_path / "more"
     shutil.copytree(trained[0], run)
-    metrics = train(run, epochs=6, verbose=False)
+    metrics = train_here(run, epochs=6)
     assert metrics["initial_epoch"] == 5 and metrics["epochs_completed"] == 6
     assert [record["epoch"] for record in metrics["history"]] == [1, 2, 3, 4, 5, 6]
     assert metrics["history"][:5] == trained[1]["history"]
@@ -289,13 +335,8 @@ def test_more_epochs_continue_a_finished_run(trained: tuple[Path, dict], tmp_pat
 def test_loss_scale_optimizer_under_mixed_float16_only(run_dir: Path, precision: str) -> None:
     """mixed_float16 trains with a LossScaleOptimizer and float32 variables; others without."""
     before = keras.mixed_precision.dtype_policy().name
-    metrics = train(
-        run_dir,
-        epochs=1,
-        precision=precision,
-        strategy="one_device",
-        jit_compile=True,
-        verbose=False,
+    metrics = train_here(
+        run_dir, epochs=1, precision=precision, strategy="one_device", jit_compile=True
     )
     assert metrics["strategy"] == "OneDeviceStrategy" and metrics["jit_compile"] is True
     compute = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}.get(precision, "float32")
@@ -319,7 +360,7 @@ def test_overflowing_loss_scale_is_halved_and_training_goes_on(
         "LossScaleOptimizer",
         functools.partial(keras.optimizers.LossScaleOptimizer, initial_scale=scale),
     )
-    metrics = train(run_dir, epochs=2, precision="mixed_float16", jit_compile=True, verbose=False)
+    metrics = train_here(run_dir, epochs=2, precision="mixed_float16", jit_compile=True)
     scales = [record["loss_scale"] for record in metrics["history"]]
     assert scales[-1] < scales[0] < scale, scales
     assert all(np.isfinite(record["loss"]) for record in metrics["history"])
@@ -463,9 +504,126 @@ def test_sigkill_mid_training_then_rerun_resumes_and_completes(run_dir: Path) ->
 
 
 def test_without_tuning_every_value_not_given_is_a_default(trained: tuple[Path, dict]) -> None:
-    """Without a tuning file every value is a default, or given (verbose), in train.json."""
+    """Without a tuning file every value is a default in train.json: small_cnn at 0.001."""
     run, metrics = trained
     assert not (run / "tuning").exists() and metrics["tuning"] is None
-    expected = {key: "given" if key == "verbose" else "default" for key in DEFAULTS}
-    assert metrics["parameter_sources"] == expected
-    assert metrics["parameters"]["learning_rate"] == DEFAULTS["learning_rate"]
+    assert metrics["parameter_sources"] == dict.fromkeys(metrics["parameters"], "default")
+    assert metrics["parameters"]["model"] == "small_cnn"
+    assert metrics["parameters"]["learning_rate"] == 1e-3
+
+
+# --- lineage: what the run folder was made from ----------------------------------------------
+
+
+def test_the_model_is_recorded_as_made_from_the_current_data(trained: tuple[Path, dict]) -> None:
+    """The ledger says model.keras was made from this data; train.json shows what was read."""
+    run, metrics = trained
+    data_fp = lineage.fingerprint(run, "data")
+    assert data_fp is not None
+    assert lineage.made_from(run, "model") == {"data": data_fp}
+    assert metrics["lineage"] == {
+        "reads": {"data": data_fp, "tuning": None},
+        "writes": {"model": lineage.fingerprint(run, "model")},
+    }
+    assert metrics["restarted_because"] is None
+
+
+def test_checkpoints_made_on_replaced_data_are_set_aside_and_training_starts_over(
+    run_dir: Path,
+) -> None:
+    """01_data re-ran with another split: 03 does not resume (its validation images may have been
+    trained on), says why in one sentence, keeps the old checkpoints and logs aside."""
+    train_here(run_dir, epochs=1, patience=0)
+    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
+    train.check(run_dir, Params(epochs=2))  # not a refusal: run starts over
+    metrics = train_here(run_dir, epochs=2, patience=0)
+    assert metrics["initial_epoch"] == 0 and metrics["epochs_run"] == 2
+    assert [record["epoch"] for record in metrics["history"]] == [1, 2]
+    assert metrics["history"][0]["val_examples"] == validation_count(run_dir)
+    sentence = metrics["restarted_because"]
+    assert "other data (01_data re-ran since)" in sentence and "epoch 0" in sentence
+    assert_one_sentence(sentence)
+    aside = sorted(path.name for path in run_dir.glob("*.other-data-*"))
+    assert [name.split(".")[0] for name in aside] == ["checkpoints", "logs"]
+    assert all(name in sentence for name in aside)
+    assert (run_dir / aside[0] / "ckpt-1.index").is_file()
+    written = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert written["restarted_because"] == sentence
+    assert lineage.made_from(run_dir, "model") == {"data": lineage.fingerprint(run_dir, "data")}
+    again = train_here(run_dir, epochs=3, patience=0)  # same data now: resumes
+    assert again["initial_epoch"] == 2 and again["restarted_because"] is None
+
+
+def test_checkpoints_without_a_data_fingerprint_resume_as_before(
+    trained: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """Checkpoints made before the lineage existed record no data: they resume when values match."""
+    run = tmp_path / "older"
+    shutil.copytree(trained[0], run)
+    saved_path = run / "checkpoints" / "params.json"
+    saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    del saved["data_fingerprint"]
+    saved_path.write_text(json.dumps(saved), encoding="utf-8")
+    metrics = train_here(run, epochs=6)
+    assert metrics["initial_epoch"] == 5 and metrics["restarted_because"] is None
+
+
+def test_tuning_made_on_other_data_is_ignored_saying_so(run_dir: Path) -> None:
+    """best_hparams.json tuned on data 01_data has replaced since: none of its values is used."""
+    path = run_dir / TUNED_FILE
+    path.parent.mkdir(parents=True)
+    hparams = {"model": "small_cnn", "learning_rate": 0.01, "width": 16}
+    found = {"hparams": hparams, "objective": "val_accuracy", "score": 0.9, "trial": "03"}
+    path.write_text(json.dumps(found), encoding="utf-8")
+    lineage.record(run_dir, "tuning", "tune", {"data": lineage.fingerprint(run_dir, "data")})
+    resolved, sources = resolve_params(run_dir, Params())
+    assert resolved.params.width == 16 and sources["width"] == "tuned"  # same data: used
+
+    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
+    resolved, sources = resolve_params(run_dir, Params())
+    assert resolved.params.width is None and resolved.params.learning_rate == 1e-3
+    assert set(sources.values()) == {"default"}
+    sentence = describe_sources(resolved)
+    assert (
+        f"{TUNED_FILE} was tuned on other data (01_data re-ran since): none of its values is used"
+    ) in sentence
+    assert_one_sentence(sentence)
+
+
+# --- damaged checkpoints: one sentence naming the folder to delete --------------------------
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+DAMAGE = {
+    "index file truncated": lambda latest: _truncate(latest.with_suffix(".index")),
+    "data file truncated": lambda latest: _truncate(
+        next(latest.parent.glob(f"{latest.name}.data-*"))
+    ),
+    "pointer corrupt": lambda latest: (latest.parent / "checkpoint").write_text("garbage {"),
+    "params.json corrupt": lambda latest: (latest.parent / "params.json").write_text("{not"),
+    "history.json corrupt": lambda latest: (latest.parent / "history.json").write_text("[{"),
+    "history.json missing": lambda latest: (latest.parent / "history.json").unlink(),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_checkpoint_folder_is_refused_naming_the_folder_to_delete(
+    trained: tuple[Path, dict], tmp_path: Path, damage: str
+) -> None:
+    """A checkpoint cut short or corrupt stops training in one sentence, no traceback, nothing
+    written; deleting the named folder lets training start over."""
+    run = tmp_path / "damaged"
+    shutil.copytree(trained[0], run)
+    latest = run / "checkpoints" / Path(trained[1]["checkpoint"]).name
+    DAMAGE[damage](latest)
+    before = (run / "metrics" / "train.json").read_bytes()
+    with pytest.raises(TrainError) as error:
+        train_here(run, epochs=6)
+    message = str(error.value)
+    assert_one_sentence(message)
+    assert f"delete {run / 'checkpoints'}" in message or "delete that folder" in message
+    assert str(run / "checkpoints") in message
+    assert (run / "metrics" / "train.json").read_bytes() == before

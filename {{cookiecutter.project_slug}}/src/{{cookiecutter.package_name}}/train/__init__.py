@@ -1,15 +1,19 @@
 """Step 3, training: mixed precision, tf.distribute from one device to many, crash-safe resume.
 
-    from <package>.train import train
-    metrics = train("artifacts/run", model="small_cnn", epochs=5, strategy="auto")
+    from <package> import train
+    params = train.Params(epochs=5, strategy="auto")
+    train.check(run_dir, params)            # one sentence for a bad value or run folder
+    metrics = train.run(run_dir, params)    # also writes metrics/train.json and model.keras
 
-The same function runs behind `<package> train --run-dir DIR -p key=value …`, which is how
+The same entry runs behind `<package> train --run-dir DIR -p key=value …`, which is how
 multi-worker jobs start (TF_CONFIG from the environment) and how a crashed run resumes.
 
-- params: the parameter names and values (STRATEGIES, PRECISIONS, TrainError, check_params)
+- params: the typed parameters (Params) and the checks of their values
+- tuning: where each value comes from (given, tuned by step 2, default), said in one sentence
 - devices: logical CPUs and memory growth, the strategy, the dtype policy, XLA
-- state: checkpoints with their history, and the check that a run folder fits the request
-- loop: the one custom training loop every strategy runs
+- resume, state: whether checkpoints may be resumed; saving and restoring them
+- replica, loop, report: the step functions, the epoch driver, what the run reports
+- step: check and run, the step's contract
 """
 
 from .devices import (
@@ -20,37 +24,40 @@ from .devices import (
     resolve_precision,
     strategy_name,
 )
-from .loop import MODEL_FILE, train
 from .params import (
-    DEFAULTS,
     LR_RULE,
     PRECISIONS,
     STRATEGIES,
+    Params,
     TrainError,
-    check_params,
+    check_values,
     effective_learning_rate,
     read_tf_config,
-    resolve_params,
     resolve_strategy,
 )
+from .step import check, run, train
+from .tuning import describe_sources, resolve_params, sources_table
 
 __all__ = [
-    "DEFAULTS",
     "LR_RULE",
-    "MODEL_FILE",
     "PRECISIONS",
     "STRATEGIES",
+    "Params",
     "TrainError",
-    "check_params",
+    "check",
+    "check_values",
     "configure_devices",
+    "describe_sources",
     "dtype_policy",
     "effective_learning_rate",
     "make_strategy",
     "read_tf_config",
     "resolve_jit",
-    "resolve_precision",
     "resolve_params",
+    "resolve_precision",
     "resolve_strategy",
+    "run",
+    "sources_table",
     "strategy_name",
     "train",
 ]

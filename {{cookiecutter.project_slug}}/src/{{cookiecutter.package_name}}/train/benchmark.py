@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -37,7 +38,8 @@ import numpy as np
 import tensorflow as tf
 
 from .. import data, env, models
-from ..artifacts import MissingInputError, resolve_run_dir, write_json
+from ..artifacts import DATA_DIR, META_FILE, MissingInputError, resolve_run_dir, write_json
+from ..data.records import check_batch
 from .devices import (
     configure_devices,
     dtype_policy,
@@ -46,21 +48,29 @@ from .devices import (
     resolve_precision,
     strategy_name,
 )
-from .loop import train
-from .params import DEFAULTS, TrainError, check_params, effective_learning_rate
+from .params import (
+    DEFAULT_LEARNING_RATE,
+    DEFAULT_MODEL,
+    Params,
+    TrainError,
+    check_values,
+    effective_learning_rate,
+)
+from .step import train
 
 GOAL = 0.95
 METRICS_FILE = "metrics/train_benchmark.json"
+_TRAIN = Params()
 BENCH_DEFAULTS: dict[str, Any] = {
-    "model": DEFAULTS["model"],
+    "model": DEFAULT_MODEL,
     "epochs": 10,
-    "batch_size": DEFAULTS["batch_size"],
-    "learning_rate": DEFAULTS["learning_rate"],
-    "strategy": DEFAULTS["strategy"],
-    "logical_cpus": DEFAULTS["logical_cpus"],
-    "precision": DEFAULTS["precision"],
-    "jit_compile": DEFAULTS["jit_compile"],
-    "seed": DEFAULTS["seed"],
+    "batch_size": _TRAIN.batch_size,
+    "learning_rate": DEFAULT_LEARNING_RATE,
+    "strategy": _TRAIN.strategy,
+    "logical_cpus": _TRAIN.logical_cpus,
+    "precision": _TRAIN.precision,
+    "jit_compile": _TRAIN.jit_compile,
+    "seed": _TRAIN.seed,
     "rounds": 3,
     "verbose": True,
 }
@@ -95,7 +105,7 @@ def benchmark_training(
     before anything else in the process runs a TensorFlow op when logical_cpus > 1 (it
     configures the devices first, like train).
     """
-    params = check_params(
+    chosen = Params(
         model=model,
         epochs=epochs,
         batch_size=batch_size,
@@ -106,8 +116,9 @@ def benchmark_training(
         jit_compile=jit_compile,
         seed=seed,
         patience=0,
-        verbose=verbose,
     )
+    placement = check_values(chosen)
+    params = dataclasses.asdict(chosen)
     if epochs < 2:
         raise TrainError(
             f"epochs={epochs!r} is not allowed for the benchmark: use 2 or more, since the first "
@@ -115,13 +126,13 @@ def benchmark_training(
         )
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise TrainError(f"rounds={rounds!r} is not allowed: use a whole number >= 1.")
-    if params["resolved_strategy"] == "multi_worker":
+    if placement.strategy == "multi_worker":
         raise TrainError(
             f"strategy={strategy!r} means multi_worker here (TF_CONFIG is set): the benchmark "
             "measures one machine, so unset TF_CONFIG or use one_device, mirrored or auto."
         )
     folder = None if run_dir is None else resolve_run_dir(run_dir, create=False)
-    has_data = folder is not None and (folder / "data" / "meta.json").is_file()
+    has_data = folder is not None and (folder / META_FILE).is_file()
 
     devices = configure_devices(params["logical_cpus"])  # before any TensorFlow op
     say = print if verbose else _quiet
@@ -133,12 +144,10 @@ def benchmark_training(
             source = scratch / "digits"
             data.prepare(source, "digits")
         meta = data.read_meta(source)
-        count = int(meta["splits"]["train"]["count"])
-        if count < batch_size:
-            raise TrainError(
-                f"batch_size={batch_size} is larger than the {count} training examples in "
-                f"{source / 'data'}: use at most {count}."
-            )
+        try:
+            check_batch(meta, batch_size, str(source / DATA_DIR))
+        except data.DataError as error:
+            raise TrainError(str(error)) from None
         images, labels = _load_split(source, "train")
         kwargs = {key: params[key] for key in BENCH_DEFAULTS if key not in ("rounds", "verbose")}
         measure: dict[str, Callable[[Path], dict[str, Any]]] = {
@@ -392,9 +401,9 @@ def _scratch_run(run: Path, source: Path) -> Path:
     """A fresh run folder whose data/ is the source's (a link; a copy where links fail)."""
     run.mkdir(parents=True)
     try:
-        (run / "data").symlink_to(source / "data", target_is_directory=True)
+        (run / DATA_DIR).symlink_to(source / DATA_DIR, target_is_directory=True)
     except OSError:
-        shutil.copytree(source / "data", run / "data")
+        shutil.copytree(source / DATA_DIR, run / DATA_DIR)
     return run
 
 
@@ -428,7 +437,7 @@ def _summary(
     return {
         "model": params["model"],
         "dataset": meta["dataset"],
-        "data": str(source / "data") if source else "digits, prepared for the benchmark",
+        "data": str(source / DATA_DIR) if source else "digits, prepared for the benchmark",
         "train_examples": int(meta["splits"]["train"]["count"]),
         "batch_size": params["batch_size"],
         "epochs": epochs,

@@ -1,17 +1,18 @@
-"""Checkpoints, the history beside them, and the check that a run folder fits the request.
+"""Checkpoints, the history beside them, and saving and restoring them after every epoch.
 
 run_dir/checkpoints/ holds:
   ckpt-<epoch>.index, ckpt-<epoch>.data-*   model, optimizer (with its loss scale) and the epoch
                                             counter after that epoch (the last KEEP are kept)
   checkpoint                                TensorFlow's pointer to the latest, replaced atomically
-  params.json                               what the checkpoints were made with (STATE_KEYS)
+  params.json                               what the checkpoints were made with (STATE_KEYS) and
+                                            on which data (its lineage fingerprint)
   history.json                              one entry per completed epoch
 
 history.json is written before the checkpoint of the same epoch: a process killed between the two
 leaves the history one epoch ahead, which a resume cuts back to the checkpoint's epoch, so the
 history is never behind the weights. Under MultiWorkerMirroredStrategy every worker saves (saving
 can involve collective ops), but only the chief writes here; the others save into a temporary
-folder they delete.
+folder they delete. Whether a folder's checkpoints may be resumed at all is resume.py's job.
 """
 
 from __future__ import annotations
@@ -27,49 +28,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import write_json
+from ..artifacts import CHECKPOINT_DIR, write_json
 from .params import TrainError
 
-CHECKPOINT_DIR = "checkpoints"
 KEEP = 3
-# The parameters the saved state depends on: resuming with other values is refused.
-STATE_KEYS = (
-    "model",
-    "image_shape",
-    "num_classes",
-    "batch_size",
-    "learning_rate",
-    "width",
-    "dropout",
-    "precision",
-    "seed",
-)
-
-
-def check_resumable(run_dir: Path, wanted: dict[str, Any]) -> bool:
-    """True when run_dir holds checkpoints made with `wanted`; False when it holds none.
-
-    Checkpoints made with other values are refused in one sentence: restoring them would fail
-    on a shape, or silently continue a different experiment.
-    """
-    folder = run_dir / CHECKPOINT_DIR
-    if tf.train.latest_checkpoint(str(folder)) is None:
-        return False
-    try:
-        saved = json.loads((folder / "params.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise TrainError(
-            f"{folder} holds checkpoints but no readable params.json, so they cannot be checked "
-            "against this request: use a new run_dir, or delete that folder to start over."
-        ) from None
-    for key in STATE_KEYS:
-        if saved.get(key) != wanted[key]:
-            raise TrainError(
-                f"{folder} holds checkpoints made with {key}={saved.get(key)!r}, not "
-                f"{wanted[key]!r}: resume with the same parameters, or use a new run_dir "
-                "(or delete that folder) to start over."
-            )
-    return True
+PARAMS_FILE = "params.json"  # inside CHECKPOINT_DIR
+HISTORY_FILE = "history.json"  # inside CHECKPOINT_DIR
+# Errors of a checkpoint file cut short or damaged: TensorFlow's, and IndexError ("Read less
+# bytes than requested") from a truncated data file.
+DAMAGED = (tf.errors.OpError, IndexError)
 
 
 class Checkpoints:
@@ -91,27 +58,28 @@ class Checkpoints:
             checkpoint, str(self._temp or self.folder), max_to_keep=KEEP if chief else 1
         )
 
-    def restore(self) -> tuple[int, list[dict[str, Any]]]:
-        """Load the latest checkpoint, if any: (epochs completed, their history)."""
-        latest = tf.train.latest_checkpoint(str(self.folder))
+    def restore(self, latest: str | None) -> tuple[int, list[dict[str, Any]]]:
+        """Load checkpoint `latest`, if any: (epochs completed, their history)."""
         if latest is None:
             return 0, []
         try:
             self.checkpoint.restore(latest).assert_existing_objects_matched()
-        except (AssertionError, ValueError, tf.errors.OpError) as error:
-            message = " ".join(str(error).split())[:300]
+        except DAMAGED as error:
+            raise damaged(latest, error) from None
+        except (AssertionError, ValueError) as error:
+            message = " ".join(str(error).split())[:300].replace(". ", "; ").rstrip(".")
             raise TrainError(
                 f"{latest} does not fit this model ({message}): use a new run_dir, or delete "
                 f"{self.folder} to start over."
             ) from None
         completed = int(self.epoch.numpy())
-        history = read_history(self.folder)[:completed]
+        history = read_history(self.folder, completed)
         return completed, history
 
     def save(self, completed: int, history: list[dict[str, Any]]) -> str | None:
         """Write the history, then the checkpoint after epoch `completed`; the chief's path."""
         if self.chief:
-            write_json(self.folder / "history.json", history)
+            write_json(self.folder / HISTORY_FILE, history)
         self.epoch.assign(completed)
         path = self.manager.save(checkpoint_number=completed)
         if self._temp is not None:
@@ -120,9 +88,9 @@ class Checkpoints:
         return path
 
     def start(self) -> None:
-        """Record what the checkpoints of this run are made with (check_resumable reads it)."""
+        """Record what the checkpoints of this run are made with (resume.check reads it)."""
         if self.chief:
-            write_json(self.folder / "params.json", self.state)
+            write_json(self.folder / PARAMS_FILE, self.state)
 
     def close(self) -> None:
         """Remove a worker's temporary folder."""
@@ -130,13 +98,38 @@ class Checkpoints:
             shutil.rmtree(self._temp, ignore_errors=True)
 
 
-def read_history(folder: Path) -> list[dict[str, Any]]:
-    """history.json of a checkpoint folder; [] when there is none."""
-    try:
-        history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def read_history(folder: Path, completed: int) -> list[dict[str, Any]]:
+    """The first `completed` epochs of history.json; a missing, unreadable or short one is refused.
+
+    The history is written before each checkpoint, so it always covers the checkpoint's epochs:
+    when it does not, it was damaged, and resuming would report a history that is not this run's.
+    """
+    if completed == 0:
         return []
-    return history if isinstance(history, list) else []
+    path = folder / HISTORY_FILE
+    try:
+        history = json.loads(path.read_text(encoding="utf-8"))
+        valid = isinstance(history, list) and all(isinstance(item, dict) for item in history)
+    except (OSError, ValueError) as error:
+        history, valid = None, False
+        reason = "missing" if isinstance(error, FileNotFoundError) else "unreadable"
+    else:
+        reason = "not a list of epochs" if not valid else "shorter than the checkpoints"
+    if not valid or len(history) < completed:
+        raise TrainError(
+            f"{path} is {reason} (the checkpoints hold {completed} epoch(s)): delete {folder} "
+            "to train from epoch 0, or use a new run_dir."
+        )
+    return history[:completed]
+
+
+def damaged(path: str | Path, error: BaseException) -> TrainError:
+    """The one sentence for a checkpoint file that is cut short or corrupt."""
+    folder = Path(path).parent
+    return TrainError(
+        f"Checkpoint {path} is truncated or corrupt ({type(error).__name__}): delete {folder} "
+        "to train from epoch 0, or use a new run_dir."
+    )
 
 
 def weights_digest(weights: list[Any]) -> str:

@@ -1,0 +1,120 @@
+"""May training resume from the run folder's checkpoints? Refuse, resume, or start over on new data.
+
+- Checkpoints made with other values (STATE_KEYS) are refused in one sentence: restoring them
+  would fail on a shape, or silently continue a different experiment.
+- Checkpoints made on other data (01_data re-ran since, so the data's lineage fingerprint differs
+  from the one params.json recorded) are never resumed: their validation split may hold this
+  split's training images, so the scores would be inflated. Training starts from epoch 0 and the
+  old checkpoints/ and logs/ are set aside beside them (renamed, not deleted: renaming costs
+  nothing, and the record of what was trained before is kept; delete them when not needed).
+- Checkpoints without a recorded fingerprint (made before the lineage existed) are resumed when
+  their values match, as before.
+- Damaged ones (a pointer, index or history that cannot be read) are refused naming the folder to
+  delete. A truncated data file is found when restoring (state.Checkpoints.restore).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+from ..artifacts import CHECKPOINT_DIR, LOGS_DIR, SET_ASIDE
+from .params import TrainError
+from .state import DAMAGED, PARAMS_FILE, damaged, read_history
+
+POINTER_FILE = "checkpoint"  # TensorFlow's name, inside CHECKPOINT_DIR
+# The parameters the saved state depends on: resuming with other values is refused.
+STATE_KEYS = (
+    "model",
+    "image_shape",
+    "num_classes",
+    "batch_size",
+    "learning_rate",
+    "width",
+    "dropout",
+    "precision",
+    "seed",
+)
+DATA_KEY = "data_fingerprint"  # in params.json: lineage.fingerprint(run_dir, "data")
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What the run folder's checkpoints allow: resume from `latest`, or start from epoch 0."""
+
+    latest: str | None  # the checkpoint to restore; None: train from epoch 0
+    other_data: bool = False  # the checkpoints were made on other data: set them aside first
+
+
+def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -> Resume:
+    """Decide from the checkpoints in run_dir, refusing incompatible or damaged ones; write nothing.
+
+    `wanted` holds STATE_KEYS' values of this request.
+    """
+    folder = run_dir / CHECKPOINT_DIR
+    latest = tf.train.latest_checkpoint(str(folder)) if folder.is_dir() else None
+    if latest is None:
+        if (folder / POINTER_FILE).is_file() and any(folder.glob("ckpt-*.index")):
+            raise TrainError(
+                f"{folder / POINTER_FILE} cannot be read, so the latest checkpoint is unknown: "
+                f"delete {folder} to train from epoch 0, or use a new run_dir."
+            )
+        return Resume(None)
+    try:
+        saved = json.loads((folder / PARAMS_FILE).read_text(encoding="utf-8"))
+        if not isinstance(saved, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError):
+        raise TrainError(
+            f"{folder} holds checkpoints but no readable {PARAMS_FILE}, so they cannot be "
+            "checked against this request: use a new run_dir, or delete that folder to start over."
+        ) from None
+    recorded = saved.get(DATA_KEY)
+    if recorded is not None and recorded != data_fingerprint:
+        return Resume(None, other_data=True)
+    for key in STATE_KEYS:
+        if saved.get(key) != wanted[key]:
+            raise TrainError(
+                f"{folder} holds checkpoints made with {key}={saved.get(key)!r}, not "
+                f"{wanted[key]!r}: resume with the same parameters, or use a new run_dir "
+                "(or delete that folder) to start over."
+            )
+    try:
+        tf.train.load_checkpoint(latest)  # reads the index: a damaged one fails here, fast
+    except DAMAGED as error:
+        raise damaged(latest, error) from None
+    read_history(folder, int(latest.rsplit("-", 1)[-1]))
+    return Resume(latest)
+
+
+def set_aside(run_dir: Path) -> list[Path]:
+    """Rename checkpoints/ and logs/ to <name>.other-data-<time>/; return the new paths."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = []
+    for name in (CHECKPOINT_DIR, LOGS_DIR):
+        source = run_dir / name
+        if source.exists():
+            target = run_dir / SET_ASIDE.format(name=name, stamp=stamp)
+            source.rename(target)
+            moved.append(target)
+    return moved
+
+
+def other_data_sentence(moved: list[Path] | None) -> str:
+    """Why training starts over, in one sentence (printed, and kept in metrics/train.json).
+
+    `moved` is what set_aside returned; None on a worker, where the chief sets them aside.
+    """
+    if moved is None:
+        where = "by the chief"
+    else:
+        where = "in " + (" and ".join(str(path) for path in moved) or "no folder (none was left)")
+    return (
+        f"{CHECKPOINT_DIR}/ were made on other data (01_data re-ran since): training starts from "
+        f"epoch 0; the old {CHECKPOINT_DIR}/ and {LOGS_DIR}/ are set aside {where}."
+    )

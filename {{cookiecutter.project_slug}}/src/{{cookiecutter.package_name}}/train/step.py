@@ -1,0 +1,154 @@
+"""Step 3's entry: `check` and `run`, shared by notebook 03, `<package> train` and the runner.
+
+check(inputs=False) looks at the values only (fast, no TensorFlow op, nothing read or written):
+what the runner asks before any notebook starts. check(inputs=True) adds the run folder: the data
+01_data wrote, the tuning file, and checkpoints that this request could resume. run checks the
+same, then trains, writes model.keras, records its lineage and writes metrics/train.json (chief).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from .. import data, env, lineage, models
+from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
+from ..data.records import check_batch
+from . import resume
+from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
+from .loop import Loop
+from .params import Params, TrainError, check_values
+from .tuning import Resolved, describe_sources, resolve_params
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What check(inputs=True) found, which run goes on with."""
+
+    folder: Path
+    resolved: Resolved
+    meta: dict[str, Any]
+    state: dict[str, Any]  # what the checkpoints are made with (resume.STATE_KEYS + data)
+    resume: resume.Resume
+    gpus: list[dict[str, Any]]
+
+
+def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
+    """Refuse bad values (and with inputs=True a run folder they cannot train on) in one
+    sentence (TrainError, or MissingInputError naming 01_data); write nothing."""
+    if not isinstance(params, Params):
+        raise TrainError(f"params must be train.Params, not {type(params).__name__}.")
+    if not inputs:
+        check_values(params)
+        return
+    _check(run_dir, params)
+
+
+def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
+    """Train on run_dir/data/ and return what the chief writes to metrics/train.json.
+
+    Model, learning_rate, width and dropout left at None come from tuning/best_hparams.json when
+    step 2 tuned the same model on the current data, else from the defaults; where each value
+    came from is said first and kept as parameter_sources. `batch_size` is the global batch; the
+    learning rate follows LR_RULE. A run folder with checkpoints made with the same values on the
+    same data resumes after their last epoch and stops at `epochs`; checkpoints made on other
+    data are set aside and training starts from epoch 0 (`restarted_because` says so). Call
+    this before anything else in the process runs a TensorFlow op when logical_cpus > 1.
+
+    The metrics hold, among others: model, parameters (the values used), parameter_sources,
+    tuning (its values, score, and whether they were used), strategy, replicas, workers, task,
+    precision, compute_dtype, variable_dtype, loss_scaling, optimizer, jit_compile,
+    global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
+    effective_learning_rate, epochs, initial_epoch, epochs_completed, epochs_run (in this
+    process), stopped_early, loss, accuracy, val_loss, val_accuracy, best_epoch, best_val_loss,
+    examples_per_sec (the first epoch of this process left out when more ran), history (one dict
+    per epoch), checkpoint, model_path (None on workers other than the chief), logs,
+    weights_sha256, restarted_because (None, or why old checkpoints were not resumed) and
+    lineage (what was read and written, with fingerprints).
+    """
+    check(run_dir, params, inputs=False)
+    checked = _check(run_dir, params)
+    folder, resolved = checked.folder, checked.resolved
+    check_writable(folder)
+    chief = resolved.placement.cluster is None or resolved.placement.cluster.is_chief
+    say = print if verbose and chief else _quiet
+    restarted = None
+    if checked.resume.other_data:
+        moved = resume.set_aside(folder) if chief else None
+        restarted = resume.other_data_sentence(moved)
+        say(restarted)
+    say(describe_sources(resolved))
+
+    devices = configure_devices(resolved.params.logical_cpus)
+    distribution = make_strategy(resolved.params.strategy, resolved.params.logical_cpus)
+    if distribution.num_replicas_in_sync != resolved.placement.replicas:  # devices surprised us
+        check_values(resolved.params, replicas=distribution.num_replicas_in_sync)
+    keras.utils.set_random_seed(resolved.params.seed)
+    with dtype_policy(checked.state["precision"]) as policy:
+        loop = Loop(
+            folder,
+            checked.meta,
+            resolved,
+            distribution,
+            jit=resolve_jit(resolved.params.jit_compile, checked.gpus),
+            loss_scaling=policy.name == "mixed_float16",
+            verbose=verbose,
+        )
+        metrics = loop.run(checked.state, latest=checked.resume.latest, devices=devices)
+    metrics["restarted_because"] = restarted
+    if loop.role.is_chief:
+        lineage.record(folder, "model", "train", {"data": checked.state[resume.DATA_KEY]})
+        metrics["lineage"] = lineage.summary(folder, reads=["data", "tuning"], writes=["model"])
+        write_metrics(folder, "train", metrics)
+    return metrics
+
+
+def train(
+    run_dir: str | os.PathLike[str], *, verbose: bool = True, **values: Any
+) -> dict[str, Any]:
+    """run(run_dir, Params(**values)), for callers with loose values (tests, the benchmark)."""
+    names = [field.name for field in dataclasses.fields(Params)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise TrainError(f"Unknown parameter {unknown[0]!r}: train takes {', '.join(names)}.")
+    return run(run_dir, Params(**values), verbose=verbose)
+
+
+def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
+    """check(inputs=True), returning what it found."""
+    resolved, _ = resolve_params(run_dir, params)
+    folder = resolve_run_dir(run_dir, create=False)
+    meta = data.read_meta(folder)
+    values = resolved.params
+    shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
+    try:
+        models.check_model(
+            values.model, shape, num_classes, width=values.width, dropout=values.dropout
+        )
+        check_batch(meta, values.batch_size, str(folder / DATA_DIR))
+    except (models.ModelError, data.DataError) as error:
+        raise TrainError(str(error)) from None
+    gpus = env.list_gpus()
+    state = {
+        "model": values.model,
+        "image_shape": shape,
+        "num_classes": num_classes,
+        "batch_size": values.batch_size,
+        "learning_rate": values.learning_rate,
+        "width": values.width,
+        "dropout": values.dropout,
+        "precision": resolve_precision(values.precision, gpus),
+        "seed": values.seed,
+        resume.DATA_KEY: lineage.fingerprint(folder, "data"),
+    }
+    decision = resume.check(folder, state, state[resume.DATA_KEY])
+    return _Checked(folder, resolved, meta, state, decision, gpus)
+
+
+def _quiet(*_: Any, **__: Any) -> None:
+    pass

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, env, export, models
+from {{ cookiecutter.package_name }} import data, env, export, lineage, models
+from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 
 OPTIMIZE_SHAPE = (8, 8, 1)
 OPTIMIZE_CLASSES = 3
@@ -36,10 +37,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run folder as 04_export leaves it: data/, model.keras and export/1/.
+    """A run folder as 04_export leaves it: data/, model.keras and export/1/, with their lineage.
 
     A small CNN fitted for a few epochs on a tiny synthetic set, so that its probabilities are
-    confident and int8 calibration has real activation ranges to measure.
+    confident and int8 calibration has real activation ranges to measure. Shared by the session:
+    a test that changes model.keras or the export works on a copy (shutil.copytree).
     """
     folder = tmp_path_factory.mktemp("exported-run")
     data.prepare(
@@ -57,6 +59,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     labels = np.concatenate([label.numpy() for _, label in batches])
     model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
     model.fit(images, labels, batch_size=32, epochs=10, verbose=0)
-    model.save(folder / "model.keras")
+    model.save(folder / MODEL_FILE)
+    lineage.record(folder, "model", "train", {"data": lineage.fingerprint(folder, "data")})
     export.export_savedmodel(folder, version=1)
     return folder

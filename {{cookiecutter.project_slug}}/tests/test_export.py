@@ -1,41 +1,48 @@
-"""Export: the SavedModel's signature, parity after a fresh-process reload, safe writes, REST.
+"""Export: the step's contract, the SavedModel's signature, parity after a fresh-process reload,
+safe writes, refusals of broken or stale inputs, REST.
 
-One untrained small model on a tiny synthetic data set is exported once for the whole file (an
-untrained model exports and serves exactly like a trained one). Class names with a non-ASCII
-letter check that names survive the graph constant, the fresh process and the JSON of REST.
+One untrained small model on a tiny synthetic data set is exported once for the whole file by
+export.run (an untrained model exports and serves exactly like a trained one). Class names with a
+non-ASCII letter check that names survive the graph constant, the fresh process and REST's JSON.
 TF Serving itself is not needed: a local HTTP server answers `:predict` with the same SavedModel.
 """
 
 from __future__ import annotations
 
+import ast
 import http.server
 import json
 import os
 import re
+import shutil
 import socket
 import threading
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
+import papermill
 import pytest
 import tensorflow as tf
 import yaml
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, models
-from {{ cookiecutter.package_name }}.artifacts import MissingInputError, write_json
+from {{ cookiecutter.package_name }} import data, export, lineage, models
+from {{ cookiecutter.package_name }}.artifacts import (
+    MissingInputError,
+    StaleInputError,
+    StepError,
+    read_metrics,
+    write_json,
+)
 
 SHAPE = (8, 8, 1)
 CLASSES = ["cat", "dög", "bird"]
-COMPOSE = Path(__file__).resolve().parents[1] / "docker" / "compose.serving.yml"
-
-
-def assert_one_sentence(message: str) -> None:
-    """Bad input is answered with one sentence: one line, one final full stop."""
-    assert "\n" not in message.strip() and message.strip().endswith("."), message
-    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker" / "compose.serving.yml"
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +65,19 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def exported(run: Path) -> dict[str, Any]:
-    return export.export_savedmodel(run, version=1)
+    """The step as the notebook runs it: export/1, parity, saved_model_cli, metrics/export.json."""
+    return export.run(run, export.Params(version=1, overwrite=False), verbose=False)
 
 
 @pytest.fixture(scope="module")
 def loaded(exported: dict[str, Any]) -> Any:
     return tf.saved_model.load(exported["export_dir"])
+
+
+@pytest.fixture
+def run_copy(run: Path, exported: dict[str, Any], tmp_path: Path) -> Path:
+    """A copy of the exported run folder, for a test that breaks something in it."""
+    return Path(shutil.copytree(run, tmp_path / "run"))
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +120,13 @@ def test_any_batch_size_is_served(loaded: Any, images: np.ndarray) -> None:
 def test_saved_model_cli_shows_the_uint8_input_and_the_three_outputs(
     exported: dict[str, Any],
 ) -> None:
-    """The text is the real saved_model_cli's: DT_UINT8 (-1, 8, 8, 1) in, the outputs named."""
+    """The text is the real saved_model_cli's: DT_UINT8 (-1, 8, 8, 1) in, the outputs named.
+
+    The step runs the tool once, with --all, and keeps serving_default's part of it: the same text
+    `show --signature_def serving_default` prints.
+    """
     text = export.signature_text(exported["export_dir"])
+    assert exported["saved_model_cli"] == text
     info = "tensor_info:\n      dtype: "
     assert f"inputs['images'] {info}DT_UINT8\n      shape: (-1, 8, 8, 1)" in text
     assert f"outputs['probabilities'] {info}DT_FLOAT\n      shape: (-1, 3)" in text
@@ -118,7 +137,7 @@ def test_saved_model_cli_shows_the_uint8_input_and_the_three_outputs(
 
 def test_the_export_runs_in_inference_mode(exported: dict[str, Any], loaded: Any) -> None:
     """Dropout is off in the served graph: no random op in it, the same answer every call."""
-    ops = export.graph_ops(export.signature_text(exported["export_dir"], show_all=True))
+    ops = export.graph_ops(exported["saved_model_cli_all"])
     assert "Softmax" in ops and "ArgMax" in ops, ops
     assert not [op for op in ops if "Random" in op], ops
     batch = np.full((4, *SHAPE), 128, dtype=np.uint8)
@@ -130,7 +149,7 @@ def test_reloaded_in_a_fresh_process_it_predicts_what_keras_predicts(
     run: Path, exported: dict[str, Any]
 ) -> None:
     """A new process with only the SavedModel gives Keras' probabilities and top classes."""
-    parity = export.check_parity(run, exported["export_dir"])
+    parity = exported
     validation = data.read_meta(run)["splits"]["validation"]["count"]
     assert parity["served_pid"] != os.getpid()
     assert parity["examples"] == validation
@@ -140,18 +159,101 @@ def test_reloaded_in_a_fresh_process_it_predicts_what_keras_predicts(
     assert parity["precision"] == "float32" and parity["tolerance"] == 1e-5
 
 
-def test_export_metrics_hold_the_signature_parity_and_cli_text(
-    run: Path, exported: dict[str, Any]
+def test_run_writes_export_json_with_its_lineage(run: Path, exported: dict[str, Any]) -> None:
+    """metrics/export.json is what run returned, with what it read and wrote, by fingerprint."""
+    assert read_metrics(run, "export") == json.loads(json.dumps(exported))
+    assert exported["version"] == 1 and exported["parity_ok"] and "keras_pid" not in exported
+    assert exported["signature"]["inputs"]["images"]["dtype"] == "uint8"
+    now = {name: lineage.fingerprint(run, name) for name in ("data", "model")}
+    recorded = lineage.read(run)["export/1"]  # by export_savedmodel, once export/1 was in place
+    assert all(now.values()) and recorded["fingerprint"]
+    assert recorded["step"] == "export" and recorded["inputs"] == {"model": now["model"], **now}
+    assert exported["lineage"] == {
+        "reads": now,
+        "writes": {"export/1": recorded["fingerprint"]},
+    }
+
+
+def test_check_without_inputs_looks_at_the_values_only(tmp_path: Path) -> None:
+    """The runner's pre-flight check: values refused, an empty folder not looked at."""
+    export.check(tmp_path / "nothing-here", export.Params(), inputs=False)
+    with pytest.raises(export.ExportError, match="overwrite='no'") as refused:
+        export.check(tmp_path, export.Params(overwrite="no"), inputs=False)
+    assert_one_sentence(str(refused.value))
+    with pytest.raises(MissingInputError, match="03_train"):
+        export.check(tmp_path, export.Params())
+
+
+def test_the_defaults_are_the_notebooks() -> None:
+    """Params() holds what 04_export's parameters cell holds (run_dir aside)."""
+    cell = papermill.inspect_notebook(str(ROOT / "notebooks" / "04_export.ipynb"))
+    defaults = {name: ast.literal_eval(info["default"]) for name, info in cell.items()}
+    del defaults["run_dir"]
+    assert defaults == {"version": 1, "overwrite": True}
+    assert export.Params(**defaults) == export.Params()
+
+
+def test_a_model_trained_on_replaced_data_is_refused_naming_03_train(run_copy: Path) -> None:
+    """model.keras recorded as made from other data than data/ holds now: retrain first."""
+    lineage.record(run_copy, "model", "train", {"data": "0" * 64})
+    with pytest.raises(StaleInputError, match="re-run 03_train before 04_export") as refused:
+        export.check(run_copy, export.Params(version=2))
+    assert_one_sentence(str(refused.value))
+    lineage.record(run_copy, "model", "train", {"data": lineage.fingerprint(run_copy, "data")})
+    export.check(run_copy, export.Params(version=2))  # trained on the data there now: accepted
+
+
+def test_an_export_folder_that_cannot_be_written_is_refused_before_loading(
+    run_copy: Path,
 ) -> None:
-    """metrics/export.json's content: version, folder, signature, parity figures, the CLI text."""
-    parity = {"max_abs_diff": 0.0, "top1_agreement": 1.0, "examples": 3, "parity_ok": True}
-    metrics = export.export_metrics(exported, {**parity, "keras_pid": 1}, "cli text")
-    assert metrics["version"] == 1 and metrics["export_dir"] == exported["export_dir"]
-    assert metrics["signature"]["inputs"]["images"]["dtype"] == "uint8"
-    assert metrics["saved_model_cli"] == "cli text"
-    assert {key: metrics[key] for key in parity} == parity
-    assert "keras_pid" not in metrics
-    json.dumps(metrics)  # JSON as it is
+    """export/ is a file here: refused in one sentence before any model is loaded."""
+    shutil.rmtree(run_copy / "export")
+    (run_copy / "export").write_text("not a folder")
+    with pytest.raises(StepError, match="is a file, not a folder") as refused:
+        export.check(run_copy, export.Params(version=2))
+    assert_one_sentence(str(refused.value))
+    assert str(refused.value).startswith(f"the export folder {run_copy / 'export'} cannot be used")
+
+
+def cut_short(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:100])
+
+
+def random_bytes(path: Path) -> None:
+    path.write_bytes(np.random.default_rng(0).bytes(5000))
+
+
+def damaged_byte(path: Path) -> None:
+    """One byte of the weights flipped: still a zip archive, but its CRC no longer matches."""
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        weights = archive.getinfo("model.weights.h5")
+    raw[weights.header_offset + 200] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("damage", [cut_short, random_bytes, damaged_byte])
+def test_a_broken_model_file_is_refused_naming_03_train(run_copy: Path, damage: Any) -> None:
+    """A model.keras cut short or damaged: one sentence before any work, not "File not found"."""
+    damage(run_copy / "model.keras")
+    with pytest.raises(export.ExportError) as refused:
+        export.check(run_copy, export.Params(version=2))
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"model.keras in {run_copy} cannot be read (")
+    assert message.endswith("): re-run 03_train.") and "File not found" not in message
+    assert not (run_copy / "export" / "2").exists()
+
+
+def test_a_model_file_keras_cannot_load_is_one_sentence_too(run_copy: Path) -> None:
+    """A whole archive whose model Keras cannot build passes the cheap check; the load says so."""
+    with zipfile.ZipFile(run_copy / "model.keras", "w") as archive:
+        archive.writestr("config.json", json.dumps({"class_name": "NoSuchLayer", "config": {}}))
+        archive.writestr("model.weights.h5", b"not hdf5")
+    with pytest.raises(export.ExportError, match="re-run 03_train") as refused:
+        export.export_savedmodel(run_copy, version=2)
+    assert_one_sentence(str(refused.value))
+    assert not (run_copy / "export" / "2").exists()
 
 
 def test_an_existing_version_is_refused_unless_overwrite(run: Path) -> None:
@@ -162,6 +264,8 @@ def test_an_existing_version_is_refused_unless_overwrite(run: Path) -> None:
         export.export_savedmodel(run, version=2)
     assert str(target) in str(refused.value)
     assert_one_sentence(str(refused.value))
+    with pytest.raises(export.ExportError, match="overwrite=True"):
+        export.run(run, export.Params(version=2, overwrite=False), verbose=False)
     assert (target / "stale.txt").is_file()
     export.export_savedmodel(run, version=2, overwrite=True)
     assert (target / "saved_model.pb").is_file() and not (target / "stale.txt").exists()

@@ -1,23 +1,30 @@
-"""Optimize: ONNX in three precisions, parity against the SavedModel, the benchmark, refusals.
+"""Optimize: ONNX in three precisions, parity against the SavedModel, the benchmark, refusals
+of bad values and of broken or stale inputs.
 
 The run folder of `exported_run` (conftest) is shared by the whole file; the ONNX backend runs on
-CPU in fp32, fp16 and int8. Backends that need a GPU have their own file.
+CPU in fp32, fp16 and int8. A test that breaks model.keras or the export works on a copy.
+Backends that need a GPU have their own file.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
-import re
+import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+import papermill
 import pytest
+from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, optimize
-from {{ cookiecutter.package_name }}.artifacts import MissingInputError, read_metrics, write_metrics
-from {{ cookiecutter.package_name }}.optimize import core
+from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
+from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
+from {{ cookiecutter.package_name }}.optimize import registry
 from {{ cookiecutter.package_name }}.optimize.calibration import calibration_batches, calibration_images
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load, quantize_int8
 
@@ -25,18 +32,22 @@ HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 pytestmark = pytest.mark.skipif(
     not HAS_ORT, reason="onnxruntime is not installed (pip install '.[onnx]')"
 )
-
-
-def assert_one_sentence(message: str) -> None:
-    """Bad input is answered with one sentence: one line, one final full stop."""
-    assert "\n" not in message.strip() and message.strip().endswith("."), message
-    assert not re.search(r"[.!?]\s+[A-Z]", message), f"more than one sentence: {message}"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_optimize.ipynb"
+QUICK = optimize.Params(backends="onnx", batch_sizes="1", iterations=3)
 
 
 @pytest.fixture(scope="module")
 def metrics(exported_run: Path) -> dict[str, Any]:
+    """The step as the notebook runs it, every backend in three precisions; writes the metrics."""
     backends = ",".join(optimize.BACKENDS)
-    return optimize.optimize(exported_run, backends, "fp32,fp16,int8", "1,4", iterations=5)
+    params = optimize.Params(backends, "fp32,fp16,int8", "1,4", iterations=5)
+    return optimize.run(exported_run, params, verbose=False)
+
+
+@pytest.fixture
+def run_copy(exported_run: Path, tmp_path: Path) -> Path:
+    """A copy of the exported run folder, for a test that breaks or replaces something in it."""
+    return Path(shutil.copytree(exported_run, tmp_path / "run"))
 
 
 def entry(metrics: dict[str, Any], name: str, precision: str = "fp32") -> dict[str, Any]:
@@ -87,12 +98,17 @@ def test_benchmark_figures_for_baselines_and_backends(metrics: dict[str, Any]) -
     assert metrics["best_vs_predict_batch1"] == pytest.approx(predict / best["p50_ms"])
 
 
-def test_metrics_round_trip_through_optimize_json(
+def test_run_writes_optimize_json_with_its_lineage(
     metrics: dict[str, Any], exported_run: Path
 ) -> None:
-    """metrics/optimize.json holds every backend and precision, each with its reason."""
-    write_metrics(exported_run, "optimize", metrics)
+    """metrics/optimize.json is what run returned: every backend and precision with its reason,
+    and the fingerprints of the data, model.keras and export it measured."""
     saved = read_metrics(exported_run, "optimize")
+    assert saved == json.loads(json.dumps(metrics))
+    reads = {name: lineage.fingerprint(exported_run, name) for name in ("data", "model")}
+    reads["export/1"] = lineage.read(exported_run)["export/1"]["fingerprint"]
+    assert all(reads.values())
+    assert saved["lineage"] == {"reads": reads, "writes": {}}
     pairs = [(line["name"], line["precision"]) for line in saved["backends"]]
     assert pairs == [(b, p) for b in optimize.BACKENDS for p in ("fp32", "fp16", "int8")]
     assert all(line["status"] in {"ran", "skipped", "failed"} for line in saved["backends"])
@@ -143,6 +159,18 @@ def test_int8_depends_on_its_calibration_data(exported_run: Path, tmp_path: Path
     assert good_diff <= optimize.PRECISION_TOLERANCE["int8"] < bad_diff, (good_diff, bad_diff)
 
 
+def test_onnx_follows_a_replaced_model_whatever_its_file_time(run_copy: Path) -> None:
+    """A model.keras copied in with an older file time still gets an ONNX export of its own."""
+    out = run_copy / "optimized"
+    first = export_onnx(run_copy, out).read_bytes()
+    assert export_onnx(run_copy, out).read_bytes() == first
+    meta = data.read_meta(run_copy)
+    other = models.build_model("small_cnn", meta["image_shape"], meta["num_classes"], width=16)
+    other.save(run_copy / "model.keras")
+    os.utime(run_copy / "model.keras", ns=(0, 0))
+    assert export_onnx(run_copy, out).read_bytes() != first
+
+
 def test_backend_with_different_outputs_fails_and_never_wins(
     exported_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,7 +181,7 @@ def test_backend_with_different_outputs_fails_and_never_wins(
         return lambda batch: predict(batch) + np.float32(0.05)
 
     monkeypatch.setattr(optimize.BACKEND_TABLE["onnx"], "load", noisy_load)
-    result = optimize.optimize(exported_run, "onnx", "fp32", "1", iterations=3)
+    result = optimize.optimize(exported_run, QUICK)
     onnx_entry = entry(result, "onnx")
     assert onnx_entry["status"] == "failed" and onnx_entry["parity_ok"] is False
     assert onnx_entry["max_abs_diff"] == pytest.approx(0.05, abs=1e-3)
@@ -170,7 +198,7 @@ def test_conversion_that_breaks_is_failed_with_its_error(
         raise RuntimeError("the converter ran out of disk")
 
     monkeypatch.setattr(optimize.BACKEND_TABLE["onnx"], "convert", broken)
-    result = optimize.optimize(exported_run, "onnx", "fp32", "1", iterations=3)
+    result = optimize.optimize(exported_run, QUICK)
     assert entry(result, "onnx")["status"] == "failed"
     assert entry(result, "onnx")["reason"] == "onnx failed: the converter ran out of disk"
 
@@ -179,9 +207,25 @@ def test_backend_modules_missing_from_the_package_are_left_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A backend whose module the bake removed is not offered (and so refused by name)."""
-    monkeypatch.setitem(core.BACKEND_MODULES, "openvino", "openvino_backend")
-    assert "openvino" not in core._backend_table()
-    assert "onnx" in core._backend_table()
+    monkeypatch.setitem(registry.BACKEND_MODULES, "openvino", "openvino_backend")
+    assert "openvino" not in registry.backend_table()
+    assert "onnx" in registry.backend_table()
+
+
+def test_the_defaults_are_the_notebooks() -> None:
+    """Params() holds what 05_optimize's parameters cell holds: every backend of this bake."""
+    cell = papermill.inspect_notebook(str(NOTEBOOK))
+    defaults = {name: ast.literal_eval(info["default"]) for name, info in cell.items()}
+    del defaults["run_dir"]
+    assert defaults["backends"] == ",".join(optimize.BACKENDS)
+    assert defaults == {
+        "backends": ",".join(optimize.BACKENDS),
+        "precisions": "fp32",
+        "batch_sizes": "1,32,256",
+        "iterations": 200,
+        "calibration_examples": 512,
+    }
+    assert optimize.Params(**defaults) == optimize.Params()
 
 
 @pytest.mark.parametrize(
@@ -196,20 +240,84 @@ def test_backend_modules_missing_from_the_package_are_left_out(
     ],
 )
 def test_bad_parameters_are_refused_in_one_sentence(
-    exported_run: Path, arguments: dict[str, Any], named: str
+    tmp_path: Path, arguments: dict[str, Any], named: str
 ) -> None:
-    """An unknown backend or precision, sizes without 1, counts below 1: one sentence."""
-    request = {"backends": "onnx", "precisions": "fp32", "batch_sizes": "1", "iterations": 5}
+    """An unknown backend or precision, sizes without 1, counts below 1: one sentence, from the
+    values alone (the runner's pre-flight check, before any input exists)."""
+    optimize.check(tmp_path, optimize.Params(), inputs=False)
     with pytest.raises(optimize.OptimizeError) as caught:
-        optimize.check_optimize(exported_run, **{**request, **arguments})
+        optimize.check(tmp_path, optimize.Params(**arguments), inputs=False)
     assert named in str(caught.value)
     assert_one_sentence(str(caught.value))
 
 
-def test_missing_export_names_04_export(tmp_path: Path) -> None:
+def test_missing_export_names_04_export(run_copy: Path) -> None:
     """A run folder without export/<version>/ points at 04_export, in one sentence."""
-    (tmp_path / "model.keras").write_bytes(b"")
+    shutil.rmtree(run_copy / "export")
     with pytest.raises(MissingInputError) as caught:
-        optimize.check_optimize(tmp_path, "onnx", "fp32", "1", 5)
-    assert "04_export" in str(caught.value)
+        optimize.check(run_copy, QUICK)
+    assert "run 04_export first" in str(caught.value)
     assert_one_sentence(str(caught.value))
+
+
+def test_an_export_of_an_older_model_is_refused_naming_04_export(run_copy: Path) -> None:
+    """03_train ran again after 04_export: export/1 is not the model there now, so nothing is
+    measured until 04_export has exported the new one."""
+    optimize.check(run_copy, QUICK)  # as exported: accepted
+    meta = data.read_meta(run_copy)
+    retrained = models.build_model("small_cnn", meta["image_shape"], meta["num_classes"], width=16)
+    retrained.save(run_copy / "model.keras")
+    with pytest.raises(StaleInputError) as refused:
+        optimize.check(run_copy, QUICK)
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"export/1 in {run_copy} was made from an older model.keras")
+    assert message.endswith(
+        "re-run 04_export (a new version, or overwrite=true) before 05_optimize."
+    )
+    export.export_savedmodel(run_copy, version=2)
+    optimize.check(run_copy, QUICK)  # the newest export is of this model: accepted
+    assert optimize.plan(run_copy, QUICK)["export_dir"] == run_copy / "export" / "2"
+
+
+def test_a_model_trained_on_replaced_data_is_refused_naming_03_train(run_copy: Path) -> None:
+    """model.keras recorded as made from other data than data/ holds now: retrain first."""
+    lineage.record(run_copy, "model", "train", {"data": "0" * 64})
+    with pytest.raises(StaleInputError, match="re-run 03_train before 05_optimize") as refused:
+        optimize.check(run_copy, QUICK)
+    assert_one_sentence(str(refused.value))
+
+
+def test_a_model_file_cut_short_is_refused_naming_03_train(run_copy: Path) -> None:
+    """The first 100 bytes of a real model.keras: one sentence, not Keras' "File not found"."""
+    path = run_copy / "model.keras"
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(optimize.OptimizeError) as refused:
+        optimize.check(run_copy, QUICK)
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"model.keras in {run_copy} cannot be read (")
+    assert message.endswith("): re-run 03_train.") and "File not found" not in message
+
+
+def test_a_savedmodel_cut_short_is_refused_naming_04_export(run_copy: Path) -> None:
+    """A saved_model.pb that does not parse is found by check, before any model is loaded."""
+    graph = run_copy / "export" / "1" / "saved_model.pb"
+    graph.write_bytes(graph.read_bytes()[:100])
+    with pytest.raises(optimize.OptimizeError) as refused:
+        optimize.check(run_copy, QUICK)
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"export/1 in {run_copy} cannot be read (saved_model.pb does not")
+    assert message.endswith("re-run 04_export (a new version, or overwrite=true).")
+
+
+def test_savedmodel_variables_cut_short_are_one_sentence_at_load(run_copy: Path) -> None:
+    """Variables cut short pass the cheap check; loading the reference says the same sentence."""
+    variables = next((run_copy / "export" / "1" / "variables").glob("variables.data-*"))
+    variables.write_bytes(variables.read_bytes()[:50])
+    optimize.check(run_copy, QUICK)
+    with pytest.raises(optimize.OptimizeError, match="re-run 04_export") as refused:
+        optimize.optimize(run_copy, QUICK)
+    assert_one_sentence(str(refused.value))
+    assert str(refused.value).startswith(f"export/1 in {run_copy} cannot be read (")

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
-from {{ cookiecutter.package_name }}.optimize import core, onnx_backend
+from {{ cookiecutter.package_name }}.optimize import onnx_backend, registry
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import batch_profile, builder_flags, engine_source
 
@@ -138,14 +138,16 @@ def test_tf_trt_skips_without_a_tensorrt_build(precision: str) -> None:
 
 def test_both_tensorrt_backends_are_offered() -> None:
     """Baked with TensorRT, the package has both modules, so both backends are offered."""
-    assert set(core.BACKEND_MODULES) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
+    assert set(registry.BACKEND_MODULES) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
+    assert optimize.Params().backends == "onnx,tensorrt,tf_trt"  # the notebook's default
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_TRT, reason="the trt extra is not installed (pip install '.[trt]')")
 def test_tensorrt_engine_builds_runs_and_agrees(exported_run: Path) -> None:
     """On a GPU with the trt extra: fp32, fp16 and int8 engines build, serialize and agree."""
-    result = optimize.optimize(exported_run, "tensorrt", "fp32,fp16,int8", "1,4", iterations=5)
+    params = optimize.Params("tensorrt", "fp32,fp16,int8", "1,4", iterations=5)
+    result = optimize.optimize(exported_run, params)
     for line in result["backends"]:
         assert line["status"] == "ran", line["reason"]
         engine = exported_run / "optimized" / f"model_{line['precision']}.engine"
@@ -157,6 +159,7 @@ def test_tensorrt_engine_builds_runs_and_agrees(exported_run: Path) -> None:
 @pytest.mark.skipif(not TRT_BUILD, reason="this TensorFlow was built without TensorRT")
 def test_tf_trt_converts_and_agrees(exported_run: Path) -> None:
     """On a TensorRT build of TensorFlow with a GPU: TF-TRT fp32, fp16 and int8 agree."""
-    result = optimize.optimize(exported_run, "tf_trt", "fp32,fp16,int8", "1,4", iterations=5)
+    params = optimize.Params("tf_trt", "fp32,fp16,int8", "1,4", iterations=5)
+    result = optimize.optimize(exported_run, params)
     for line in result["backends"]:
         assert line["status"] == "ran" and line["parity_ok"], line["reason"]

@@ -1,19 +1,33 @@
 """Step 4, the export: one exit from training, a versioned SavedModel TF Serving takes as it is.
 
-    from <package>.export import export_savedmodel, check_parity, signature_text
-    exported = export_savedmodel("artifacts/run", version=1)
-    parity = check_parity("artifacts/run", exported["export_dir"])
+    from <package> import export
+    params = export.Params(version=1, overwrite=False)
+    export.check(run_dir, params)           # values, inputs, lineage: one sentence if refused
+    metrics = export.run(run_dir, params)   # export, parity, saved_model_cli, metrics/export.json
 
 What was trained is what is served: the serving signature takes raw uint8 images of the data set's
 shape (any batch size), runs the model in inference mode (Dropout off, batch norm frozen) with its
 rescaling inside, and returns probabilities, class ids and class names.
 
+- params: Params and check, the step's contract before any model is loaded
+- files: model.keras and SavedModel folders, checked cheaply and loaded with one sentence if broken
 - savedmodel: the export itself, its signature as a dict and as `saved_model_cli` prints it
-- parity: the export reloaded in a fresh process against the Keras model, metrics/export.json
+- parity: the export reloaded in a fresh process against the Keras model
+- step: run, which does it all and writes metrics/export.json
 - rest: TF Serving's REST `:predict` request and answer, and a client for it
 """
 
-from .parity import TOLERANCE, check_parity, export_metrics
+from .files import (
+    INPUT_NAME,
+    OUTPUTS,
+    SIGNATURE,
+    check_model_file,
+    check_savedmodel,
+    load_model,
+    load_savedmodel,
+)
+from .params import ExportError, Params, check, check_version, export_target
+from .parity import TOLERANCE, check_parity
 from .rest import (
     ServingError,
     answer_rest,
@@ -24,43 +38,45 @@ from .rest import (
     server_ready,
 )
 from .savedmodel import (
-    EXPORT_FOLDER,
-    INPUT_NAME,
     MODEL_NAME,
-    OUTPUTS,
-    SIGNATURE,
-    ExportError,
-    check_export,
-    check_version,
     describe_signature,
     export_savedmodel,
     graph_ops,
     saved_model_cli_command,
+    signature_block,
     signature_text,
 )
+from .step import export_metrics, run
 
 __all__ = [
-    "EXPORT_FOLDER",
     "INPUT_NAME",
     "MODEL_NAME",
     "OUTPUTS",
     "SIGNATURE",
     "TOLERANCE",
     "ExportError",
+    "Params",
     "ServingError",
     "answer_rest",
-    "check_export",
+    "check",
+    "check_model_file",
     "check_parity",
+    "check_savedmodel",
     "check_version",
     "describe_signature",
     "export_metrics",
     "export_savedmodel",
+    "export_target",
     "graph_ops",
+    "load_model",
+    "load_savedmodel",
     "parse_rest_response",
     "predict_rest",
     "rest_payload",
     "rest_url",
+    "run",
     "saved_model_cli_command",
     "server_ready",
+    "signature_block",
     "signature_text",
 ]

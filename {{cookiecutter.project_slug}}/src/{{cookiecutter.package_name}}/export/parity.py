@@ -17,14 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import MissingInputError, require, resolve_run_dir
+from ..artifacts import MissingInputError, resolve_run_dir
 from ..data import first_images, read_meta
-from ..train.loop import MODEL_FILE
-from .savedmodel import INPUT_NAME, SIGNATURE, ExportError, model_precision
+from .files import INPUT_NAME, SIGNATURE, load_model
+from .params import ExportError
+from .savedmodel import model_precision
 
 # Largest allowed |Keras - SavedModel| probability. float32: both run the same float32 graph, so
 # only the order of operations may differ. Mixed precision: float16 keeps about 3 significant
@@ -49,7 +49,7 @@ def check_parity(
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
         raise ExportError(f"max_examples={max_examples!r} is not allowed: use a whole number >= 1.")
     folder = resolve_run_dir(run_dir, create=False)
-    model_path = require(folder, MODEL_FILE, "03_train")
+    model = load_model(folder, ExportError)
     export_dir = Path(export_dir)
     if not (export_dir / "saved_model.pb").is_file():
         raise MissingInputError(
@@ -58,7 +58,6 @@ def check_parity(
     classes = np.array(read_meta(folder)["classes"])
     images = validation_images(folder, max_examples)
     served = predict_in_fresh_process(export_dir, images)
-    model = keras.models.load_model(model_path, compile=False)
     expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
     tolerance = TOLERANCE["float32" if precision == "float32" else "mixed"]
@@ -77,23 +76,6 @@ def check_parity(
         "served_pid": served["pid"],
         "keras_pid": os.getpid(),
         "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
-    }
-
-
-def export_metrics(
-    exported: dict[str, Any], parity: dict[str, Any], saved_model_cli: str
-) -> dict[str, Any]:
-    """metrics/export.json: the export, its signature, the parity figures and the CLI text."""
-    return {
-        "version": exported["version"],
-        "export_dir": exported["export_dir"],
-        "model_path": exported["model_path"],
-        "model_name": exported["model_name"],
-        "signature": exported["signature"],
-        "saved_model_cli": saved_model_cli,
-        **{key: value for key, value in parity.items() if key != "keras_pid"},
-        "tensorflow_version": tf.__version__,
-        "keras_version": keras.__version__,
     }
 
 

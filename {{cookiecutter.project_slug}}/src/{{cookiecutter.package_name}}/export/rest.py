@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .savedmodel import INPUT_NAME, MODEL_NAME, SIGNATURE, ExportError
+from .files import INPUT_NAME, SIGNATURE
+from .params import ExportError
+from .savedmodel import MODEL_NAME
 
 OUTPUT_DTYPES = {"probabilities": np.float32, "class_ids": np.int64, "class_names": np.str_}
 REST_PORT = 8501

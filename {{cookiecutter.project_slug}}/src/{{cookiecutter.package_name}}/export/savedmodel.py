@@ -5,6 +5,8 @@ in inference mode plus an argmax and a lookup of the class names in a constant: 
 left for a client to get wrong. Keras' ExportArchive writes it with `serving_default` as the one
 endpoint TF Serving calls. The version folder appears whole or not at all: it is written under a
 hidden temporary name in export/ (TF Serving only loads folders named by a number) and renamed.
+Once it is in place, the lineage ledger records the model.keras and data it was made from, so
+05_optimize can refuse an export that a newer model.keras has made stale.
 """
 
 from __future__ import annotations
@@ -20,23 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from ..artifacts import StepError, require, resolve_run_dir
+from .. import lineage
+from ..artifacts import MODEL_FILE, resolve_run_dir
 from ..data import read_meta
-from ..train.loop import MODEL_FILE
+from .files import INPUT_NAME, SIGNATURE, load_model
+from .params import ExportError, Params, check, export_target
 
-EXPORT_FOLDER = "export"
-SIGNATURE = "serving_default"
-INPUT_NAME = "images"
-OUTPUTS = ("probabilities", "class_ids", "class_names")
 MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
 CLI_TIMEOUT = 300
-
-
-class ExportError(StepError):
-    """A version, folder or model was refused: one sentence naming the value and what is allowed."""
 
 
 def export_savedmodel(
@@ -44,18 +39,22 @@ def export_savedmodel(
 ) -> dict[str, Any]:
     """Export run_dir/model.keras to run_dir/export/<version>/ and describe what was written.
 
-    An existing version is refused unless `overwrite=True`: TF Serving may be serving it, and a
-    version number should always mean the same model. Returns version, export_dir, model_path,
-    model_name, precision, image_shape, classes and signature (see describe_signature).
+    Refuses what export.check refuses (an existing version unless `overwrite=True`, a model.keras
+    that cannot be read or was trained on replaced data). Records export/<version> in the lineage
+    ledger. Returns version, export_dir, model_path, model_name, precision, image_shape, classes
+    and signature (see describe_signature).
     """
-    target = check_export(run_dir, version, overwrite)
-    folder = target.parent.parent
-    model_path, meta = folder / MODEL_FILE, read_meta(folder)
-    model = keras.models.load_model(model_path, compile=False)
+    check(run_dir, Params(version=version, overwrite=overwrite))
+    folder = resolve_run_dir(run_dir, create=False)
+    target, model_path = export_target(folder, version), folder / MODEL_FILE
+    meta = read_meta(folder)
+    made_from = {name: lineage.fingerprint(folder, name) for name in ("model", "data")}
+    model = load_model(folder, ExportError)
     shape, classes = [int(side) for side in meta["image_shape"]], list(meta["classes"])
     _check_model(model, shape, classes, model_path)
     archive = build_archive(model, shape, classes)
     _write_whole(archive, target)
+    lineage.record(folder, f"export/{int(version)}", "export", made_from)
     return {
         "version": int(version),
         "export_dir": str(target),
@@ -66,27 +65,6 @@ def export_savedmodel(
         "classes": classes,
         "signature": describe_signature(target),
     }
-
-
-def check_export(run_dir: str | os.PathLike[str], version: int, overwrite: bool) -> Path:
-    """Refuse a bad request in one sentence before any model is loaded; return the target folder.
-
-    Checks the version, overwrite, that 03_train left model.keras and 01_data its meta.json, and
-    that the version is free (or overwrite=True).
-    """
-    version = check_version(version)
-    if not isinstance(overwrite, bool):
-        raise ExportError(f"overwrite={overwrite!r} is not allowed: use True or False.")
-    folder = resolve_run_dir(run_dir, create=False)
-    require(folder, MODEL_FILE, "03_train")
-    read_meta(folder)
-    target = folder / EXPORT_FOLDER / str(version)
-    if target.exists() and not overwrite:
-        raise ExportError(
-            f"{target} exists already: pass overwrite=True to replace it, or choose another "
-            "version."
-        )
-    return target
 
 
 def build_archive(
@@ -109,16 +87,6 @@ def build_archive(
     spec = tf.TensorSpec([None, *image_shape], tf.uint8, name=INPUT_NAME)
     archive.add_endpoint(SIGNATURE, serve, input_signature=[spec])
     return archive
-
-
-def check_version(version: Any) -> int:
-    """TF Serving names versions by positive whole numbers: refuse anything else in one sentence."""
-    if isinstance(version, bool) or not isinstance(version, int | np.integer) or version < 1:
-        raise ExportError(
-            f"version={version!r} is not allowed: use a whole number >= 1 (TF Serving loads "
-            "export/<version>/ folders named by positive integers)."
-        )
-    return int(version)
 
 
 def describe_signature(export_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -170,6 +138,21 @@ def graph_ops(show_all_text: str) -> list[str]:
     return sorted(name.strip().strip("'\"") for name in found.group(1).split(","))
 
 
+def signature_block(show_all_text: str, name: str = SIGNATURE) -> str:
+    """One signature's part of `saved_model_cli show --all`, as `show --signature_def` prints it.
+
+    The tool takes seconds to start, so a notebook runs it once, with --all, and shows both.
+    """
+    found = re.search(
+        rf"^signature_def\['{re.escape(name)}'\]:\n(.*?^  Method name is:[^\n]*)",
+        show_all_text,
+        flags=re.DOTALL | re.MULTILINE,
+    )
+    if found is None:
+        return ""
+    return "\n".join(line.removeprefix("  ") for line in found.group(1).splitlines())
+
+
 def model_precision(model: keras.Model) -> str:
     """The mixed-precision policy the model computes in, or float32."""
     for layer in model.layers:
@@ -188,12 +171,12 @@ def _check_model(
     if inputs != expected or keras.backend.standardize_dtype(model.inputs[0].dtype) != "uint8":
         raise ExportError(
             f"{model_path} takes {model.inputs[0].dtype} images of shape {inputs}, but the data "
-            f"holds uint8 images of shape {expected}: retrain it on this run folder's data."
+            f"holds uint8 images of shape {expected}: re-run 03_train on this run folder's data."
         )
     if model.outputs[0].shape[-1] != len(classes):
         raise ExportError(
             f"{model_path} gives {model.outputs[0].shape[-1]} outputs per image, but the data "
-            f"has {len(classes)} classes: retrain it on this run folder's data."
+            f"has {len(classes)} classes: re-run 03_train on this run folder's data."
         )
 
 

@@ -7,13 +7,18 @@ counted as a win; a backend the machine cannot run is `skipped` with one sentenc
 benchmark times `model.predict`, the SavedModel signature called directly and each backend that
 ran: warm-up first, then batch-1 latency (p50, p99) and throughput at larger batches.
 
-Modules: `core` (the step), `base` (the interface), `calibration` (int8 data), and one module per
-backend: `onnx_backend`, `tensorrt_engine`, `tf_trt`.
+    from <package> import optimize
+    params = optimize.Params(backends="onnx", precisions="fp32,int8")
+    optimize.check(run_dir, params)            # values, inputs, a stale export: one sentence
+    metrics = optimize.run(run_dir, params)    # measures, writes metrics/optimize.json
+
+Modules: `params` (Params, check: the contract), `core` (the step), `base` (the interface),
+`registry` (the backends present), `calibration` (int8 data), and one module per backend:
+`onnx_backend`, `tensorrt_engine`, `tf_trt`.
 """
 
 from .base import (
     CALIBRATION_EXAMPLES,
-    OPTIMIZED_FOLDER,
     PRECISIONS,
     Backend,
     Job,
@@ -22,37 +27,41 @@ from .base import (
     latest_export,
 )
 from .core import (
-    BACKEND_TABLE,
-    BACKENDS,
     PRECISION_TOLERANCE,
     benchmark,
     best_ratios,
-    check_optimize,
     optimize,
     parity,
     predict_all,
     results_table,
+    run,
     skip_sentences,
 )
+from .params import Params, check, check_export_current, parse, plan
+from .registry import BACKEND_TABLE, BACKENDS
 
 __all__ = [
     "BACKENDS",
     "BACKEND_TABLE",
     "CALIBRATION_EXAMPLES",
-    "OPTIMIZED_FOLDER",
     "PRECISIONS",
     "PRECISION_TOLERANCE",
     "Backend",
     "Job",
     "OptimizeError",
+    "Params",
     "Predict",
     "benchmark",
     "best_ratios",
-    "check_optimize",
+    "check",
+    "check_export_current",
     "latest_export",
     "optimize",
     "parity",
+    "parse",
+    "plan",
     "predict_all",
     "results_table",
+    "run",
     "skip_sentences",
 ]

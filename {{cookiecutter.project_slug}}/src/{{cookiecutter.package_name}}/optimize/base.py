@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import MissingInputError, StepError
-from ..export.savedmodel import EXPORT_FOLDER, INPUT_NAME
+from ..artifacts import EXPORT_DIR, OPTIMIZED_DIR, MissingInputError, StepError
+from ..export.files import INPUT_NAME
 
 PRECISIONS = ("fp32", "fp16", "int8")
-OPTIMIZED_FOLDER = "optimized"
 # Validation images are predicted in batches of this size for parity, so every backend (a
 # TensorRT engine's batch profile included) must accept it.
 PARITY_BATCH = 256
@@ -40,7 +39,7 @@ class Job:
     @property
     def out_dir(self) -> Path:
         """run_dir/optimized/, where every converted model is written."""
-        return self.run_dir / OPTIMIZED_FOLDER
+        return self.run_dir / OPTIMIZED_DIR
 
     @property
     def max_batch(self) -> int:
@@ -62,12 +61,12 @@ def latest_export(run_dir: Path) -> Path:
     """The highest export/<version>/ holding a SavedModel, or one sentence naming 04_export."""
     versions = [
         path
-        for path in (run_dir / EXPORT_FOLDER).glob("*")
+        for path in (run_dir / EXPORT_DIR).glob("*")
         if path.name.isdigit() and (path / "saved_model.pb").is_file()
     ]
     if not versions:
         raise MissingInputError(
-            f"{run_dir / EXPORT_FOLDER} holds no export/<version>/ SavedModel: run 04_export "
+            f"{run_dir / EXPORT_DIR} holds no export/<version>/ SavedModel: run 04_export "
             "first, with the same run_dir."
         )
     return max(versions, key=lambda path: int(path.name))

@@ -1,9 +1,7 @@
-"""Convert, check parity, benchmark: the step every backend goes through."""
+"""Convert, check parity, benchmark: the step every backend goes through, and `run`, the step."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import time
 from collections.abc import Sequence
@@ -11,23 +9,15 @@ from typing import Any
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from ..artifacts import require, resolve_run_dir
+from .. import lineage
+from ..artifacts import resolve_run_dir, write_metrics
+from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, validation_images
-from ..export.savedmodel import SIGNATURE, model_precision
-from ..train.loop import MODEL_FILE
-from .base import (
-    CALIBRATION_EXAMPLES,
-    PARITY_BATCH,
-    PRECISIONS,
-    Backend,
-    Job,
-    OptimizeError,
-    Predict,
-    latest_export,
-    run_savedmodel,
-)
+from ..export.savedmodel import model_precision
+from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedmodel
+from .params import Params, check, plan
+from .registry import BACKEND_TABLE
 
 # Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
 # reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
@@ -35,53 +25,43 @@ PRECISION_TOLERANCE = {"fp32": TOLERANCE["float32"], "fp16": TOLERANCE["mixed"],
 WARMUP = 5
 PARITY_EXAMPLES = 256
 
-# Backend name -> module and its functions. A module missing from the package (the TensorRT
-# ones, when the project was baked without TensorRT) leaves its backend out.
-BACKEND_MODULES = {
-    "onnx": "onnx_backend",
-    "tensorrt": "tensorrt_engine",
-    "tf_trt": "tf_trt",
-}
 
+def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
+    """Check, convert, check parity, benchmark, write metrics/optimize.json; return the metrics.
 
-def _backend_table() -> dict[str, Backend]:
-    table = {}
-    for name, module in BACKEND_MODULES.items():
-        if importlib.util.find_spec(f"{__package__}.{module}") is None:
-            continue
-        loaded = importlib.import_module(f"{__package__}.{module}")
-        parts = (getattr(loaded, f"{name}_{part}") for part in ("available", "convert", "load"))
-        table[name] = Backend(name, *parts)
-    return table
-
-
-BACKEND_TABLE = _backend_table()
-BACKENDS = tuple(BACKEND_TABLE)
+    The metrics' lineage names the data, model.keras and export/<version> it measured.
+    """
+    metrics = optimize(run_dir, params, verbose=verbose)
+    folder = resolve_run_dir(run_dir, create=False)
+    export = f"export/{os.path.basename(metrics['export_dir'])}"
+    metrics["lineage"] = lineage.summary(folder, reads=["data", "model", export], writes=[])
+    path = write_metrics(folder, "optimize", metrics)
+    if verbose:
+        print(f"Wrote {path}")
+    return metrics
 
 
 def optimize(
     run_dir: str | os.PathLike[str],
-    backends: str | Sequence[str] = ",".join(BACKENDS),
-    precisions: str | Sequence[str] = "fp32",
-    batch_sizes: str | Sequence[int] = "1,32,256",
-    iterations: int = 200,
-    calibration_examples: int = CALIBRATION_EXAMPLES,
+    params: Params,
+    *,
     max_examples: int = PARITY_EXAMPLES,
+    verbose: bool = False,
 ) -> dict[str, Any]:
-    """Convert, check parity and benchmark; return what metrics/optimize.json holds.
+    """Check, convert, check parity and benchmark; return what metrics/optimize.json holds
+    (without writing it: `run` does).
 
-    Keys: export_dir, precisions, batch_sizes, iterations, baselines (model.predict and the
-    SavedModel signature), backends (one entry per backend and precision, ran|skipped|failed),
-    best_backend, best_vs_savedmodel_batch1 and best_vs_predict_batch1 (None when no backend ran
-    with parity).
+    Keys: export_dir, precisions, batch_sizes, iterations, parity_examples, calibration_examples,
+    baselines (model.predict and the SavedModel signature), backends (one entry per backend and
+    precision, ran|skipped|failed), best_backend, best_vs_savedmodel_batch1 and
+    best_vs_predict_batch1 (None when no backend ran with parity).
     """
-    request = check_optimize(
-        run_dir, backends, precisions, batch_sizes, iterations, calibration_examples
-    )
+    check(run_dir, params)
+    request = plan(run_dir, params)
     folder, export_dir = request["run_dir"], request["export_dir"]
     images = validation_images(folder, max_examples)
-    model = keras.models.load_model(folder / MODEL_FILE, compile=False)
-    reference = run_savedmodel(tf.saved_model.load(str(export_dir)).signatures[SIGNATURE])
+    model = load_model(folder, OptimizeError)
+    reference = run_savedmodel(load_savedmodel(export_dir, OptimizeError))
     expected = predict_all(reference, images)
     model_tolerance = TOLERANCE["float32" if model_precision(model) == "float32" else "mixed"]
     sizes, count = request["batch_sizes"], request["iterations"]
@@ -99,6 +79,8 @@ def optimize(
                 entry.update(benchmark(entry.pop("predict"), images, sizes, count))
             entry.pop("predict", None)
             entries.append(entry)
+            if verbose:
+                print(f"{name} ({precision}): {entry['status']}")
     return {
         "export_dir": str(export_dir),
         "precisions": request["precisions"],
@@ -109,34 +91,6 @@ def optimize(
         "baselines": baselines,
         "backends": entries,
         **best_ratios(baselines, entries),
-    }
-
-
-def check_optimize(
-    run_dir: str | os.PathLike[str],
-    backends: str | Sequence[str],
-    precisions: str | Sequence[str],
-    batch_sizes: str | Sequence[int],
-    iterations: int,
-    calibration_examples: int = CALIBRATION_EXAMPLES,
-) -> dict[str, Any]:
-    """Refuse bad parameters or missing inputs in one sentence, before any model is loaded."""
-    chosen = _names(backends, BACKENDS, "backends")
-    kinds = _names(precisions, PRECISIONS, "precisions")
-    sizes = _sizes(batch_sizes)
-    _whole(iterations, "iterations")
-    _whole(calibration_examples, "calibration_examples")
-    folder = resolve_run_dir(run_dir, create=False)
-    require(folder, MODEL_FILE, "03_train")
-    export_dir = latest_export(folder)
-    return {
-        "run_dir": folder,
-        "export_dir": export_dir,
-        "backends": chosen,
-        "precisions": kinds,
-        "batch_sizes": sizes,
-        "iterations": int(iterations),
-        "calibration_examples": int(calibration_examples),
     }
 
 
@@ -269,36 +223,6 @@ def results_table(metrics: dict[str, Any]) -> str:
         text = [f"{c:.3g}" if isinstance(c, float) else "-" if c is None else str(c) for c in cells]
         rows.append("| " + " | ".join(text) + " |")
     return "\n".join(rows)
-
-
-def _names(value: str | Sequence[str], allowed: Sequence[str], label: str) -> list[str]:
-    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
-    names = [name for name in names if name]
-    bad = [name for name in names if name not in allowed]
-    if bad or not names:
-        raise OptimizeError(
-            f"{label}={value!r} is not allowed: use a comma-separated list of {', '.join(allowed)}."
-        )
-    return list(dict.fromkeys(names))
-
-
-def _sizes(value: str | Sequence[int]) -> list[int]:
-    parts = value.split(",") if isinstance(value, str) else list(value)
-    try:
-        sizes = [int(str(part).strip()) for part in parts]
-    except ValueError:
-        sizes = []
-    if not sizes or any(size < 1 for size in sizes) or 1 not in sizes:
-        raise OptimizeError(
-            f"batch_sizes={value!r} is not allowed: use whole numbers >= 1, including 1 "
-            "(batch-1 latency is what the comparison is about)."
-        )
-    return sorted(set(sizes))
-
-
-def _whole(value: Any, label: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise OptimizeError(f"{label}={value!r} is not allowed: use a whole number >= 1.")
 
 
 def _batch(images: np.ndarray, size: int) -> np.ndarray:

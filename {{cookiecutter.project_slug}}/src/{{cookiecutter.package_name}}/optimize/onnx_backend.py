@@ -22,11 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Job, Predict
+from .. import lineage
+from ..export.files import INPUT_NAME, load_model
+from .base import Job, OptimizeError, Predict
 from .calibration import calibration_batches, calibration_images
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
+# ONNX file -> fingerprint of the model.keras this process exported it from. Every backend and
+# precision of a run starts from the same fp32 export, so it is made once per run, and again
+# whenever model.keras changes (a file time would miss a model copied in with an older one).
+_EXPORTED: dict[Path, str | None] = {}
 
 
 def onnx_available(precision: str) -> tuple[bool, str]:
@@ -89,20 +95,17 @@ def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
 
 
 def export_onnx(run_dir: Path, out_dir: Path) -> Path:
-    """optimized/model_fp32.onnx from model.keras, exported again only when the model is newer."""
-    import keras
+    """optimized/model_fp32.onnx from model.keras, exported once per process and model.keras."""
     import tensorflow as tf
 
-    from ..export.savedmodel import INPUT_NAME
-    from ..train.loop import MODEL_FILE
-
-    model_file, target = run_dir / MODEL_FILE, out_dir / "model_fp32.onnx"
-    if target.is_file() and target.stat().st_mtime_ns >= model_file.stat().st_mtime_ns:
+    target, made_from = out_dir / "model_fp32.onnx", lineage.fingerprint(run_dir, "model")
+    if target.is_file() and target in _EXPORTED and _EXPORTED[target] == made_from:
         return target
-    model = keras.models.load_model(model_file, compile=False)
+    model = load_model(run_dir, OptimizeError)
     spec = tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8, name=INPUT_NAME)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.export(str(target), format="onnx", input_signature=[spec], verbose=False)
+    _EXPORTED[target] = made_from
     return target
 
 

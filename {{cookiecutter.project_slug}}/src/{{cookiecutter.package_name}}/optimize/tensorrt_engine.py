@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..export.savedmodel import INPUT_NAME
+from ..export.files import INPUT_NAME
 from .base import Job, Predict, gpu_visible
 from .calibration import calibration_images
 from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, quantize_int8

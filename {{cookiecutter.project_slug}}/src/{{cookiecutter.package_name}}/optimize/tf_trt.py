@@ -11,7 +11,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from ..export.savedmodel import SIGNATURE
+from ..export.files import SIGNATURE
 from .base import Job, Predict, gpu_visible, latest_export, run_savedmodel
 from .calibration import calibration_batches, calibration_images
 

@@ -1,0 +1,116 @@
+"""The two files step 4 sits between: model.keras in, the SavedModel out.
+
+A file cut short (a full disk, a copy interrupted, a crash while saving) must stop a step with one
+sentence that names the step to re-run, not with Keras' "File not found" or a protobuf traceback.
+So each has a cheap check that reads no model (model.keras is a zip archive: its CRCs and parts;
+saved_model.pb a protobuf: it parses and has serving_default), run before any work, and a load
+that turns whatever the loader raises into the same sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import MODEL_FILE, StepError, require, resolve_run_dir
+
+SIGNATURE = "serving_default"
+INPUT_NAME = "images"
+OUTPUTS = ("probabilities", "class_ids", "class_names")
+KERAS_PARTS = ("config.json", "model.weights.h5")  # what Keras 3 writes into a .keras archive
+
+
+def check_model_file(run_dir: str | os.PathLike[str], error: type[StepError] = StepError) -> Path:
+    """run_dir/model.keras, refused in one sentence (`error`) when missing, cut short or damaged.
+
+    Reads the archive's index and CRCs, not the model: fast enough for a pre-flight check.
+    """
+    path = require(run_dir, MODEL_FILE, "03_train")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            missing = [part for part in KERAS_PARTS if part not in archive.namelist()]
+            damaged = archive.testzip()
+            config = json.loads(archive.read("config.json")) if not missing else None
+    except zipfile.BadZipFile:
+        raise _model_error(path, "not a complete .keras archive", error) from None
+    except (OSError, ValueError, RuntimeError, EOFError, zlib.error) as failure:
+        raise _model_error(path, _reason(failure), error) from None
+    if missing:
+        raise _model_error(path, f"no {' or '.join(missing)} inside", error)
+    if damaged is not None:
+        raise _model_error(path, f"{damaged} inside is damaged", error)
+    if not isinstance(config, dict):
+        raise _model_error(path, "its config.json holds no model", error)
+    return path
+
+
+def load_model(run_dir: str | os.PathLike[str], error: type[StepError] = StepError) -> Any:
+    """model.keras, loaded without its optimizer; anything unreadable is one sentence (`error`)."""
+    import keras
+
+    path = check_model_file(run_dir, error)
+    try:
+        return keras.models.load_model(path, compile=False)
+    except Exception as failure:  # Keras raises anything from ValueError to OSError and KeyError
+        raise _model_error(path, _reason(failure), error) from None
+
+
+def check_savedmodel(
+    export_dir: str | os.PathLike[str], error: type[StepError] = StepError
+) -> Path:
+    """A SavedModel folder, refused in one sentence when its graph or variables cannot be read.
+
+    Parses saved_model.pb (milliseconds) and looks for serving_default and the variables' index;
+    variables cut short are found by the load (load_savedmodel), which says the same.
+    """
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    folder = Path(export_dir)
+    proto = saved_model_pb2.SavedModel()
+    try:
+        proto.ParseFromString((folder / "saved_model.pb").read_bytes())
+    except OSError as failure:
+        raise _savedmodel_error(folder, _reason(failure), error) from None
+    except DecodeError:
+        raise _savedmodel_error(folder, "saved_model.pb does not parse", error) from None
+    if not any(SIGNATURE in graph.signature_def for graph in proto.meta_graphs):
+        raise _savedmodel_error(folder, f"saved_model.pb has no {SIGNATURE} signature", error)
+    if not (folder / "variables" / "variables.index").is_file():
+        raise _savedmodel_error(folder, "variables/variables.index is missing", error)
+    return folder
+
+
+def load_savedmodel(export_dir: str | os.PathLike[str], error: type[StepError] = StepError) -> Any:
+    """The SavedModel's serving_default; anything unreadable is one sentence (`error`)."""
+    import tensorflow as tf
+
+    folder = check_savedmodel(export_dir, error)
+    try:
+        return tf.saved_model.load(str(folder)).signatures[SIGNATURE]
+    except Exception as failure:  # TensorFlow raises OSError, OpError, IndexError, KeyError
+        raise _savedmodel_error(folder, _reason(failure), error) from None
+
+
+def _model_error(path: Path, reason: str, error: type[StepError]) -> StepError:
+    return error(f"{path.name} in {path.parent} cannot be read ({reason}): re-run 03_train.")
+
+
+def _savedmodel_error(folder: Path, reason: str, error: type[StepError]) -> StepError:
+    run_dir = resolve_run_dir(folder.parent.parent, create=False)
+    return error(
+        f"{folder.parent.name}/{folder.name} in {run_dir} cannot be read ({reason}): re-run "
+        "04_export (a new version, or overwrite=true)."
+    )
+
+
+def _reason(failure: BaseException) -> str:
+    """The first clause of an error's message, short and without a full stop of its own."""
+    text = (str(failure).strip().splitlines() or [""])[0]
+    text = re.split(r"(?<=[.!?])\s", text)[0].rstrip(".!?:; ")[:160]
+    return f"{type(failure).__name__}: {text}" if text else type(failure).__name__

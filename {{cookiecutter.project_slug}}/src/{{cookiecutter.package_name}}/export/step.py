@@ -1,0 +1,63 @@
+"""Step 4 as one call: `run(run_dir, Params(...))` exports, proves parity, writes the metrics.
+
+The notebook, `<package> export --run-dir DIR -p version=2` and the runner all go through here, so
+the export a server gets has always passed the same checks and left the same record.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from .. import lineage
+from ..artifacts import resolve_run_dir, write_metrics
+from .params import Params, check
+from .parity import check_parity
+from .savedmodel import export_savedmodel, signature_block, signature_text
+
+
+def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
+    """Check, export model.keras to export/<version>/, reload it in a fresh process for parity,
+    read its signature with saved_model_cli, and write metrics/export.json; return the metrics."""
+    check(run_dir, params)
+    folder = resolve_run_dir(run_dir, create=False)
+    say = print if verbose else _silent
+    exported = export_savedmodel(folder, params.version, params.overwrite)
+    say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
+    parity = check_parity(folder, exported["export_dir"])
+    say(parity["verdict"])
+    shown = signature_text(exported["export_dir"], show_all=True)  # the tool runs once: seconds
+    metrics = export_metrics(exported, parity, shown)
+    writes = [f"export/{exported['version']}"]
+    metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
+    say(f"Wrote {write_metrics(folder, 'export', metrics)}")
+    return metrics
+
+
+def export_metrics(
+    exported: dict[str, Any], parity: dict[str, Any], show_all_text: str
+) -> dict[str, Any]:
+    """metrics/export.json: the export, its signature, the parity figures and the CLI text.
+
+    saved_model_cli is serving_default's part of `show --all` (what `show --signature_def
+    serving_default` prints); saved_model_cli_all is the whole text, op list included.
+    """
+    return {
+        "version": exported["version"],
+        "export_dir": exported["export_dir"],
+        "model_path": exported["model_path"],
+        "model_name": exported["model_name"],
+        "signature": exported["signature"],
+        "saved_model_cli": signature_block(show_all_text),
+        "saved_model_cli_all": show_all_text,
+        **{key: value for key, value in parity.items() if key != "keras_pid"},
+        "tensorflow_version": tf.__version__,
+        "keras_version": keras.__version__,
+    }
+
+
+def _silent(*args: Any, **kwargs: Any) -> None:
+    """print's stand-in when verbose=False (the CLI's --json wants stdout to itself)."""

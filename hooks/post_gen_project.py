@@ -14,7 +14,7 @@ from pathlib import Path
 # Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
 DOCKER = ["docker", ".dockerignore"]
 GITHUB_CI = [".github"]
-TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune.py", "tests/test_tune.py"]
+TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
 SERVING = ["docker/compose.serving.yml"]
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",

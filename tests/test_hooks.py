@@ -149,7 +149,8 @@ TREE = [
     "src/pkg/optimize/onnx_backend.py",
     "src/pkg/optimize/tensorrt_engine.py",
     "src/pkg/optimize/tf_trt.py",
-    "src/pkg/tune.py",
+    "src/pkg/tune/__init__.py",
+    "src/pkg/tune/search.py",
     "tests/test_optimize.py",
     "tests/test_optimize_tensorrt.py",
     "tests/test_tune.py",
@@ -187,7 +188,9 @@ def test_remove_tuning_removes_notebook_module_and_tests(post_gen, tmp_path):
     post_gen.remove_tuning(tmp_path, "pkg")
     assert before - tree(tmp_path) == {
         "notebooks/02_tune.ipynb",
-        "src/pkg/tune.py",
+        "src/pkg/tune",
+        "src/pkg/tune/__init__.py",
+        "src/pkg/tune/search.py",
         "tests/test_tune.py",
     }
 

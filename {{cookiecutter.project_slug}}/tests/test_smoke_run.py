@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -99,3 +101,55 @@ def test_run_record_and_report(smoke: Smoke) -> None:
     assert all(entry["status"] == "ok" for entry in record["notebooks"]), record["notebooks"]
     assert record["notebooks"][0]["parameters"]["run_dir"] == str(run_dir)
     assert "### environment" in (run_dir / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_steps_rerun_out_of_order_never_leave_the_run_folder_lying(
+    smoke: Smoke, tmp_path: Path
+) -> None:
+    """Issue 10's sequence on a copy of the smoke run: new data, then retrain, then a stale export.
+
+    Training on replaced data starts from epoch 0 and says why; step 5 refuses the export made from
+    the previous model; a re-export into an existing version is refused before any notebook runs,
+    and the successful 04 notebook of the first run is untouched; a bad value exits 2 at once.
+    """
+    source, done = smoke
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    good_export = (run_dir / "notebooks" / "04_export.ipynb").read_bytes()
+
+    new_data = run_cli(
+        "--profile", "smoke", "--only", "01", "-p", "seed=7", "-p", "val_fraction=0.5",
+        "--run-dir", str(run_dir),
+    )  # fmt: skip
+    assert new_data.returncode == 0, new_data.stdout + new_data.stderr
+
+    retrain = run_cli(
+        "--profile", "smoke", "--only", "03", "-p", "epochs=3", "--run-dir", str(run_dir)
+    )  # fmt: skip
+    assert retrain.returncode == 0, retrain.stdout + retrain.stderr
+    train = json.loads((run_dir / "metrics" / "train.json").read_text())
+    assert train["initial_epoch"] == 0 and train["epochs_completed"] == 3, train["history"]
+    trained = nbformat.read(run_dir / "notebooks" / "03_train.ipynb", as_version=4)
+    said = "".join(
+        output.get("text", "") for cell in trained.cells for output in cell.get("outputs", [])
+    )
+    assert "other data" in said, "03 did not say why it started over"
+
+    stale = run_cli("--profile", "smoke", "--only", "05", "--run-dir", str(run_dir), timeout=120)
+    assert stale.returncode == 2, stale.stdout + stale.stderr
+    assert "04_export" in stale.stderr and "Traceback" not in stale.stderr
+
+    again = run_cli("--profile", "smoke", "--only", "04", "--run-dir", str(run_dir), timeout=120)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "exists already" in again.stderr
+    assert (run_dir / "notebooks" / "04_export.ipynb").read_bytes() == good_export
+
+    fresh = tmp_path / "fresh"
+    started = time.perf_counter()
+    refused = run_cli("--profile", "smoke", "-p", "epochs=0", "--run-dir", str(fresh), timeout=60)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "epochs=0" in refused.stderr
+    assert not fresh.exists()
+    print(f"epochs=0 refused in {time.perf_counter() - started:.1f} s")

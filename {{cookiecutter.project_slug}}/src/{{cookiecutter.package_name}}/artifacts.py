@@ -22,6 +22,7 @@ TUNING_DIR = "tuning"  # 02: keras-tuner's state (tuning/tuner/) and TUNED_FILE
 TUNED_FILE = "tuning/best_hparams.json"  # 02: the best values, which 03 takes
 CHECKPOINT_DIR = "checkpoints"  # 03: checkpoints, their params.json and history.json
 LOGS_DIR = "logs"  # 03: TensorBoard logs
+SET_ASIDE = "{name}.other-data-{stamp}"  # 03: checkpoints/ and logs/ made on replaced data
 MODEL_FILE = "model.keras"  # 03: the trained model
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
 OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines

@@ -109,7 +109,8 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
     """Check every selected notebook's values with its step's own checker, in chain order.
 
     `selected` maps notebook names to their values. A step's inputs are checked too, unless an
-    earlier selected step writes them in this run. Raises StepError; runs nothing.
+    earlier selected step writes them in this run. Raises StepError naming the notebook; runs
+    nothing and writes nothing.
     """
     folder = Path(run_dir)
     earlier: set[str] = set()
@@ -117,8 +118,11 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
         step = for_notebook(stem)
         if step is None:
             continue
-        params = params_from(step, values)
-        module(step).check(folder, params, inputs=not earlier.intersection(step.reads))
+        try:
+            params = params_from(step, values)
+            module(step).check(folder, params, inputs=not earlier.intersection(step.reads))
+        except StepError as error:  # which notebook refused, so the sentence says where to look
+            raise StepError(f"{stem} refuses to start: {error}") from None
         earlier.add(step.name)
 
 

@@ -1,0 +1,186 @@
+"""The step contract: one typed entry per step, lineage that refuses stale inputs, one sentence."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+from helpers import assert_one_sentence
+from nbclient import NotebookClient
+
+from {{ cookiecutter.package_name }} import artifacts, lineage, steps
+from {{ cookiecutter.package_name }}.artifacts import StaleInputError, StepError
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+STEP_NAMES = [step.name for step in steps.available()]
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_each_notebooks_parameters_cell_is_its_steps_params(name: str) -> None:
+    """The notebook's parameters cell and the package's Params hold the same names and defaults."""
+    step = steps.BY_NAME[name]
+    declared = papermill.inspect_notebook(str(NOTEBOOKS / f"{step.notebook}.ipynb"))
+    in_cell = {key: ast.literal_eval(info["default"]) for key, info in declared.items()}
+    assert in_cell.pop("run_dir") == "artifacts/interactive"
+    assert in_cell == steps.defaults(step)
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_params_are_frozen_and_every_field_has_help(name: str) -> None:
+    """Parameters travel as one immutable value, and the CLI can explain each of them."""
+    params = steps.module(name).Params()
+    field = dataclasses.fields(params)[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(params, field.name, field.default)
+    assert all(item.metadata.get("help") for item in dataclasses.fields(params))
+
+
+def test_an_unknown_parameter_is_refused_naming_what_the_step_takes() -> None:
+    with pytest.raises(StepError) as refused:
+        steps.params_from("export", {"versoin": 2})
+    assert_one_sentence(str(refused.value))
+    assert "'versoin'" in str(refused.value) and "version" in str(refused.value)
+
+
+def test_a_value_of_the_wrong_type_is_refused_before_the_step_sees_it() -> None:
+    with pytest.raises(StepError) as refused:
+        steps.params_from("export", {"version": "two"})
+    assert_one_sentence(str(refused.value))
+    assert "version='two'" in str(refused.value) and "int" in str(refused.value)
+    with pytest.raises(StepError):
+        steps.params_from("export", {"overwrite": 1})  # a number is not a yes/no
+
+
+def test_a_whole_number_for_a_float_parameter_becomes_a_float() -> None:
+    params = steps.params_from("data", {"val_fraction": 0, "run_dir": "ignored"})
+    assert params.val_fraction == 0.0 and isinstance(params.val_fraction, float)
+
+
+def test_a_step_error_shows_in_jupyter_as_its_sentence_not_a_traceback() -> None:
+    """JupyterLab and papermill both render the error through IPython: one line, no frames."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            f"from {PACKAGE}.artifacts import MissingInputError\n"
+            "raise MissingInputError('data/meta.json is missing: run 01_data first.')"
+        )
+    ]
+    NotebookClient(notebook, kernel_name="python3", allow_errors=True, timeout=120).execute()
+    error = notebook.cells[0].outputs[0]
+    assert error["ename"] == "MissingInputError"
+    assert len(error["traceback"]) == 1, error["traceback"]
+    assert "run 01_data first." in error["traceback"][0]
+    assert "Traceback" not in error["traceback"][0]
+
+
+def test_a_run_folder_that_cannot_be_written_is_refused_in_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(StepError) as refused:
+        artifacts.check_writable(blocker / "run")
+    assert_one_sentence(str(refused.value))
+    assert "is a file" in str(refused.value)
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(artifacts.tempfile, "mkstemp", denied)
+    with pytest.raises(StepError) as refused:
+        artifacts.check_writable(tmp_path)
+    assert_one_sentence(str(refused.value))
+    assert "cannot be written (Permission denied" in str(refused.value)
+
+
+# --- lineage ------------------------------------------------------------------------------------
+
+
+def fake_data(run_dir: Path, seed: int) -> None:
+    """A data folder as 01_data leaves it, as far as fingerprints go: meta.json and its shards."""
+    (run_dir / "data").mkdir(parents=True, exist_ok=True)
+    (run_dir / "data" / "train-00000-of-00001.tfrecord").write_bytes(b"x" * (10 + seed))
+    meta = {"seed": seed, "splits": {"train": {"shards": ["train-00000-of-00001.tfrecord"]}}}
+    artifacts.write_json(run_dir / artifacts.META_FILE, meta)
+
+
+def test_fingerprints_follow_the_content_not_the_time(tmp_path: Path) -> None:
+    fake_data(tmp_path, seed=1)
+    first = lineage.fingerprint(tmp_path, "data")
+    fake_data(tmp_path, seed=1)
+    assert lineage.fingerprint(tmp_path, "data") == first
+    (tmp_path / "data" / "train-00000-of-00001.tfrecord").write_bytes(b"shorter")
+    assert lineage.fingerprint(tmp_path, "data") != first  # a shard replaced by another
+    assert lineage.fingerprint(tmp_path, "model") is None
+
+
+def test_an_artifact_made_from_replaced_data_is_refused_naming_the_step_to_rerun(
+    tmp_path: Path,
+) -> None:
+    fake_data(tmp_path, seed=1)
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"weights")
+    lineage.record(tmp_path, "model", "train", {"data": lineage.fingerprint(tmp_path, "data")})
+    lineage.check_made_from(tmp_path, "model", needed_by="04_export")  # current: no refusal
+    assert "current" in lineage.describe(tmp_path, "model")
+
+    fake_data(tmp_path, seed=2)  # 01_data again, with another seed
+    assert lineage.stale_inputs(tmp_path, "model") == ["data"]
+    with pytest.raises(StaleInputError) as refused:
+        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+    assert_one_sentence(str(refused.value))
+    assert "re-run 03_train before 04_export" in str(refused.value)
+    assert "replaced by 01_data" in str(refused.value)
+
+
+def test_a_record_of_an_earlier_artifact_says_nothing_about_the_current_one(
+    tmp_path: Path,
+) -> None:
+    """A model.keras replaced by hand has no record: it is taken as it is, and said unchecked."""
+    fake_data(tmp_path, seed=1)
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"weights")
+    lineage.record(tmp_path, "model", "train", {"data": "an-old-fingerprint"})
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"other weights")
+    assert lineage.made_from(tmp_path, "model") is None
+    lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+    assert "no lineage record" in lineage.describe(tmp_path, "model")
+    ledger = json.loads((tmp_path / artifacts.LINEAGE_FILE).read_text(encoding="utf-8"))
+    assert ledger["model"]["step"] == "train"
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", PACKAGE, *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize("name", ["data", "export", "optimize"])
+def test_every_step_has_a_subcommand_that_lists_its_parameters(name: str) -> None:
+    result = cli(name, "--help")
+    assert result.returncode == 0, result.stderr
+    for field in dataclasses.fields(steps.module(name).Params):
+        assert f"{field.name} = {field.default!r}" in result.stdout
+
+
+def test_a_step_subcommand_refuses_a_bad_value_with_exit_2_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "run"
+    result = cli("export", "--run-dir", str(folder), "-p", "version=0")
+    assert result.returncode == 2, result.stdout + result.stderr
+    ours = [line for line in result.stderr.splitlines() if line.startswith(f"{PACKAGE}: ")]
+    assert len(ours) == 1 and "Traceback" not in result.stderr, result.stderr
+    message = ours[0].removeprefix(f"{PACKAGE}: ")
+    assert_one_sentence(message)
+    assert "version=0" in message
+    assert not folder.exists()

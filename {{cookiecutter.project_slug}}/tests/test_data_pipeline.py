@@ -6,15 +6,12 @@ epoch delivered and in what order. No timing is asserted: rates vary from machin
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import json
 import math
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import papermill
 import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
@@ -346,16 +343,6 @@ def test_benchmark_refuses_bad_settings_before_reading(tmp_path: Path, kwargs: d
 
 
 # the step contract
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_data.ipynb"
-
-
-def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
-    """Notebook 01's parameters cell and data.Params hold the same names and defaults."""
-    declared = papermill.inspect_notebook(str(NOTEBOOK))
-    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
-    in_cell.pop("run_dir")
-    assert in_cell == dataclasses.asdict(data.Params())
 
 
 @pytest.mark.parametrize(

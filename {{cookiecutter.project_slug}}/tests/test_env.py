@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
-import papermill
 import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, env
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_environment.ipynb"
 PACKAGE = "{{ cookiecutter.package_name }}"
 BAKED_TENSORFLOW = "{{ cookiecutter.tensorflow_version }}"
 BUILD = {
@@ -323,14 +318,6 @@ def test_bad_matmul_parameters_are_refused_before_any_work(size, repeats):
 
 
 # the step contract
-
-
-def test_params_defaults_are_the_notebooks_parameters_cell():
-    """Notebook 00's parameters cell and env.Params hold the same names and defaults."""
-    declared = papermill.inspect_notebook(str(NOTEBOOK))
-    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
-    in_cell.pop("run_dir")
-    assert in_cell == dataclasses.asdict(env.Params())
 
 
 @pytest.mark.parametrize(

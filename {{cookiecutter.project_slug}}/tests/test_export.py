@@ -9,7 +9,6 @@ TF Serving itself is not needed: a local HTTP server answers `:predict` with the
 
 from __future__ import annotations
 
-import ast
 import http.server
 import json
 import os
@@ -24,7 +23,6 @@ from typing import Any
 
 import keras
 import numpy as np
-import papermill
 import pytest
 import tensorflow as tf
 import yaml
@@ -182,15 +180,6 @@ def test_check_without_inputs_looks_at_the_values_only(tmp_path: Path) -> None:
     assert_one_sentence(str(refused.value))
     with pytest.raises(MissingInputError, match="03_train"):
         export.check(tmp_path, export.Params())
-
-
-def test_the_defaults_are_the_notebooks() -> None:
-    """Params() holds what 04_export's parameters cell holds (run_dir aside)."""
-    cell = papermill.inspect_notebook(str(ROOT / "notebooks" / "04_export.ipynb"))
-    defaults = {name: ast.literal_eval(info["default"]) for name, info in cell.items()}
-    del defaults["run_dir"]
-    assert defaults == {"version": 1, "overwrite": True}
-    assert export.Params(**defaults) == export.Params()
 
 
 def test_a_model_trained_on_replaced_data_is_refused_naming_03_train(run_copy: Path) -> None:

@@ -8,7 +8,6 @@ Backends that need a GPU have their own file.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import papermill
 import pytest
 from helpers import assert_one_sentence
 
@@ -32,7 +30,6 @@ HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 pytestmark = pytest.mark.skipif(
     not HAS_ORT, reason="onnxruntime is not installed (pip install '.[onnx]')"
 )
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "05_optimize.ipynb"
 QUICK = optimize.Params(backends="onnx", batch_sizes="1", iterations=3)
 
 
@@ -210,22 +207,6 @@ def test_backend_modules_missing_from_the_package_are_left_out(
     monkeypatch.setitem(registry.BACKEND_MODULES, "openvino", "openvino_backend")
     assert "openvino" not in registry.backend_table()
     assert "onnx" in registry.backend_table()
-
-
-def test_the_defaults_are_the_notebooks() -> None:
-    """Params() holds what 05_optimize's parameters cell holds: every backend of this bake."""
-    cell = papermill.inspect_notebook(str(NOTEBOOK))
-    defaults = {name: ast.literal_eval(info["default"]) for name, info in cell.items()}
-    del defaults["run_dir"]
-    assert defaults["backends"] == ",".join(optimize.BACKENDS)
-    assert defaults == {
-        "backends": ",".join(optimize.BACKENDS),
-        "precisions": "fp32",
-        "batch_sizes": "1,32,256",
-        "iterations": 200,
-        "calibration_examples": 512,
-    }
-    assert optimize.Params(**defaults) == optimize.Params()
 
 
 @pytest.mark.parametrize(

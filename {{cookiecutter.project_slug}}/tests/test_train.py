@@ -8,8 +8,6 @@ run for real on every machine. Everything trains on the 8x8 digits for a few epo
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import functools
 import json
 import os
@@ -23,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import keras
-import nbformat
 import numpy as np
 import pytest
 from helpers import assert_one_sentence
@@ -48,7 +45,6 @@ from {{ cookiecutter.package_name }}.train.params import parse_jit
 from {{ cookiecutter.package_name }}.train.state import weights_digest
 
 PACKAGE = "{{ cookiecutter.package_name }}"
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_train.ipynb"
 PROCESS_TIMEOUT = 300
 TF_CONFIG_TWO = json.dumps(
     {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}}
@@ -127,19 +123,6 @@ def validation_count(run: Path) -> int:
 
 
 # --- parameters -----------------------------------------------------------------------------
-
-
-def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
-    """train.Params has notebook 03's parameters (all but run_dir), with the same defaults."""
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    cell = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
-    in_cell = {
-        node.targets[0].id: ast.literal_eval(node.value)
-        for node in ast.parse(cell.source).body
-        if isinstance(node, ast.Assign)
-    }
-    in_cell.pop("run_dir")
-    assert in_cell == {field.name: field.default for field in dataclasses.fields(Params)}
 
 
 @pytest.mark.parametrize(

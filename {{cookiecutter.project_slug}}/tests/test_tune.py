@@ -6,13 +6,10 @@ on a copy of it.
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import json
 import shutil
 from pathlib import Path
 
-import papermill
 import pytest
 from helpers import assert_one_sentence
 
@@ -27,7 +24,6 @@ from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
 from {{ cookiecutter.package_name }}.train import TrainError, resolve_params, train  # noqa: E402
 
 TRIALS = 2
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_tune.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -87,14 +83,6 @@ def test_tuning_is_stale_once_the_data_is_prepared_again(searched_copy: Path) ->
     """01 again with another seed: the ledger now says tuning was made from other data."""
     data.prepare(searched_copy, "digits", seed=7)
     assert lineage.stale_inputs(searched_copy, "tuning") == ["data"]
-
-
-def test_params_defaults_are_the_notebooks_parameters_cell() -> None:
-    """Notebook 02's parameters cell and tune.Params hold the same names and defaults."""
-    declared = papermill.inspect_notebook(str(NOTEBOOK))
-    in_cell = {name: ast.literal_eval(info["default"]) for name, info in declared.items()}
-    in_cell.pop("run_dir")
-    assert in_cell == dataclasses.asdict(tune.Params())
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ an interrupted run never leaves a half shard that passes for whole.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -16,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,19 @@ SHARD_NAME = re.compile(r"^(train|validation)-\d{5}-of-\d{5}\.tfrecord$")
 TEMP_NAME = re.compile(r"^\.(train|validation)-\d{5}-of-\d{5}\.tfrecord\.tmp-")
 
 
+def _records_lineage(function: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """Record the data in lineage.json after every way out of prepare() that leaves data there."""
+
+    @functools.wraps(function)
+    def wrapper(run_dir: str | os.PathLike[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        meta = function(run_dir, *args, **kwargs)
+        lineage.record(run_dir, "data", "data", {})
+        return meta
+
+    return wrapper
+
+
+@_records_lineage
 def prepare(
     run_dir: str | os.PathLike[str],
     dataset: str = "digits",
@@ -74,38 +88,6 @@ def prepare(
     Either way the data's lineage is recorded afterwards (lineage.json), so the fingerprint there
     is always the current data's, and later steps can tell what their inputs were made from.
     """
-    meta = _prepare(
-        run_dir,
-        dataset,
-        data_dir=data_dir,
-        image_size=image_size,
-        val_fraction=val_fraction,
-        shards=shards,
-        seed=seed,
-        mixed_sizes=mixed_sizes,
-        synthetic_shape=synthetic_shape,
-        synthetic_classes=synthetic_classes,
-        synthetic_count=synthetic_count,
-    )
-    lineage.record(run_dir, "data", "data", {})
-    return meta
-
-
-def _prepare(
-    run_dir: str | os.PathLike[str],
-    dataset: str,
-    *,
-    data_dir: str | os.PathLike[str] | None,
-    image_size: int | None,
-    val_fraction: float,
-    shards: int,
-    seed: int,
-    mixed_sizes: str,
-    synthetic_shape: Sequence[int],
-    synthetic_classes: int,
-    synthetic_count: int,
-) -> dict[str, Any]:
-    """prepare() without the lineage record: the request checked, then reused or written."""
     folder = check_parameters(
         dataset,
         data_dir=data_dir,

@@ -552,7 +552,7 @@ def test_checkpoints_without_a_data_fingerprint_resume_as_before(
 
 
 def test_tuning_made_on_other_data_is_ignored_saying_so(run_dir: Path) -> None:
-    """best_hparams.json tuned on data 01_data has replaced since: none of its values is used."""
+    """Tuning made on data that 01_data has replaced since: none of its values is used."""
     path = run_dir / TUNED_FILE
     path.parent.mkdir(parents=True)
     hparams = {"model": "small_cnn", "learning_rate": 0.01, "width": 16}

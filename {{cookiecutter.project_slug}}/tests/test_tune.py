@@ -126,18 +126,18 @@ def test_check_with_inputs_names_the_data_step_when_there_is_no_data(tmp_path: P
 
 def test_overwrite_searches_again_instead_of_reloading(searched_copy: Path) -> None:
     """keras-tuner reloads a finished search and returns at once; overwrite=True searches anew."""
-    reloaded = tune.search(searched_copy, max_trials=TRIALS, epochs=1, overwrite=False)
+    reloaded = tune.search(searched_copy, tune.Params(max_trials=TRIALS, epochs=1), overwrite=False)
     assert reloaded["trials_run"] == 0 and reloaded["trials_completed"] == TRIALS
     stale = searched_copy / "tuning" / "tuner" / "stale"
     stale.write_text("from the first search", encoding="utf-8")
-    again = tune.search(searched_copy, max_trials=TRIALS, epochs=1, verbose=False)
+    again = tune.search(searched_copy, tune.Params(max_trials=TRIALS, epochs=1), verbose=False)
     assert again["trials_run"] == TRIALS and not stale.exists()
 
 
 def test_resuming_another_search_is_refused(searched_copy: Path) -> None:
     """overwrite=False with another model or epochs is refused before keras-tuner mixes them."""
     with pytest.raises(tune.TuneError) as error:
-        tune.search(searched_copy, max_trials=TRIALS, epochs=2, overwrite=False)
+        tune.search(searched_copy, tune.Params(max_trials=TRIALS, epochs=2), overwrite=False)
     assert "epochs=1" in str(error.value)
     assert_one_sentence(str(error.value))
 
@@ -206,7 +206,7 @@ def test_bad_parameters_are_refused_in_one_sentence(
     run = tmp_path / "run"
     shutil.copytree(digits, run)
     with pytest.raises(tune.TuneError) as error:
-        tune.search(run, **options)
+        tune.search(run, tune.Params(**options))
     assert named in str(error.value)
     assert_one_sentence(str(error.value))
     assert not (run / "tuning").exists() and not (run / "metrics" / "tune.json").exists()

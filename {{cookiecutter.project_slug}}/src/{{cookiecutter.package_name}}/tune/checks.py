@@ -7,11 +7,13 @@ so a value is refused with the same sentence wherever it is given.
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import data, models
 from ..artifacts import DATA_DIR, StepError
+from ..steps import param
 
 ALGORITHMS = ("random", "hyperband")
 INSTALL = 'install the project\'s tune extra (pip install -e ".[tune]")'
@@ -21,23 +23,29 @@ class TuneError(StepError):
     """A tuning parameter was refused, or the search found nothing; nothing was written."""
 
 
-def check_params(
-    *,
-    algorithm: str = "random",
-    max_trials: int = 4,
-    epochs: int = 2,
-    batch_size: int = 64,
-    model: str = "small_cnn",
-    seed: int = 42,
-    overwrite: bool = True,
-) -> dict[str, Any]:
-    """Refuse a bad search request in one sentence before any work; return the parameters."""
+@dataclass(frozen=True)
+class Params:
+    """The parameters of notebook 02 (all but run_dir), with its defaults."""
+
+    algorithm: str = param("random", "random or hyperband")
+    max_trials: int = param(4, "models to try (hyperband: at most this many)")
+    epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
+    batch_size: int = param(64, "examples per batch in every trial")
+    model: str = param(
+        "small_cnn", "the builder searched: small_cnn, resnet_small or a keras.applications name"
+    )
+    seed: int = param(42, "seed of the search and of every trial's weights")
+
+
+def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
+    """Refuse a bad search request in one sentence before any work; return the values as a dict."""
+    algorithm, model = params.algorithm, params.model
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise TuneError(f"algorithm={algorithm!r} is not allowed: use {' or '.join(ALGORITHMS)}.")
-    _whole("max_trials", max_trials, 1)
-    _whole("epochs", epochs, 1)
-    _whole("batch_size", batch_size, 1)
-    _whole("seed", seed, 0)
+    _whole("max_trials", params.max_trials, 1)
+    _whole("epochs", params.epochs, 1)
+    _whole("batch_size", params.batch_size, 1)
+    _whole("seed", params.seed, 0)
     if not isinstance(model, str) or model not in models.MODELS:
         raise TuneError(
             f"model={model!r} is not allowed: use {' or '.join(models.OWN_MODELS)}, or a "
@@ -45,15 +53,7 @@ def check_params(
         )
     if not isinstance(overwrite, bool):
         raise TuneError(f"overwrite={overwrite!r} is not allowed: use true or false.")
-    return {
-        "algorithm": algorithm,
-        "max_trials": max_trials,
-        "epochs": epochs,
-        "batch_size": batch_size,
-        "model": model,
-        "seed": seed,
-        "overwrite": overwrite,
-    }
+    return {**asdict(params), "overwrite": overwrite}
 
 
 def check_keras_tuner() -> None:

@@ -22,7 +22,7 @@ from .. import data, env, lineage, models
 from ..artifacts import TUNED_FILE, TUNING_DIR, resolve_run_dir, write_json, write_metrics
 from ..train.devices import resolve_jit
 from ..train.params import effective_learning_rate
-from .checks import TuneError, check_data, check_params, require_keras_tuner
+from .checks import Params, TuneError, check_data, check_params, require_keras_tuner
 from .space import OBJECTIVE, choose, search_space, training_values
 from .trials import Progress, completed, last_line, trial_number, trial_record
 
@@ -36,13 +36,8 @@ HYPERBAND_FACTOR = 3
 
 def search(
     run_dir: str | os.PathLike[str],
+    params: Params | None = None,
     *,
-    algorithm: str = "random",
-    max_trials: int = 4,
-    epochs: int = 2,
-    batch_size: int = 64,
-    model: str = "small_cnn",
-    seed: int = 42,
     overwrite: bool = True,
     verbose: bool = True,
 ) -> dict[str, Any]:
@@ -56,15 +51,9 @@ def search(
     The tuning's lineage names the data it was made from, so training can ignore values tuned on
     data that has since been replaced.
     """
-    params = check_params(
-        algorithm=algorithm,
-        max_trials=max_trials,
-        epochs=epochs,
-        batch_size=batch_size,
-        model=model,
-        seed=seed,
-        overwrite=overwrite,
-    )
+    params = check_params(params or Params(), overwrite)
+    algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
+    batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
     kt = require_keras_tuner()
     folder = resolve_run_dir(run_dir, create=False)
     meta = check_data(folder, model, batch_size)  # a folder without data names 01_data

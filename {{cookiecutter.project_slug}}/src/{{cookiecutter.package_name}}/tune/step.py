@@ -3,36 +3,19 @@ and metrics/tune.json with the lineage of both."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from ..artifacts import check_writable, resolve_run_dir
-from ..steps import param
-from .checks import check_data, check_keras_tuner, check_params
+from .checks import Params, check_data, check_keras_tuner, check_params
 from .search import search
-
-
-@dataclass(frozen=True)
-class Params:
-    """The parameters of notebook 02 (all but run_dir), with its defaults."""
-
-    algorithm: str = param("random", "random or hyperband")
-    max_trials: int = param(4, "models to try (hyperband: at most this many)")
-    epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
-    batch_size: int = param(64, "examples per batch in every trial")
-    model: str = param(
-        "small_cnn", "the builder searched: small_cnn, resnet_small or a keras.applications name"
-    )
-    seed: int = param(42, "seed of the search and of every trial's weights")
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
     """Refuse in one sentence (TuneError): a bad value, or no keras-tuner; with inputs=True also
     a run folder without data (naming 01_data), a model the images do not fit, a batch larger
     than the training split. Nothing is trained, imported at length or written."""
-    check_params(**dataclasses.asdict(params))
+    check_params(params)
     check_keras_tuner()  # a missing extra is found before any notebook runs, not at step 2
     if inputs:
         check_data(resolve_run_dir(run_dir, create=False), params.model, params.batch_size)
@@ -43,7 +26,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = resolve_run_dir(run_dir, create=False)
     check_writable(folder)
-    metrics = search(folder, **dataclasses.asdict(params), verbose=verbose)
+    metrics = search(folder, params, verbose=verbose)
     if verbose:
         print(
             f"{metrics['trials_run']} trial(s) in {metrics['seconds']:.1f} s; best "

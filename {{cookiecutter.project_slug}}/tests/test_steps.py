@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_one_sentence
 from nbclient import NotebookClient
 
-from {{ cookiecutter.package_name }} import artifacts, lineage, steps
+from {{ cookiecutter.package_name }} import artifacts, lineage, runner, steps
 from {{ cookiecutter.package_name }}.artifacts import StaleInputError, StepError
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -153,6 +153,23 @@ def test_a_record_of_an_earlier_artifact_says_nothing_about_the_current_one(
     assert "no lineage record" in lineage.describe(tmp_path, "model")
     ledger = json.loads((tmp_path / artifacts.LINEAGE_FILE).read_text(encoding="utf-8"))
     assert ledger["model"]["step"] == "train"
+
+
+def test_the_run_report_marks_an_artifact_whose_inputs_changed_as_stale(tmp_path: Path) -> None:
+    """A green row for 04 is not the whole truth once 03 retrained: report.md says so."""
+    fake_data(tmp_path, seed=1)
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"weights")
+    model_fp = lineage.fingerprint(tmp_path, "model")
+    lineage.record(tmp_path, "model", "train", {"data": lineage.fingerprint(tmp_path, "data")})
+    (tmp_path / artifacts.EXPORT_DIR / "1").mkdir(parents=True)
+    (tmp_path / artifacts.EXPORT_DIR / "1" / "saved_model.pb").write_bytes(b"graph")
+    lineage.record(tmp_path, "export/1", "export", {"model": model_fp})
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"retrained weights")  # 03 again
+    record = {"profile": "p", "status": "ok", "started": "t", "notebooks": []}
+    report = runner.write_report(tmp_path, record).read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0]: line for line in report.splitlines() if line.startswith("| ")}
+    assert "**stale**: model changed since" in rows["| export/1"]
+    assert "replaced or removed" in rows["| model"]  # no record of the retrained model.keras
 
 
 # --- the command line -----------------------------------------------------------------------------

@@ -87,13 +87,14 @@ def check_export_current(run_dir: str | os.PathLike[str], export_dir: Path) -> N
     changed = lineage.stale_inputs(run_dir, artifact)
     if not changed:
         return
+    name = "model" if "model" in changed else changed[0]  # the nearer cause first
     older = {
         "model": f"an older {MODEL_FILE} than the one there now",
         "data": f"other data than {DATA_DIR}/ holds now",
     }
     raise StaleInputError(
         f"{artifact} in {resolve_run_dir(run_dir, create=False)} was made from "
-        f"{older.get(changed[0], f'an older {changed[0]}')}: re-run 04_export (a new version, "
+        f"{older.get(name, f'an older {name}')}: re-run 04_export (a new version, "
         "or overwrite=true) before 05_optimize."
     )
 

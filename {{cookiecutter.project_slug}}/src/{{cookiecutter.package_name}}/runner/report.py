@@ -1,5 +1,6 @@
 """report.md: the run at a glance — each notebook's latest success and any newer failure, every
-attempt with its error in one line, then each metrics file's scalar values."""
+attempt with its error in one line, what made each artifact (and whether it is stale now), then
+each metrics file's scalar values."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import METRICS_DIR, REPORT_FILE, STEPS
+from .. import lineage
+from ..artifacts import LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
 from .profile import one_line
 
 
@@ -53,6 +55,7 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
             "|---|---|---|---:|---|---|",
         ]
         lines += [_attempt_row(attempt) for attempt in attempts]
+    lines += ["", "## What made what", "", *_lineage(run_dir)]
     lines += ["", "## Metrics", "", *_metrics(run_dir)]
     path = run_dir / REPORT_FILE
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
@@ -73,6 +76,35 @@ def _attempt_row(attempt: dict[str, Any]) -> str:
         f"| {attempt.get('started') or '-'} | {attempt['notebook']} | {attempt['status']} | "
         f"{_seconds(attempt.get('seconds'))} | {cell} | {_cell(text)} |"
     )
+
+
+def _lineage(run_dir: Path) -> list[str]:
+    """Each recorded artifact, the step that made it, and whether its inputs are still current.
+
+    A notebook that ran ok can still have made something that later re-runs left stale (an export
+    of the previous model): the report says so rather than show a green row alone.
+    """
+    ledger = lineage.read(run_dir)
+    if not ledger:
+        return [f"No step recorded its artifacts in `{LINEAGE_FILE}` yet."]
+    lines = [
+        f"From `{LINEAGE_FILE}`: each artifact, the step that made it, and whether what it was "
+        "made from is still what the run folder holds.",
+        "",
+        "| artifact | made by | made from | now |",
+        "|---|---|---|---|",
+    ]
+    for artifact, entry in sorted(ledger.items()):
+        inputs = (entry.get("inputs") or {}) if isinstance(entry, dict) else {}
+        made_from = ", ".join(f"{name} `{str(fp)[:12]}`" for name, fp in inputs.items()) or "-"
+        if lineage.made_from(run_dir, artifact) is None:
+            now = "replaced or removed since it was recorded"
+        else:
+            changed = lineage.stale_inputs(run_dir, artifact)
+            now = f"**stale**: {', '.join(changed)} changed since" if changed else "current"
+        step = entry.get("step", "?") if isinstance(entry, dict) else "?"
+        lines.append(f"| {_cell(artifact)} | {_cell(step)} | {made_from} | {now} |")
+    return lines
 
 
 def _metrics(run_dir: Path) -> list[str]:

@@ -17,7 +17,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, require, resolve_run_dir
+from ..data import read_meta
 
 SIGNATURE = "serving_default"
 INPUT_NAME = "images"
@@ -46,6 +48,17 @@ def check_model_file(run_dir: str | os.PathLike[str], error: type[StepError] = S
         raise _model_error(path, f"{damaged} inside is damaged", error)
     if not isinstance(config, dict):
         raise _model_error(path, "its config.json holds no model", error)
+    return path
+
+
+def check_trained_model(
+    run_dir: str | os.PathLike[str], error: type[StepError], needed_by: str
+) -> Path:
+    """What steps 4 and 5 build on: a readable model.keras, the data, and the model trained on
+    that data, not on data 01_data has replaced since (StaleInputError naming 03_train)."""
+    path = check_model_file(run_dir, error)
+    read_meta(run_dir)
+    lineage.check_made_from(run_dir, "model", needed_by=needed_by)
     return path
 
 

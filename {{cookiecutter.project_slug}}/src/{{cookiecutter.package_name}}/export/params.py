@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import lineage
 from ..artifacts import EXPORT_DIR, StepError, check_writable, resolve_run_dir
-from ..data import read_meta
 from ..steps import param
-from .files import check_model_file
+from .files import check_trained_model
 
 
 class ExportError(StepError):
@@ -50,9 +48,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     if not inputs:
         return
     folder = resolve_run_dir(run_dir, create=False)
-    check_model_file(folder, ExportError)
-    read_meta(folder)
-    lineage.check_made_from(folder, "model", needed_by="04_export")
+    check_trained_model(folder, ExportError, needed_by="04_export")
     target = export_target(folder, params.version)
     if target.exists() and not params.overwrite:
         raise ExportError(

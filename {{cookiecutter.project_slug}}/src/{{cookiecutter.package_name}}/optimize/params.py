@@ -19,8 +19,7 @@ import numpy as np
 
 from .. import lineage
 from ..artifacts import DATA_DIR, MODEL_FILE, StaleInputError, resolve_run_dir
-from ..data import read_meta
-from ..export.files import check_model_file, check_savedmodel
+from ..export.files import check_savedmodel, check_trained_model
 from ..steps import param
 from .base import CALIBRATION_EXAMPLES, PRECISIONS, OptimizeError, latest_export
 from .registry import BACKENDS
@@ -49,9 +48,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     if not inputs:
         return
     folder = resolve_run_dir(run_dir, create=False)
-    check_model_file(folder, OptimizeError)
-    read_meta(folder)
-    lineage.check_made_from(folder, "model", needed_by="05_optimize")
+    check_trained_model(folder, OptimizeError, needed_by="05_optimize")
     export_dir = latest_export(folder)
     check_savedmodel(export_dir, OptimizeError)
     check_export_current(folder, export_dir)

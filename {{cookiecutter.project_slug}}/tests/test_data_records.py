@@ -15,7 +15,7 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import lineage
 from {{ cookiecutter.package_name }}.artifacts import LINEAGE_FILE, MissingInputError
-from {{ cookiecutter.package_name }}.data import records, sources
+from {{ cookiecutter.package_name }}.data import records, shards, sources
 from {{ cookiecutter.package_name }}.data.sources import SOURCES, DataError
 
 # Exactly what the contract promises a reader: no package code needed to read the records.
@@ -208,7 +208,7 @@ def test_prepare_records_the_data_lineage_and_another_seed_changes_it(tmp_path):
 def test_interrupted_write_leaves_no_shard_no_temp_file_and_no_meta(tmp_path, monkeypatch):
     """A failure mid-way leaves no final-named partial shard and no meta.json (not reusable)."""
     records.prepare(tmp_path, "synthetic", **SMALL)  # a complete earlier run with other parameters
-    real, calls = records._example, []
+    real, calls = shards._example, []
 
     def failing(png: bytes, label: int) -> bytes:
         calls.append(label)
@@ -216,7 +216,7 @@ def test_interrupted_write_leaves_no_shard_no_temp_file_and_no_meta(tmp_path, mo
             raise KeyboardInterrupt
         return real(png, label)
 
-    monkeypatch.setattr(records, "_example", failing)
+    monkeypatch.setattr(shards, "_example", failing)
     with pytest.raises(KeyboardInterrupt):
         records.prepare(tmp_path, "synthetic", seed=1, shards=2, **SMALL)
     assert shard_files(tmp_path / "data") == []
@@ -228,7 +228,7 @@ def test_shard_writer_renames_only_a_complete_shard(tmp_path):
     """When records run out early, the shard is not renamed into place and its temp file is gone."""
     target = tmp_path / "train-00000-of-00001.tfrecord"
     with pytest.raises(RuntimeError, match="1 records written, 2 expected"):
-        records._write_shard(target, iter([(b"png", 0)]), expected=2)
+        shards._write_shard(target, iter([(b"png", 0)]), expected=2)
     assert list(tmp_path.iterdir()) == []
 
 

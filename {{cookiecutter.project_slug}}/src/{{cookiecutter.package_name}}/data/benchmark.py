@@ -4,49 +4,59 @@ An accelerator waits whenever the input pipeline delivers fewer examples per sec
 consumes. Both pipelines here read the same train shards (repeated until an epoch holds at least
 `min_examples`, so a pass takes long enough to time) and do the same per-record work; only how
 they schedule it differs. The first epoch and the later ones are reported apart: with the cache
-on, the first epoch decodes while the later ones read decoded images from memory.
+on, the first epoch decodes while the later ones read decoded images from memory. The pipelines
+compared, and how each is timed, are timing.py.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import statistics
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 import tensorflow as tf
 
-from .pipeline import (
-    PARSE_BATCH,
-    READ_BUFFER,
-    Stages,
-    build,
-    decode_record,
-    describe,
-    shard_paths,
-    shuffle_buffer,
+from .base import DataError
+from .meta import read_meta
+from .pipeline import shard_paths
+from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, decode_record, describe, shuffle_buffer
+from .timing import (
+    NAIVE,
+    STEPS,
+    WARMUP_BATCHES,
+    measure,
+    naive_pipeline,
+    pipeline_variants,
+    warm_page_cache,
 )
-from .records import read_meta
-from .sources import DataError
+
+__all__ = [
+    "MAP_DESCRIPTION",
+    "NAIVE",
+    "PARSE_BATCH",
+    "READ_BUFFER",
+    "STEPS",
+    "WARMUP_BATCHES",
+    "DataError",
+    "Stages",
+    "benchmark_pipeline",
+    "build",
+    "check_parameters",
+    "data_metrics",
+    "decode_record",
+    "describe",
+    "input_bound_verdict",
+    "read_meta",
+    "shard_paths",
+    "shuffle_buffer",
+    "steps_table",
+]
 
 MAP_DESCRIPTION = (
     "per record: parse the tf.train.Example (PNG bytes + int64 label), decode the PNG to uint8 "
     "H×W×C with its static shape, cast the label to int32; the naive pipeline calls this once per "
     "record, the configured one runs it on batches of {parse_batch} records (one parse_example, "
     "then decode_png per image inside the same call)"
-)
-NAIVE = "TFRecordDataset → map(per record) → batch"
-WARMUP_BATCHES = 20
-# The optimizations added one at a time in the steps table: Stages field, row name, what it adds.
-STEPS = (
-    ("parallel", "+ parallel map", "parallel interleave over shards, parallel per-record map"),
-    ("batch_parse", "+ batch before parse", "batches of serialized records, one parse_example"),
-    ("cache", "+ cache", "decoded images kept in memory after the first epoch"),
-    ("shuffle", "+ shuffle", "seeded shuffle after the cache, a new order every epoch"),
-    ("prefetch", "+ prefetch", "the next batches prepared while this one is consumed"),
 )
 
 
@@ -80,7 +90,7 @@ def benchmark_pipeline(
 
     def make(stages: Stages | None) -> tf.data.Dataset:
         if stages is None:
-            return _naive(files, shape, batch_size)
+            return naive_pipeline(files, shape, batch_size)
         dataset = build(
             files,
             shape,
@@ -97,11 +107,11 @@ def benchmark_pipeline(
         options.experimental_optimization.inject_prefetch = False
         return dataset.with_options(options)
 
-    variants = _variants(cache)
+    variants = pipeline_variants(cache)
     if not steps:
         variants = [variants[0], variants[-1]]
-    _warm_page_cache(files[: len(files) // repeats])
-    rows = _measure(variants, make, epochs, rounds)
+    warm_page_cache(files[: len(files) // repeats])
+    rows = measure(variants, make, epochs, rounds)
     naive, configured = rows[0], rows[-1]
     for row in rows:
         row["speedup_vs_naive"] = _ratio(row["examples_per_sec"], naive["examples_per_sec"])
@@ -226,107 +236,6 @@ def steps_table(result: dict[str, Any]) -> str:
             f"{row['examples_per_sec']:,.0f} | {row['speedup_vs_naive']:.2f} |"
         )
     return "\n".join(lines)
-
-
-# --- the pipelines compared -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Variant:
-    """One pipeline of the comparison; stages None is the naive pipeline."""
-
-    name: str
-    adds: str
-    stages: Stages | None
-
-
-def _variants(cache: bool) -> list[_Variant]:
-    """naive, then one optimization added at a time; the last is what make_dataset builds."""
-    variants = [
-        _Variant("naive", "one record at a time: no parallel calls, cache or prefetch", None)
-    ]
-    stages = Stages(parallel=False, batch_parse=False, cache=False, shuffle=False, prefetch=False)
-    for field, name, adds in STEPS:
-        if field == "cache" and not cache:
-            continue
-        stages = replace(stages, **{field: True})
-        variants.append(_Variant(name, adds, stages))
-    return variants
-
-
-def _naive(files: list[str], shape: list[int], batch_size: int) -> tf.data.Dataset:
-    """No parallel calls, no cache, no prefetch: one record at a time, batched at the end.
-
-    tf.data would by default parallelize this stateless map and add a final prefetch by itself;
-    both rewrites are switched off, so the naive pipeline is what it says.
-    """
-    dataset = (
-        tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER)
-        .map(lambda serialized: decode_record(serialized, shape))
-        .batch(batch_size)
-    )
-    options = tf.data.Options()
-    options.experimental_optimization.map_parallelization = False
-    options.experimental_optimization.inject_prefetch = False
-    return dataset.with_options(options)
-
-
-def _measure(
-    variants: list[_Variant],
-    make: Callable[[Stages | None], tf.data.Dataset],
-    epochs: int,
-    rounds: int,
-) -> list[dict[str, Any]]:
-    """Time `epochs` passes over a fresh copy of each pipeline, `rounds` times, round-robin.
-
-    Round-robin spreads a slow moment of the machine over all pipelines instead of one, and the
-    median over rounds keeps one such moment from deciding a row. Each pipeline is warmed up once
-    on a throwaway copy without cache (a cache read only in part is discarded with a warning).
-    """
-    for variant in variants:
-        warm = None if variant.stages is None else replace(variant.stages, cache=False)
-        for _ in make(warm).take(WARMUP_BATCHES):  # starts the threads, traces the functions
-            pass
-    timed: list[list[tuple[list[int], list[float]]]] = [[] for _ in variants]
-    for _ in range(rounds):
-        for index, variant in enumerate(variants):
-            timed[index].append(_time_epochs(make(variant.stages), epochs))
-    rows = []
-    later = slice(1, None) if epochs > 1 else slice(0, None)
-    for variant, passes in zip(variants, timed, strict=True):
-        rows.append(
-            {
-                "name": variant.name,
-                "adds": variant.adds,
-                "pipeline": NAIVE if variant.stages is None else describe(variant.stages),
-                "first_epoch_examples_per_sec": statistics.median(
-                    counts[0] / seconds[0] for counts, seconds in passes
-                ),
-                "examples_per_sec": statistics.median(
-                    sum(counts[later]) / sum(seconds[later]) for counts, seconds in passes
-                ),
-                "epoch_seconds": [[round(value, 4) for value in seconds] for _, seconds in passes],
-            }
-        )
-    return rows
-
-
-def _time_epochs(dataset: tf.data.Dataset, epochs: int) -> tuple[list[int], list[float]]:
-    """Examples and seconds of each full pass; the clock stops after the last batch arrived."""
-    counts, seconds = [], []
-    for _ in range(epochs):
-        count, start = 0, time.perf_counter()
-        for _, labels in dataset:
-            count += int(labels.shape[0])
-        seconds.append(time.perf_counter() - start)
-        counts.append(count)
-    return counts, seconds
-
-
-def _warm_page_cache(files: list[str]) -> None:
-    """Read the shards once, so no pipeline pays for the first read from disk."""
-    for _ in tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER).batch(1024):
-        pass
 
 
 def _basis(epochs: int, cache: bool, rounds: int) -> str:

@@ -1,0 +1,146 @@
+"""A folder of image files as a source: found without decoding, then checked by decoding once.
+
+The pixels are never held all at once: `scan_image_folder` lists classes and files (cheap, and its
+fingerprint says whether an earlier run can be reused), `inspect_image_folder` decodes each file
+once to refuse a corrupt one and to pick the size to write, and the records step reads the files
+again through `load_file_tensor`, so a folder larger than memory still works.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from .base import DataError, Source, _fingerprint, _first_line, _hw
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+@dataclass
+class FolderScan:
+    """An image folder's structure, found without decoding a single image."""
+
+    data_dir: Path
+    classes: list[str]
+    files: list[Path]
+    labels: np.ndarray
+    fingerprint: str
+
+
+def scan_image_folder(data_dir: Path) -> FolderScan:
+    """Class names (sorted sub-folder names) and image files; refuse empty or single classes.
+
+    Hidden entries (.DS_Store, .ipynb_checkpoints) and files of other types are skipped.
+    """
+    folders = sorted(
+        entry for entry in data_dir.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+    )
+    if not folders:
+        raise DataError(
+            f"data_dir {data_dir} has no class sub-folders: put the images in one sub-folder per "
+            f"class, e.g. {data_dir / 'cat' / '001.jpg'}."
+        )
+    if len(folders) == 1:
+        raise DataError(
+            f"data_dir {data_dir} holds a single class folder ({folders[0].name}): a classifier "
+            "needs at least two, one sub-folder per class."
+        )
+    files: list[Path] = []
+    labels: list[int] = []
+    for label, folder in enumerate(folders):
+        images = sorted(
+            path
+            for path in folder.rglob("*")
+            if path.suffix.lower() in IMAGE_SUFFIXES
+            and path.is_file()
+            and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+        )
+        if not images:
+            raise DataError(
+                f"Class folder {folder} holds no .jpg, .jpeg or .png image: add images or remove "
+                "the folder."
+            )
+        files += images
+        labels += [label] * len(images)
+    return FolderScan(
+        data_dir=data_dir,
+        classes=[folder.name for folder in folders],
+        files=files,
+        labels=np.asarray(labels, dtype=np.int64),
+        fingerprint=_fingerprint(data_dir, files),
+    )
+
+
+def inspect_image_folder(scan: FolderScan, image_size: int | None, mixed_sizes: str) -> Source:
+    """Decode every image once to refuse a corrupt one and to find the size to write.
+
+    The pixels are not kept: the records step reads the files again, so memory stays flat.
+    Channels: 1 when every image is grayscale, else 3 (grayscale images are then repeated).
+    """
+    sizes: list[tuple[int, int]] = []
+    grayscale = True
+    for path in scan.files:
+        height, width, channels = decode_file(path).shape
+        sizes.append((height, width))
+        grayscale = grayscale and channels in (1, 2)
+    counts = Counter(sizes)
+    if image_size is not None:
+        target = (image_size, image_size)
+    elif len(counts) > 1 and mixed_sizes == "refuse":
+        first, second = list(counts)[:2]
+        file_a, file_b = scan.files[sizes.index(first)], scan.files[sizes.index(second)]
+        raise DataError(
+            f"Images in {scan.data_dir} have mixed sizes, e.g. {file_a} is {_hw(first)} and "
+            f"{file_b} is {_hw(second)}: set image_size to resize them all, or "
+            f"mixed_sizes='resize' to resize them to the most common size "
+            f"({_hw(counts.most_common(1)[0][0])})."
+        )
+    else:
+        target = counts.most_common(1)[0][0]
+    source = Source(
+        dataset="image_folder",
+        classes=scan.classes,
+        labels=scan.labels,
+        image_shape=(*target, 1 if grayscale else 3),
+        files=scan.files,
+        resized=sum(count for size, count in counts.items() if size != target),
+    )
+    if source.resized:
+        source.notes.append(f"{source.resized} image(s) resized to {_hw(target)}.")
+    return source
+
+
+def decode_file(path: Path, channels: int = 0) -> np.ndarray:
+    """One image file as uint8 (H, W, C); DataError naming the file when it cannot be read."""
+    try:
+        data = path.read_bytes()
+        return tf.io.decode_image(data, channels=channels, expand_animations=False).numpy()
+    except (OSError, tf.errors.OpError) as error:
+        raise DataError(
+            f"{path} is not a readable image ({_first_line(error)}): fix or remove it "
+            "(allowed: .jpg, .jpeg, .png files that open in an image viewer)."
+        ) from None
+
+
+def load_file_tensor(path: tf.Tensor, image_shape: Sequence[int]) -> tf.Tensor:
+    """Inside tf.data: read, decode to `image_shape`'s channels, resize to its height and width."""
+    image = tf.io.decode_image(
+        tf.io.read_file(path), channels=int(image_shape[2]), expand_animations=False
+    )
+    size = tf.constant(list(image_shape[:2]), dtype=tf.int32)
+    return tf.cond(
+        tf.reduce_all(tf.shape(image)[:2] == size),
+        lambda: image,
+        lambda: resize_uint8(image, image_shape[:2]),
+    )
+
+
+def resize_uint8(images: tf.Tensor | np.ndarray, size: Sequence[int]) -> tf.Tensor:
+    """Resize (bilinear, antialiased when shrinking) and round back to uint8."""
+    resized = tf.image.resize(images, list(size), method="bilinear", antialias=True)
+    return tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)

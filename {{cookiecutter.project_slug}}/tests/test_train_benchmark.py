@@ -20,7 +20,7 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, lineage
-from {{ cookiecutter.package_name }}.train import TrainError, benchmark
+from {{ cookiecutter.package_name }}.train import TrainError, benchmark, benchmark_memory
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 TINY = ["-p", "epochs=2", "-p", "rounds=1"]
@@ -104,7 +104,7 @@ def test_memory_feed_gives_each_input_pipeline_its_share_in_per_replica_batches(
     context = tf.distribute.InputContext(
         num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=4
     )
-    dataset = benchmark._memory_dataset(
+    dataset = benchmark_memory.memory_dataset(
         images, labels, 8, seed=1, repeat=False, input_context=context
     )
     batches = [(x.numpy(), y.numpy()) for x, y in dataset]

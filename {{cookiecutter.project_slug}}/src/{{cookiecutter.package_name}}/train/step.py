@@ -111,7 +111,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
 def train(
     run_dir: str | os.PathLike[str], *, verbose: bool = True, **values: Any
 ) -> dict[str, Any]:
-    """run(run_dir, Params(**values)), for callers with loose values (tests, the benchmark)."""
+    """run(run_dir, Params(**values)), for callers with loose values (tests)."""
     names = [field.name for field in dataclasses.fields(Params)]
     unknown = sorted(set(values) - set(names))
     if unknown:

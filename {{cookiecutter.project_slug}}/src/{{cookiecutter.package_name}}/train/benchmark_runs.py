@@ -1,0 +1,153 @@
+"""The training benchmark's three timed runs, and the turns they take.
+
+A ratio means something only when both sides did the same work, so the three runs sit side by
+side here: the package's loop (train.run, which times itself and leaves the first epoch out), a
+bare model.fit with the same model, data, batch, strategy, precision policy and XLA setting (timed
+by an epoch timer that leaves the first epoch out the same way), and the package's loop fed from
+memory (benchmark_memory). They take turns so background load spoils one round, not a ratio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+
+from .. import data, env, models
+from ..artifacts import DATA_DIR
+from . import step
+from .benchmark_memory import fed_from_memory, load_split
+from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
+from .params import Params, effective_learning_rate
+
+# The three runs, in the order they take turns: key, trainer, what feeds it.
+RUNS = (
+    ("package", "train.train (the package's loop)", "data.make_dataset"),
+    ("fit", "bare model.fit", "data.make_dataset"),
+    ("memory", "train.train (the package's loop)", "batches built in memory"),
+)
+# What each run reports besides its rate; the summary checks they are alike across runs.
+SETUP_KEYS = ("strategy", "replicas", "precision", "jit_compile")
+
+
+def take_turns(
+    scratch: Path,
+    source: Path,
+    params: Params,
+    meta: dict[str, Any],
+    rounds: int,
+    say: Callable[[str], None],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each run's outcome per round: each round starts with the next run, so none always runs
+    first (or last). Every run trains in its own scratch run folder, whose data/ is source's."""
+    memory = load_split(source, "train")
+    measure: dict[str, Callable[[Path], dict[str, Any]]] = {
+        "package": lambda run: train_rate(run, params),
+        "fit": lambda run: fit_rate(run, meta, params),
+        "memory": lambda run: train_rate(run, params, memory=memory),
+    }
+    results: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in RUNS}
+    for round_number in range(1, rounds + 1):
+        shift = (round_number - 1) % len(RUNS)
+        for key, trainer, fed_by in RUNS[shift:] + RUNS[:shift]:
+            run = _scratch_run(scratch / f"{key}-{round_number}", source)
+            outcome = measure[key](run)
+            results[key].append(outcome)
+            say(
+                f"round {round_number}/{rounds}: {trainer}, fed by {fed_by}: "
+                f"{outcome['examples_per_sec']:,.0f} examples/s"
+            )
+            shutil.rmtree(run, ignore_errors=True)
+    return results
+
+
+def train_rate(
+    run: Path, params: Params, memory: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, Any]:
+    """train.run in a scratch run folder; its own rate leaves the first epoch out already."""
+    feed = fed_from_memory(*memory) if memory is not None else contextlib.nullcontext()
+    with feed:
+        metrics = step.run(run, params, verbose=False)
+    return {
+        "examples_per_sec": metrics["examples_per_sec"],
+        "val_accuracy": metrics["val_accuracy"],
+        **{key: metrics[key] for key in SETUP_KEYS},
+    }
+
+
+def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
+    """What a user would write by hand: build, compile, fit; same strategy, policy and XLA."""
+    gpus = env.list_gpus()
+    policy = resolve_precision(params.precision, gpus)
+    jit = resolve_jit(params.jit_compile, gpus)
+    distribution = make_strategy(params.strategy, params.logical_cpus)
+    batch_size = params.batch_size
+    keras.utils.set_random_seed(params.seed)
+    with dtype_policy(policy), distribution.scope():
+        net = models.build_model(params.model, meta["image_shape"], int(meta["num_classes"]))
+        net.compile(
+            optimizer=keras.optimizers.Adam(
+                effective_learning_rate(params.learning_rate, batch_size)
+            ),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            jit_compile=jit,
+        )
+        # The same input as train's: the repeated pipeline, the same steps per epoch.
+        steps = int(meta["splits"]["train"]["count"]) // batch_size
+        dataset = data.make_dataset(
+            run, "train", batch_size, seed=params.seed, repeat=True, drop_remainder=True
+        )
+        timer = _EpochTimer()
+        net.fit(
+            dataset,
+            epochs=params.epochs,
+            steps_per_epoch=steps,
+            shuffle=False,  # the pipeline shuffles; fit ignores the flag for a dataset, and warns
+            callbacks=[timer],
+            verbose=0,
+        )
+        # Steps given, so Keras does not warn when the validation set (of unknown length) ends.
+        val_steps = math.ceil(int(meta["splits"]["validation"]["count"]) / batch_size)
+        validation = data.make_dataset(run, "validation", batch_size)
+        _, val_accuracy = net.evaluate(validation, steps=val_steps, verbose=0)
+    return {
+        "examples_per_sec": steps * batch_size * (len(timer.seconds) - 1) / sum(timer.seconds[1:]),
+        "val_accuracy": float(val_accuracy),
+        "strategy": strategy_name(distribution),
+        "replicas": distribution.num_replicas_in_sync,
+        "precision": policy,
+        "jit_compile": jit,
+    }
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    """Seconds per epoch of fit, from its own epoch boundaries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: list[float] = []
+        self._started = 0.0
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self.seconds.append(time.perf_counter() - self._started)
+
+
+def _scratch_run(run: Path, source: Path) -> Path:
+    """A fresh run folder whose data/ is the source's (a link; a copy where links fail)."""
+    run.mkdir(parents=True)
+    try:
+        (run / DATA_DIR).symlink_to(source / DATA_DIR, target_is_directory=True)
+    except OSError:
+        shutil.copytree(source / DATA_DIR, run / DATA_DIR)
+    return run

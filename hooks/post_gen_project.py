@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 # Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
-DOCKER = ["docker", ".dockerignore"]
+DOCKER = ["docker", ".dockerignore", "tests/test_monitoring.py", "tests/test_prometheus_scrape.py"]
 GITHUB_CI = [".github"]
 TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
-SERVING = ["docker/compose.serving.yml"]
+SERVING = ["docker/compose.serving.yml", "docker/serving"]
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
@@ -49,12 +49,14 @@ def remove_tensorrt(root: Path, package: str) -> None:
 
 
 def remove_serving(root: Path) -> None:
-    """No TF Serving: its compose file goes (export still writes the SavedModel)."""
+    """No TF Serving: its compose file and monitoring config go (export still writes the
+    SavedModel)."""
     remove(root, SERVING)
 
 
 def remove_docker(root: Path) -> None:
-    """No Docker: the GPU image and the compose files go, TF Serving's included."""
+    """No Docker: the GPU image and the compose files go, TF Serving's and the monitoring
+    stack's included, with the monitoring stack's tests."""
     remove(root, DOCKER)
 
 

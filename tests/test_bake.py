@@ -37,8 +37,16 @@ FULL_BAKE = (
     "deploy/slurm_train.sh",
     "deploy/tfjob.yaml",
     "docker/Dockerfile",
+    "docker/compose.monitoring.yml",
     "docker/compose.serving.yml",
     "docker/compose.yml",
+    "docker/monitoring/alerts.test.yml",
+    "docker/monitoring/alerts.yml",
+    "docker/monitoring/grafana/dashboards/training.json",
+    "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
+    "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
+    "docker/monitoring/prometheus.yml",
+    "docker/serving/monitoring.config",
     "notebooks/00_environment.ipynb",
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
@@ -82,6 +90,11 @@ FULL_BAKE = (
     "src/{pkg}/export/step.py",
     "src/{pkg}/lineage.py",
     "src/{pkg}/models.py",
+    "src/{pkg}/observe/__init__.py",
+    "src/{pkg}/observe/exporter.py",
+    "src/{pkg}/observe/gpu.py",
+    "src/{pkg}/observe/input_wait.py",
+    "src/{pkg}/observe/profiler.py",
     "src/{pkg}/optimize/__init__.py",
     "src/{pkg}/optimize/base.py",
     "src/{pkg}/optimize/calibration.py",
@@ -113,6 +126,7 @@ FULL_BAKE = (
     "src/{pkg}/train/state.py",
     "src/{pkg}/train/step.py",
     "src/{pkg}/train/tuning.py",
+    "src/{pkg}/train/watch.py",
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
     "src/{pkg}/tune/search.py",
@@ -128,15 +142,19 @@ FULL_BAKE = (
     "tests/test_export.py",
     "tests/test_lab.py",
     "tests/test_models.py",
+    "tests/test_monitoring.py",
     "tests/test_notebooks.py",
+    "tests/test_observe.py",
     "tests/test_optimize.py",
     "tests/test_optimize_tensorrt.py",
+    "tests/test_prometheus_scrape.py",
     "tests/test_runner.py",
     "tests/test_runner_records.py",
     "tests/test_smoke_run.py",
     "tests/test_steps.py",
     "tests/test_train.py",
     "tests/test_train_benchmark.py",
+    "tests/test_train_watch.py",
     "tests/test_tune.py",
 )
 
@@ -146,7 +164,17 @@ REMOVED_WHEN_DECLINED = {
         "docker/Dockerfile",
         "docker/compose.yml",
         "docker/compose.serving.yml",
+        "docker/compose.monitoring.yml",
+        "docker/monitoring/alerts.test.yml",
+        "docker/monitoring/alerts.yml",
+        "docker/monitoring/grafana/dashboards/training.json",
+        "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
+        "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
+        "docker/monitoring/prometheus.yml",
+        "docker/serving/monitoring.config",
         ".dockerignore",
+        "tests/test_monitoring.py",
+        "tests/test_prometheus_scrape.py",
     ),
     "ci": (".github/workflows/ci.yml",),
     "include_tuning": (
@@ -164,7 +192,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/optimize/tf_trt.py",
         "tests/test_optimize_tensorrt.py",
     ),
-    "include_serving": ("docker/compose.serving.yml",),
+    "include_serving": ("docker/compose.serving.yml", "docker/serving/monitoring.config"),
 }
 
 # Words no file of the bake may contain once the part is declined.
@@ -295,6 +323,10 @@ JINJA_NAMES = [
 ]
 
 GITHUB_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+# Prometheus' alert templates (`{{ $labels.run }}`) and Grafana's legends (`{{task}}`) are copied
+# without rendering (`_copy_without_render`); like the package, they must hold no Jinja meant to
+# be rendered.
+COPIED_VERBATIM = ("docker/monitoring/alerts", "docker/monitoring/grafana/")
 TEMPLATE_SYNTAX = ("{{", "{%", "{#")
 # The package is copied without rendering, so `{{` may be plain Python there ("{{" in a format
 # string); what must never appear is Jinja that was meant to be rendered.
@@ -424,25 +456,32 @@ def test_notebooks_are_clean_parameterized_nbformat4(baked):
 
 
 def test_no_template_syntax_is_left(baked):
-    """No `{{`, `{%` or `{#` survives the bake (no Jinja in the package); `${{ }}` does survive."""
+    """No `{{`, `{%` or `{#` survives the bake (no Jinja in the package or the monitoring files
+    copied verbatim); `${{ }}` and the monitoring files' own `{{ }}` do survive."""
     leftovers, github_expressions = [], 0
-    package = f"src/{baked.package}/"
+    monitoring_templates = dict.fromkeys(COPIED_VERBATIM, 0)
+    verbatim = (f"src/{baked.package}/", *COPIED_VERBATIM)
     for relative, text in baked.text_files().items():
         if relative.startswith(".github/workflows/"):
             github_expressions += len(GITHUB_EXPRESSION.findall(text))
             text = GITHUB_EXPRESSION.sub("", text)
+        for prefix in COPIED_VERBATIM:
+            monitoring_templates[prefix] += text.count("{{") if relative.startswith(prefix) else 0
         leftovers += [
             f"{relative}:{number}: {line.strip()}"
             for number, line in enumerate(text.splitlines(), 1)
             if (
                 JINJA_IN_PACKAGE.search(line)
-                if relative.startswith(package)
+                if relative.startswith(verbatim)
                 else any(mark in line for mark in TEMPLATE_SYNTAX)
             )
         ]
     assert not leftovers, "template syntax left in the bake:\n" + "\n".join(leftovers)
     if not declined(baked.answers, "ci"):
         assert github_expressions > 0, "the workflows lost their ${{ }} expressions"
+    if baked.answers["include_docker"]:
+        lost = [prefix for prefix, count in monitoring_templates.items() if not count]
+        assert not lost, f"rendered, so their {{{{ }}}} templates are gone: {lost}"
 
 
 def test_python_files_compile(baked):
@@ -490,8 +529,9 @@ def test_pyproject_pins_the_chosen_versions(baked):
     tf, python, package = answers["tensorflow_version"], answers["python_version"], baked.package
     assert f"tensorflow~={tf}.0" in project["dependencies"], project["dependencies"]
     assert project["requires-python"] == f">={python}"
-    (gpu,) = (Requirement(r) for r in project["optional-dependencies"]["gpu"])
+    gpu, nvml = (Requirement(r) for r in project["optional-dependencies"]["gpu"])
     assert (gpu.name, gpu.extras, str(gpu.specifier)) == ("tensorflow", {"and-cuda"}, f"~={tf}.0")
+    assert nvml.name == "nvidia-ml-py"  # the exporter's per-GPU metrics
     assert project["scripts"] == {package: f"{package}.cli:main"}
     assert project["name"] == answers["project_slug"]
     assert project["description"] == answers["description"]

@@ -140,8 +140,11 @@ TREE = [
     ".gitignore",
     "README.md",
     "docker/Dockerfile",
+    "docker/compose.monitoring.yml",
     "docker/compose.serving.yml",
     "docker/compose.yml",
+    "docker/monitoring/alerts.yml",
+    "docker/serving/monitoring.config",
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
     "src/pkg/__init__.py",
@@ -151,7 +154,9 @@ TREE = [
     "src/pkg/optimize/tf_trt.py",
     "src/pkg/tune/__init__.py",
     "src/pkg/tune/search.py",
+    "tests/test_monitoring.py",
     "tests/test_optimize.py",
+    "tests/test_prometheus_scrape.py",
     "tests/test_optimize_tensorrt.py",
     "tests/test_tune.py",
 ]
@@ -170,15 +175,22 @@ def tree(root: Path) -> set[str]:
 
 
 def test_remove_docker_removes_exactly_the_docker_files(post_gen, tmp_path):
-    """Declining Docker removes docker/ and .dockerignore and nothing else."""
+    """Declining Docker removes docker/, .dockerignore and the monitoring tests, nothing else."""
     before = tree(make_tree(tmp_path))
     post_gen.remove_docker(tmp_path)
     assert before - tree(tmp_path) == {
         ".dockerignore",
         "docker",
         "docker/Dockerfile",
+        "docker/compose.monitoring.yml",
         "docker/compose.serving.yml",
         "docker/compose.yml",
+        "docker/monitoring",
+        "docker/monitoring/alerts.yml",
+        "docker/serving",
+        "docker/serving/monitoring.config",
+        "tests/test_monitoring.py",
+        "tests/test_prometheus_scrape.py",
     }
 
 
@@ -207,10 +219,14 @@ def test_remove_tensorrt_removes_its_backends_and_tests(post_gen, tmp_path):
 
 
 def test_remove_serving_keeps_the_gpu_image(post_gen, tmp_path):
-    """Declining TF Serving removes only its compose file."""
+    """Declining TF Serving removes only its compose file and its monitoring config."""
     before = tree(make_tree(tmp_path))
     post_gen.remove_serving(tmp_path)
-    assert before - tree(tmp_path) == {"docker/compose.serving.yml"}
+    assert before - tree(tmp_path) == {
+        "docker/compose.serving.yml",
+        "docker/serving",
+        "docker/serving/monitoring.config",
+    }
 
 
 def test_remove_github_ci_removes_exactly_the_workflows(post_gen, tmp_path):

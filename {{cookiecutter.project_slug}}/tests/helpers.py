@@ -10,3 +10,33 @@ def assert_one_sentence(message: str) -> None:
     text = str(message).strip()
     assert "\n" not in text and text.endswith("."), message
     assert not re.search(r"[.!?]\s+[A-Z]", text), f"more than one sentence: {message}"
+
+
+# Values for the dashboard variables, so its queries run as plain PromQL: every run and task, and
+# a rate window that spans several scrapes.
+DASHBOARD_VARIABLES = {"__rate_interval": "1m", "run": ".+", "task": ".+"}
+
+
+def dashboard_expressions(path) -> list[tuple[str, str]]:
+    """(panel title, PromQL) for every query of a Grafana dashboard JSON file (a str or Path),
+    rows' panels included, with `$run`, `$task` and `$__rate_interval` replaced by
+    DASHBOARD_VARIABLES; any other variable raises ValueError: no plain Prometheus could run it."""
+    import json
+    from pathlib import Path
+
+    def substitute(match: re.Match) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in DASHBOARD_VARIABLES:
+            raise ValueError(f"{path}: the variable ${name} has no value for plain PromQL")
+        return DASHBOARD_VARIABLES[name]
+
+    def panels(items: list) -> list:
+        return [p for item in items for p in [item, *panels(item.get("panels", []))]]
+
+    dashboard = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [
+        (panel.get("title", ""), re.sub(r"\$\{(\w+)\}|\$(\w+)", substitute, target["expr"]))
+        for panel in panels(dashboard.get("panels", []))
+        for target in panel.get("targets", [])
+        if target.get("expr")
+    ]

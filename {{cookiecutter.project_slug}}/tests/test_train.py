@@ -114,7 +114,13 @@ def free_ports(count: int) -> list[int]:
 
 
 def without_timings(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    timings = ("seconds", "val_seconds", "examples_per_sec")
+    timings = (
+        "seconds",
+        "val_seconds",
+        "examples_per_sec",
+        "input_wait_seconds",
+        "input_wait_fraction",
+    )
     return [{k: v for k, v in record.items() if k not in timings} for record in history]
 
 

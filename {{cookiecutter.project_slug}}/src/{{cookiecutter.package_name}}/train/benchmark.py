@@ -1,4 +1,4 @@
-"""Is the package's training as fast as it should be? Two ratios, measured in one run, same machine.
+"""Is the package's training as fast as it should be? Three ratios, measured in one run here.
 
 1. `loop_vs_fit`: train.train (the one custom loop every strategy runs, with its checkpoints,
    validation and logs) against a bare, hand-written `model.fit` on the same model
@@ -7,15 +7,18 @@
 2. `pipeline_vs_memory`: the same train.train fed by data.make_dataset (read, decode, cache,
    shuffle, batch, prefetch) against fed by batches already built in memory, the cheapest input
    there is. Goal >= 0.95: training is not input-bound.
+3. `watched_vs_unwatched`: train.train with the Prometheus endpoint on (metrics_port, ten live
+   reports an epoch) and the step's input-wait timer, against with neither. Goal >= 0.97: watching
+   a run costs it at most 3 %.
 
 Each run trains `epochs` epochs in a scratch folder (the run folder gets only
 metrics/train_benchmark.json); the first epoch, which traces the step functions and fills the
-cache, is left out of every rate. The three runs take turns for `rounds` rounds, each round starting
+cache, is left out of every rate. The runs take turns for `rounds` rounds, each round starting
 with the next run, and each keeps its best round, so a moment of background load spoils one round,
 not a ratio.
 
 This module is the entry: the benchmark's parameters (train.Params fields, plus rounds) and their
-checks, the scratch folder, the command line. benchmark_runs trains and times the three runs,
+checks, the scratch folder, the command line. benchmark_runs trains and times the runs,
 benchmark_memory builds the memory-fed input, benchmark_result makes the record and its table.
 
     python -m <package>.train.benchmark [--run-dir DIR] [-p epochs=10 -p batch_size=64 ...] [--json]
@@ -90,7 +93,7 @@ def benchmark_training(
     verbose: bool = BENCH_DEFAULTS["verbose"],
     **values: Any,
 ) -> dict[str, Any]:
-    """Measure the three runs and return the rates and both ratios (see the module docstring).
+    """Measure the runs and return the rates and the three ratios (see the module docstring).
 
     `values` are train.Params fields named in TRAIN_FIELDS (model, epochs, batch_size, …); the
     rest come from BASE. The data is run_dir/data/ when it is there (written by 01_data),

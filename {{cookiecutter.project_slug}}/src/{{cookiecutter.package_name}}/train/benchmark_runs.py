@@ -1,10 +1,12 @@
 """The training benchmark's three timed runs, and the turns they take.
 
-A ratio means something only when both sides did the same work, so the three runs sit side by
-side here: the package's loop (train.run, which times itself and leaves the first epoch out), a
-bare model.fit with the same model, data, batch, strategy, precision policy and XLA setting (timed
-by an epoch timer that leaves the first epoch out the same way), and the package's loop fed from
-memory (benchmark_memory). They take turns so background load spoils one round, not a ratio.
+A ratio means something only when both sides did the same work, so the runs sit side by side
+here: the package's loop (train.run, which times itself and leaves the first epoch out), a bare
+model.fit with the same model, data, batch, strategy, precision policy and XLA setting (timed by
+an epoch timer that leaves the first epoch out the same way), the package's loop fed from memory
+(benchmark_memory), and the package's loop watched (Prometheus endpoint on, live reports, the
+input-wait timer) and unwatched (none of them). They take turns so background load spoils one
+round, not a ratio.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import math
 import shutil
+import socket
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from ..artifacts import DATA_DIR
 from . import step
 from .benchmark_memory import fed_from_memory, load_split
 from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
+from .loop import input_wait_timer
 from .params import Params, effective_learning_rate
 
 # The three runs, in the order they take turns: key, trainer, what feeds it.
@@ -32,6 +37,8 @@ RUNS = (
     ("package", "train.train (the package's loop)", "data.make_dataset"),
     ("fit", "bare model.fit", "data.make_dataset"),
     ("memory", "train.train (the package's loop)", "batches built in memory"),
+    ("watched", "train.train, metrics endpoint and input-wait timer on", "data.make_dataset"),
+    ("unwatched", "train.train, metrics endpoint and input-wait timer off", "data.make_dataset"),
 )
 # What each run reports besides its rate; the summary checks they are alike across runs.
 SETUP_KEYS = ("strategy", "replicas", "precision", "jit_compile")
@@ -52,6 +59,8 @@ def take_turns(
         "package": lambda run: train_rate(run, params),
         "fit": lambda run: fit_rate(run, meta, params),
         "memory": lambda run: train_rate(run, params, memory=memory),
+        "watched": lambda run: train_rate(run, replace(params, metrics_port=free_port())),
+        "unwatched": lambda run: unwatched_rate(run, params),
     }
     results: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in RUNS}
     for round_number in range(1, rounds + 1):
@@ -80,6 +89,19 @@ def train_rate(
         "val_accuracy": metrics["val_accuracy"],
         **{key: metrics[key] for key in SETUP_KEYS},
     }
+
+
+def unwatched_rate(run: Path, params: Params) -> dict[str, Any]:
+    """train.run with no endpoint and the step function's input-wait timer left out."""
+    with input_wait_timer(False):
+        return train_rate(run, replace(params, metrics_port=0))
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for the watched run's endpoint."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:

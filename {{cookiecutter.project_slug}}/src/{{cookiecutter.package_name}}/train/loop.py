@@ -14,25 +14,41 @@ runs anywhere, tests the same code a multi-worker job runs. The loop does what f
 
 from __future__ import annotations
 
-import math
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from .. import data, models
-from ..artifacts import LOGS_DIR, MODEL_FILE
-from . import report
+from ..artifacts import MODEL_FILE
+from ..observe import input_wait_summary
+from ..observe.profiler import check_window, report_chunks
+from . import report, resume
 from .devices import worker_role
-from .params import TrainError, effective_learning_rate
+from .params import effective_learning_rate
 from .replica import make_eval_step, make_train_steps
 from .state import Checkpoints
 from .tuning import Resolved
+from .watch import Watch
 
-SPLITS = ("train", "validation")
+# Whether the step function times its wait for input (off only to measure what the timer costs).
+_TIMED = [True]
+
+
+@contextlib.contextmanager
+def input_wait_timer(on: bool) -> Iterator[None]:
+    """Loops built inside time their input wait, or not: for the benchmark's overhead ratio."""
+    _TIMED.append(on)
+    try:
+        yield
+    finally:
+        _TIMED.pop()
 
 
 class Loop:
@@ -83,8 +99,10 @@ class Loop:
             global_batch=self.global_batch,
             loss_scaling=loss_scaling,
             jit=jit,
+            timed=_TIMED[-1],
         )
         self.eval_step = make_eval_step(distribution, self.model)
+        self.steps_done = 0  # training steps run by this call, for reports and the profiler
 
     def run(
         self, state: dict[str, Any], *, latest: str | None, devices: dict[str, Any]
@@ -94,16 +112,22 @@ class Loop:
         checkpoints = Checkpoints(
             self.folder, self.checkpoint, self.epoch, chief=chief, state=state
         )
+        watch = Watch(self.folder, params, self.role)
         try:
             initial_epoch, history = checkpoints.restore(latest)
-            self._check_same_start(initial_epoch)
+            resume.check_same_start(self.strategy, initial_epoch, self.folder)
+            left = params.epochs - initial_epoch
+            if left > 0:  # a finished run trains nothing, and says so below
+                check_window(watch.profiler.window, left * self.steps_per_epoch, left)
             if latest is None:
                 checkpoints.start()
             say(report.describe_start(self, initial_epoch))
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
-            writers = self._writers()
+            watch.start(self, initial_epoch, say)
+            self.watch = watch
+            writers = report.writers(self)
             timings: list[tuple[int, float]] = []
             # A resumed run shuffles with another seed, rather than replaying epoch 1's order.
             iterator = iter(self._dataset("train", seed=params.seed + initial_epoch))
@@ -113,17 +137,24 @@ class Loop:
                 record = self._epoch(epoch, iterator, validation, timings)
                 history.append(record)
                 epoch += 1
-                self._summaries(writers, record)
+                report.summaries(writers, record)
                 stopped, best = early_stopping(history, params.patience)
                 checkpoints.save(epoch, history)
+                watch.exporter.report_epoch(record)
                 say(report.describe_epoch(record, params.epochs))
             if stopped and timings:
                 say(f"Stopped early: no lower val_loss for {params.patience} epoch(s).")
+            waiting = input_wait_summary(history[initial_epoch:], skip_first=True)
+            say(waiting["input_verdict"])
+            if watch.closing():
+                say(watch.closing())
             model_path = self._save_model() if chief else None
-            return report.metrics(
+            metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
+            return {**metrics, **waiting, **watch.summary()}
         finally:
+            watch.close()
             checkpoints.close()
 
     def say(self, text: str) -> None:
@@ -132,10 +163,26 @@ class Loop:
             print(text, flush=True)
 
     def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any]:
-        """One epoch: fixed steps from the repeating train set, then the whole validation set."""
-        started = time.perf_counter()
-        sums = self.train_steps(iterator, tf.constant(self.steps_per_epoch))
-        loss, correct, count = (float(value) for value in sums.numpy())
+        """One epoch: fixed steps from the repeating train set, then the whole validation set.
+
+        The steps run in one call of the step function, or, when watched live, in about ten,
+        each reported to the exporter (and cut at the profiler's window)."""
+        watch, started = self.watch, time.perf_counter()
+        sums, waited = np.zeros(3), 0.0
+        first = self.steps_done + 1
+        for steps in report_chunks(self.steps_per_epoch, first, watch.profiler.cuts(), watch.live):
+            watch.profiler.before(self.steps_done + 1)
+            begun = time.perf_counter()
+            chunk, wait = self.train_steps(iterator, tf.constant(steps))
+            chunk, wait = chunk.numpy(), float(wait)
+            self.steps_done += steps
+            watch.profiler.after(self.steps_done)
+            sums, waited = sums + chunk, waited + wait
+            running = (sums[0] / sums[2], sums[1] / sums[2])
+            watch.exporter.report_steps(
+                steps, time.perf_counter() - begun, wait, float(chunk[2]), running
+            )
+        loss, correct, count = (float(value) for value in sums)
         seconds = time.perf_counter() - started
         timings.append((int(count), seconds))
         started = time.perf_counter()
@@ -151,6 +198,8 @@ class Loop:
             "val_examples": int(val_count),
             "seconds": round(seconds, 4),
             "examples_per_sec": count / seconds,
+            "input_wait_seconds": round(waited, 4) if _TIMED[-1] else None,
+            "input_wait_fraction": waited / seconds if _TIMED[-1] else None,
             "val_seconds": round(time.perf_counter() - started, 4),
             "learning_rate": self.learning_rate,
         }
@@ -176,43 +225,6 @@ class Loop:
             )
 
         return self.strategy.distribute_datasets_from_function(dataset)
-
-    def _check_same_start(self, epoch: int) -> None:
-        """Refuse when workers restored different epochs: their run_dir is not shared storage."""
-        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return
-        value = tf.constant([float(epoch), float(epoch) ** 2])
-        values = self.strategy.experimental_distribute_values_from_function(lambda _: value)
-        mean = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, values, axis=None)
-        mean, mean_square = (float(part) for part in mean.numpy())
-        if not math.isclose(mean_square, mean**2, abs_tol=1e-3):
-            raise TrainError(
-                f"The workers resumed from different epochs (this one from epoch {epoch}): "
-                f"{self.folder} must be storage that every worker reads, so that all of them "
-                "restore the chief's checkpoint."
-            )
-
-    def _writers(self) -> dict[str, Any]:
-        if not self.role.is_chief:
-            return {split: tf.summary.create_noop_writer() for split in SPLITS}
-        logs = self.folder / LOGS_DIR
-        return {split: tf.summary.create_file_writer(str(logs / split)) for split in SPLITS}
-
-    def _summaries(self, writers: dict[str, Any], record: dict[str, Any]) -> None:
-        """TensorBoard scalars with Keras' names, so train and validation share a chart."""
-        step = record["epoch"] - 1
-        with writers["train"].as_default(step=step):
-            tf.summary.scalar("epoch_loss", record["loss"])
-            tf.summary.scalar("epoch_accuracy", record["accuracy"])
-            tf.summary.scalar("examples_per_sec", record["examples_per_sec"])
-            tf.summary.scalar("learning_rate", record["learning_rate"])
-            if "loss_scale" in record:
-                tf.summary.scalar("loss_scale", record["loss_scale"])
-        with writers["validation"].as_default(step=step):
-            tf.summary.scalar("epoch_loss", record["val_loss"])
-            tf.summary.scalar("epoch_accuracy", record["val_accuracy"])
-        for writer in writers.values():
-            writer.flush()
 
     def _save_model(self) -> Path:
         """model.keras, written to a temporary name and renamed, so it is whole or absent."""

@@ -20,6 +20,7 @@ import tensorflow as tf
 from ..artifacts import TUNED_FILE as TUNED_FILE  # where step 2 writes (tune.py imports it here)
 from ..artifacts import StepError
 from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
+from ..observe import check_port, parse_profile_steps
 from ..steps import param
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
@@ -60,6 +61,9 @@ class Params:
     jit_compile: str | bool = param("auto", "XLA: auto (on GPUs only), true or false")
     seed: int = param(42, "weights, shuffle and dropout seed")
     patience: int = param(3, "stop after this many epochs without a lower val_loss; 0 never")
+    metrics_port: int = param(0, "serve Prometheus metrics on this port while training; 0 off")
+    metrics_host: str = param("127.0.0.1", "address the metrics endpoint listens on")
+    profile_steps: str | int = param("", "'first,last' steps to profile into logs/; '' off")
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,18 @@ class Cluster:
         if self.task_type == "chief":
             return True
         return self.task_type == "worker" and self.task_index == 0 and not self.has_chief
+
+    @property
+    def rank(self) -> int:
+        """0 for the chief, then the workers in order: the offset of this task's metrics port."""
+        if self.task_type == "chief":
+            return 0
+        return self.task_index + (1 if self.has_chief else 0)
+
+    @property
+    def task(self) -> str:
+        """The task as the metrics label it: "chief/0", "worker/1", …"""
+        return f"{self.task_type}/{self.task_index}"
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,12 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     parse_jit(params.jit_compile)
     _whole("seed", params.seed, 0)
     _whole("patience", params.patience, 0, note=" (0 turns early stopping off)")
+    parse_profile_steps(params.profile_steps)
     cluster = read_tf_config()
+    if isinstance(params.metrics_port, int) and params.metrics_port and cluster is not None:
+        check_port(params.metrics_port + cluster.rank, params.metrics_host)
+    else:
+        check_port(params.metrics_port, params.metrics_host)
     if params.strategy == "multi_worker" and cluster is None:
         raise TrainError(
             "strategy='multi_worker' needs TF_CONFIG in the environment (the cluster's workers and "

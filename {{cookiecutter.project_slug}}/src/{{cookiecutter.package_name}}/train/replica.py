@@ -8,7 +8,10 @@
   scale, and skips the step and halves the scale when they overflowed): float16 gradients smaller
   than 6e-8 would otherwise become 0. mixed_bfloat16 has float32's range and needs no scaling;
 - loss and accuracy as sums and counts, reduced across replicas with `strategy.reduce(SUM)`, so
-  they are exact whatever the number of replicas.
+  they are exact whatever the number of replicas;
+- the input wait: with `timed`, each step reads the clock (`tf.timestamp`) once the previous
+  step's update is done, asks the pipeline for the next batch, and reads it again when the batch
+  is there. The difference is time the step waited for data; the rest is the model's.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ def make_train_steps(
     global_batch: int,
     loss_scaling: bool,
     jit: bool,
-) -> Callable[[Any, tf.Tensor], tf.Tensor]:
-    """`train_steps(iterator, steps)`: that many steps, returning [loss sum, correct, examples]."""
+    timed: bool = True,
+) -> Callable[[Any, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
+    """`train_steps(iterator, steps)`: that many steps, returning ([loss sum, correct, examples],
+    seconds waited for the input; 0.0 when not `timed`)."""
     agree = loss_scaling and strategy.num_replicas_in_sync > 1
 
     def gradients(images: tf.Tensor, labels: tf.Tensor):
@@ -54,19 +59,39 @@ def make_train_steps(
         if agree:
             grads = agree_on_overflow(optimizer, grads)
         optimizer.apply(grads, model.trainable_variables)
+        if timed:  # read after the update: the totals, and the next step's clock, wait for it
+            totals += 0.0 * tf.cast(optimizer.iterations, tf.float32)
         return totals
 
     @tf.function
-    def train_steps(iterator, steps: tf.Tensor) -> tf.Tensor:
+    def train_steps(iterator, steps: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """`steps` steps in one call: Python's per-call overhead, large next to a small
-        model's step, is paid once per epoch instead of once per step."""
-        totals = tf.zeros([3])
+        model's step, is paid once per call (an epoch, or a tenth of one when reporting live)."""
+        totals, waited = tf.zeros([3]), tf.constant(0.0, tf.float64)
         for _ in tf.range(steps):
-            per_replica = strategy.run(replica_step, args=next(iterator))
+            if timed:
+                batch, wait = timed_next(iterator, after=totals)
+                waited += wait
+            else:
+                batch = next(iterator)
+            per_replica = strategy.run(replica_step, args=batch)
             totals += strategy.reduce(SUM, per_replica, axis=None)
-        return totals
+        return totals, waited
 
     return train_steps
+
+
+def timed_next(iterator: Any, *, after: tf.Tensor) -> tuple[Any, tf.Tensor]:
+    """The next batch and the seconds spent waiting for it, the clock started once `after` (the
+    previous step's totals) exists. Explicit dependencies order the three, which TensorFlow
+    would otherwise be free to run in any order."""
+    with tf.control_dependencies([after]):
+        asked = tf.timestamp()
+    with tf.control_dependencies([asked]):
+        batch = next(iterator)
+    with tf.control_dependencies(tf.nest.flatten(batch, expand_composites=True)):
+        arrived = tf.timestamp()
+    return batch, arrived - asked
 
 
 def make_eval_step(

@@ -107,3 +107,33 @@ def describe_epoch(record: dict[str, Any], epochs: int) -> str:
         f"{record['val_accuracy']:.4f}, {record['examples_per_sec']:.0f} examples/s "
         f"({record['seconds']:.1f} s)"
     )
+
+
+SPLITS = ("train", "validation")
+
+
+def writers(loop: Loop) -> dict[str, Any]:
+    """TensorBoard writers per split under logs/ (no-op writers on workers but the chief)."""
+    if not loop.role.is_chief:
+        return {split: tf.summary.create_noop_writer() for split in SPLITS}
+    logs = loop.folder / LOGS_DIR
+    return {split: tf.summary.create_file_writer(str(logs / split)) for split in SPLITS}
+
+
+def summaries(writers: dict[str, Any], record: dict[str, Any]) -> None:
+    """TensorBoard scalars with Keras' names, so train and validation share a chart."""
+    step = record["epoch"] - 1
+    with writers["train"].as_default(step=step):
+        tf.summary.scalar("epoch_loss", record["loss"])
+        tf.summary.scalar("epoch_accuracy", record["accuracy"])
+        tf.summary.scalar("examples_per_sec", record["examples_per_sec"])
+        tf.summary.scalar("learning_rate", record["learning_rate"])
+        if record.get("input_wait_fraction") is not None:
+            tf.summary.scalar("input_wait_fraction", record["input_wait_fraction"])
+        if "loss_scale" in record:
+            tf.summary.scalar("loss_scale", record["loss_scale"])
+    with writers["validation"].as_default(step=step):
+        tf.summary.scalar("epoch_loss", record["val_loss"])
+        tf.summary.scalar("epoch_accuracy", record["val_accuracy"])
+    for writer in writers.values():
+        writer.flush()

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,3 +119,19 @@ def other_data_sentence(moved: list[Path] | None) -> str:
         f"{CHECKPOINT_DIR}/ were made on other data (01_data re-ran since): training starts from "
         f"epoch 0; the old {CHECKPOINT_DIR}/ and {LOGS_DIR}/ are set aside {where}."
     )
+
+
+def check_same_start(strategy: tf.distribute.Strategy, epoch: int, folder: Path) -> None:
+    """Refuse when workers restored different epochs: their run_dir is not shared storage."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return
+    value = tf.constant([float(epoch), float(epoch) ** 2])
+    values = strategy.experimental_distribute_values_from_function(lambda _: value)
+    mean = strategy.reduce(tf.distribute.ReduceOp.MEAN, values, axis=None)
+    mean, mean_square = (float(part) for part in mean.numpy())
+    if not math.isclose(mean_square, mean**2, abs_tol=1e-3):
+        raise TrainError(
+            f"The workers resumed from different epochs (this one from epoch {epoch}): "
+            f"{folder} must be storage that every worker reads, so that all of them "
+            "restore the chief's checkpoint."
+        )

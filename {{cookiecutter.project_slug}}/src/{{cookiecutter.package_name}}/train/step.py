@@ -19,6 +19,8 @@ import keras
 from .. import data, env, lineage, models
 from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
 from ..data.records import check_batch
+from ..observe import parse_profile_steps
+from ..observe.profiler import check_window
 from . import resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
@@ -133,6 +135,8 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         check_batch(meta, values.batch_size, str(folder / DATA_DIR))
     except (models.ModelError, data.DataError) as error:
         raise TrainError(str(error)) from None
+    steps = int(meta["splits"]["train"]["count"]) // values.batch_size
+    check_window(parse_profile_steps(values.profile_steps), values.epochs * steps, values.epochs)
     gpus = env.list_gpus()
     state = {
         "model": values.model,

@@ -1,0 +1,116 @@
+"""`profile_steps`: a TensorBoard profile trace of a window of training steps.
+
+TensorFlow's profiler records what every op of those steps did on each device, and when; opened in
+TensorBoard's Profile tab (`make tensorboard`, with the profile plugin the dev extra brings), its
+trace viewer and input-pipeline analyser show whether the accelerator waited for data, for the
+host or for an all-reduce. Profiling slows the steps it covers, so it covers a few, after the
+first (which traces the graph). Steps are counted from 1 in each call of train.run, across its
+epochs. The trace is written under the run's logs/ (plugins/profile/<time>/<host>.xplane.pb), by
+the chief alone in a multi-worker job.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+from ..artifacts import StepError
+
+# Training steps between live reports (exporter, profiler edges): about ten an epoch, at most this.
+MAX_REPORT_STEPS = 100
+
+
+class ObserveError(StepError):
+    """A metrics or profiler value was refused; nothing was trained."""
+
+
+def parse_profile_steps(value: Any) -> tuple[int, int] | None:
+    """ "5,8" → (5, 8); "5" or 5 → (5, 5); "" or None → None (off); anything else refused."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    parts = text.split(",") if isinstance(text, str) else []
+    try:
+        numbers = [int(part.strip()) for part in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) == 1:
+        numbers *= 2
+    if len(numbers) != 2 or numbers[0] < 1 or numbers[1] < numbers[0]:
+        raise ObserveError(
+            f"profile_steps={value!r} is not allowed: use two step numbers 'first,last' with "
+            "1 <= first <= last (e.g. '5,8'), one step ('5'), or '' for no profile."
+        )
+    return numbers[0], numbers[1]
+
+
+def check_window(window: tuple[int, int] | None, steps: int, epochs: int) -> None:
+    """Refuse a window beyond the steps this call will run."""
+    if window is not None and window[1] > steps:
+        raise ObserveError(
+            f"profile_steps={window[0]},{window[1]} is outside this run's steps: it trains "
+            f"{steps} step(s) ({epochs} epoch(s) left), counted from 1; choose a window within "
+            f"1..{steps}, after the first step, which traces the graph."
+        )
+
+
+def report_chunks(steps_per_epoch: int, first_step: int, cuts: set[int], live: bool) -> list[int]:
+    """Step counts of the step-function calls of one epoch whose first step is `first_step`.
+
+    Without live reports, one call runs the whole epoch (Python's per-call cost paid once). With
+    them, about ten calls, at most MAX_REPORT_STEPS steps each. Calls always end at the steps in
+    `cuts` (a profile's edges). The same on every worker, which must run the same calls.
+    """
+    size = min(MAX_REPORT_STEPS, math.ceil(steps_per_epoch / 10)) if live else steps_per_epoch
+    size, chunks, done = max(1, size), [], 0
+    while done < steps_per_epoch:
+        count = min(size, steps_per_epoch - done)
+        last = first_step + done + count - 1
+        inside = [cut for cut in cuts if first_step + done <= cut < last]
+        if inside:
+            count = min(inside) - (first_step + done) + 1
+        chunks.append(count)
+        done += count
+    return chunks
+
+
+class Profiler:
+    """Starts TensorFlow's profiler before step `first` and stops it after step `last`."""
+
+    def __init__(self, window: tuple[int, int] | None, logdir: Path, *, enabled: bool) -> None:
+        self.window, self.logdir, self.enabled = window, logdir, enabled
+        self.active = False
+        self.traced: tuple[int, int] | None = None
+
+    def cuts(self) -> set[int]:
+        """The steps after which a step-function call must end: before and at the window."""
+        return set() if self.window is None else {self.window[0] - 1, self.window[1]}
+
+    def before(self, step: int) -> None:
+        """Called before the call whose first step is `step`."""
+        if self.enabled and self.window and step == self.window[0] and not self.active:
+            tf.profiler.experimental.start(str(self.logdir))
+            self.active = True
+
+    def after(self, step: int) -> None:
+        """Called after the call whose last step is `step`."""
+        if self.active and self.window and step >= self.window[1]:
+            self.close()
+            self.traced = self.window
+
+    def close(self) -> None:
+        if self.active:
+            self.active = False
+            tf.profiler.experimental.stop()
+
+    def summary(self) -> dict[str, Any]:
+        """What metrics/train.json says of the profile."""
+        if self.window is None:
+            return {"steps": None, "logdir": None}
+        return {
+            "steps": list(self.traced) if self.traced else None,
+            "logdir": str(self.logdir) if self.traced else None,
+        }

@@ -1,0 +1,264 @@
+"""Watching a run, in pieces: the input-wait verdict, the profile window, the live-report calls,
+the Prometheus exporter and its GPU series (with a stand-in for NVML), and the endpoint checks.
+
+Training with all of it switched on is in test_train_watch.py.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+from helpers import assert_one_sentence
+from prometheus_client.parser import text_string_to_metric_families
+
+from {{ cookiecutter.package_name }}.observe import (
+    INPUT_BOUND_AT,
+    Exporter,
+    check_port,
+    input_wait_summary,
+    parse_profile_steps,
+    verdict,
+)
+from {{ cookiecutter.package_name }}.observe import exporter as exporter_module
+from {{ cookiecutter.package_name }}.observe.gpu import GpuCollector, visible_indices
+from {{ cookiecutter.package_name }}.observe.profiler import (
+    ObserveError,
+    check_window,
+    report_chunks,
+)
+
+CHIEF_ONLY = {
+    "train_loss",
+    "train_accuracy",
+    "train_val_loss",
+    "train_val_accuracy",
+    "train_epoch",
+    "train_epochs",
+    "train_seconds_since_checkpoint",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrape(url: str) -> dict[str, list]:
+    """Metric name → its samples, as Prometheus would read the page."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    samples: dict[str, list] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append(sample)
+    return samples
+
+
+def test_verdict_names_the_share_and_the_line() -> None:
+    assert verdict(0.41).startswith("input-bound: 41% of each training step waits for data")
+    assert "01_data" in verdict(0.41)
+    assert verdict(0.12).startswith("not input-bound: 12%")
+    assert verdict(INPUT_BOUND_AT).startswith("input-bound")
+    assert "no input-wait measurement" in verdict(None)
+
+
+def test_summary_leaves_the_tracing_epoch_out_when_others_ran() -> None:
+    history = [
+        {"seconds": 10.0, "input_wait_seconds": 9.0},  # tracing: left out
+        {"seconds": 1.0, "input_wait_seconds": 0.5},
+        {"seconds": 3.0, "input_wait_seconds": 0.5},
+    ]
+    summary = input_wait_summary(history, skip_first=True)
+    assert summary["input_wait_fraction"] == pytest.approx(1.0 / 4.0)
+    assert summary["input_wait_epochs"] == 2
+    assert summary["input_bound"] is False
+    one = input_wait_summary(history[:1], skip_first=True)
+    assert one["input_wait_fraction"] == pytest.approx(0.9)
+    assert one["input_bound"] is True
+    none = input_wait_summary([], skip_first=True)
+    assert none["input_wait_fraction"] is None and none["input_bound"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "window"),
+    [("5,8", (5, 8)), (" 2 , 4 ", (2, 4)), ("5", (5, 5)), (3, (3, 3)), ("", None), (None, None)],
+)
+def test_profile_steps_are_read(value, window) -> None:
+    assert parse_profile_steps(value) == window
+
+
+@pytest.mark.parametrize("value", ["8,5", "0,3", "a,b", "1,2,3", "-1", True, 2.5, "5-8"])
+def test_bad_profile_steps_are_refused_in_one_sentence(value) -> None:
+    with pytest.raises(ObserveError, match="profile_steps=") as caught:
+        parse_profile_steps(value)
+    assert_one_sentence(str(caught.value))
+
+
+def test_a_window_beyond_the_run_is_refused_naming_the_steps() -> None:
+    check_window((2, 40), 40, 2)
+    check_window(None, 0, 0)
+    with pytest.raises(ObserveError, match=r"trains 40 step\(s\)") as caught:
+        check_window((2, 41), 40, 2)
+    assert_one_sentence(str(caught.value))
+
+
+def test_one_call_per_epoch_unless_watched_live() -> None:
+    assert report_chunks(22, 1, set(), live=False) == [22]
+    live = report_chunks(22, 1, set(), live=True)
+    assert sum(live) == 22 and len(live) == 8 and max(live) == 3
+    assert report_chunks(5000, 1, set(), live=True) == [100] * 50
+
+
+def test_calls_end_at_the_profile_window_edges() -> None:
+    # The window (2, 4) cuts after step 1 and after step 4, in the first epoch only.
+    assert report_chunks(22, 1, {1, 4}, live=False) == [1, 3, 18]
+    assert report_chunks(22, 23, {1, 4}, live=False) == [22]
+    # A window in the second epoch (steps 30-31): cuts after 29 and 31.
+    assert report_chunks(22, 23, {29, 31}, live=False) == [7, 2, 13]
+
+
+@pytest.mark.parametrize("port", [-1, 80, 1023, 65536, "9464", True, 1.5])
+def test_a_port_out_of_range_is_refused_in_one_sentence(port) -> None:
+    with pytest.raises(ObserveError, match="metrics_port=") as caught:
+        check_port(port, "127.0.0.1")
+    assert_one_sentence(str(caught.value))
+
+
+def test_a_port_in_use_is_refused_before_training() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ObserveError, match=f"metrics_port={port} is in use") as caught:
+            check_port(port, "127.0.0.1")
+    assert_one_sentence(str(caught.value))
+    check_port(port, "127.0.0.1")  # free again
+    check_port(0, "127.0.0.1")  # off: nothing is probed
+
+
+@pytest.mark.parametrize("host", ["", "no-such-host.invalid", 7])
+def test_a_host_that_cannot_be_listened_on_is_refused(host) -> None:
+    with pytest.raises(ObserveError, match="metrics_host=") as caught:
+        check_port(9464 if host != "" else 0, host)
+    assert_one_sentence(str(caught.value))
+
+
+def test_the_endpoint_serves_the_contract_on_loopback(monkeypatch) -> None:
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
+    exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
+    exporter.start(
+        {"model": "small_cnn", "strategy": "S", "precision": "float32"}, epochs=3, epoch=0
+    )
+    try:
+        assert exporter.url.startswith("http://127.0.0.1:")
+        before = scrape(exporter.url)
+        # No validation yet: absent, not a made-up 0.
+        assert "train_val_loss" not in before and "train_examples_per_second" not in before
+        assert before["train_epochs"][0].value == 3
+        exporter.report_steps(4, 0.5, 0.125, 256.0, (1.5, 0.25))
+        exporter.report_epoch(
+            {"epoch": 1, "loss": 1.2, "accuracy": 0.5, "val_loss": 0.9, "val_accuracy": 0.7}
+        )
+        after = scrape(exporter.url)
+    finally:
+        exporter.close()
+    value = {name: samples[0].value for name, samples in after.items()}
+    assert value["train_examples_per_second"] == pytest.approx(512.0)
+    assert value["train_step_seconds"] == pytest.approx(0.125)
+    assert value["train_input_wait_ratio"] == pytest.approx(0.25)
+    assert value["train_steps_total"] == 4
+    assert value["train_val_accuracy"] == pytest.approx(0.7)
+    assert value["train_epoch"] == 1
+    assert 0 <= value["train_seconds_since_checkpoint"] < 60
+    assert after["train_info"][0].labels["model"] == "small_cnn"
+    for name in ("train_examples_per_second", "train_val_loss", "train_info"):
+        assert after[name][0].labels["run"] == "R" and after[name][0].labels["task"] == "chief/0"
+    assert not any(name.startswith("gpu_") for name in after)  # no GPU: no series, not zeros
+    with pytest.raises(OSError):  # closed: the port is free for the next run
+        urllib.request.urlopen(exporter.url, timeout=2)
+
+
+def test_workers_serve_their_own_numbers_and_leave_epochs_to_the_chief(monkeypatch) -> None:
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
+    worker = Exporter(free_port(), "127.0.0.1", run="R", task="worker/1", chief=False)
+    worker.start({"model": "m", "strategy": "S", "precision": "p"}, epochs=3, epoch=0)
+    try:
+        worker.report_steps(2, 1.0, 0.1, 128.0, (1.0, 0.5))
+        worker.report_epoch(
+            {"epoch": 1, "loss": 1, "accuracy": 0, "val_loss": 1, "val_accuracy": 0}
+        )
+        names = set(scrape(worker.url))
+    finally:
+        worker.close()
+    assert "train_examples_per_second" in names and "train_input_wait_ratio" in names
+    assert not names & CHIEF_ONLY
+
+
+class FakeNvml:
+    """Two GPUs as pynvml describes them; the second cannot report its power."""
+
+    NVML_TEMPERATURE_GPU = 0
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"NVIDIA H200"
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int):
+        return SimpleNamespace(gpu=[87, 12][handle], memory=40)
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int):
+        return SimpleNamespace(used=[60, 10][handle] * 2**30, total=141 * 2**30)
+
+    def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
+        return [71, 40][handle]
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        if handle == 1:
+            raise self.NVMLError("Not Supported")
+        return 550_000
+
+
+def test_gpu_series_come_from_nvml_per_gpu(monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: FakeNvml())
+    exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
+    exporter.start({"model": "m", "strategy": "S", "precision": "p"}, epochs=1, epoch=0)
+    try:
+        samples = scrape(exporter.url)
+    finally:
+        exporter.close()
+    by_gpu = {
+        (name, sample.labels["gpu"]): sample.value
+        for name, found in samples.items()
+        if name.startswith("gpu_")
+        for sample in found
+    }
+    assert by_gpu[("gpu_utilization_ratio", "0")] == pytest.approx(0.87)
+    assert by_gpu[("gpu_utilization_ratio", "1")] == pytest.approx(0.12)
+    assert by_gpu[("gpu_memory_used_bytes", "0")] == 60 * 2**30
+    assert by_gpu[("gpu_memory_total_bytes", "1")] == 141 * 2**30
+    assert by_gpu[("gpu_temperature_celsius", "0")] == 71
+    assert by_gpu[("gpu_power_watts", "0")] == pytest.approx(550.0)
+    assert ("gpu_power_watts", "1") not in by_gpu  # unsupported: left out, not 0
+    sample = samples["gpu_utilization_ratio"][0]
+    assert sample.labels["name"] == "NVIDIA H200" and sample.labels["run"] == "R"
+
+
+def test_only_the_gpus_this_process_may_use_are_reported() -> None:
+    assert visible_indices(4, "2,0") == [2, 0]
+    assert visible_indices(2, "0,5") == [0]
+    assert visible_indices(2, "") == []
+    assert visible_indices(3, "GPU-8a7c,GPU-11f2") == [0, 1, 2]
+    collector = GpuCollector(FakeNvml(), {"run": "R", "task": "chief/0"})
+    assert collector.nvml.nvmlDeviceGetCount() == 2

@@ -107,9 +107,10 @@ def test_a_window_beyond_the_run_is_refused_naming_the_steps() -> None:
 
 def test_one_call_per_epoch_unless_watched_live() -> None:
     assert report_chunks(22, 1, set(), live=False) == [22]
-    live = report_chunks(22, 1, set(), live=True)
-    assert sum(live) == 22 and len(live) == 8 and max(live) == 3
-    assert report_chunks(5000, 1, set(), live=True) == [100] * 50
+    assert report_chunks(22, 1, set(), live=True) == [22]  # small epochs: one report each
+    assert report_chunks(120, 1, set(), live=True) == [50, 50, 20]
+    assert report_chunks(1000, 1, set(), live=True) == [100] * 10  # about ten an epoch
+    assert report_chunks(5000, 1, set(), live=True) == [200] * 25
 
 
 def test_calls_end_at_the_profile_window_edges() -> None:

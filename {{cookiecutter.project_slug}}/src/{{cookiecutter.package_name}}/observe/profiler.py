@@ -19,8 +19,11 @@ import tensorflow as tf
 
 from ..artifacts import StepError
 
-# Training steps between live reports (exporter, profiler edges): about ten an epoch, at most this.
-MAX_REPORT_STEPS = 100
+# Training steps between live reports: about ten an epoch, but at least MIN_REPORT_STEPS (each call
+# of the step function costs a host round trip, which would slow small, fast steps) and at most
+# MAX_REPORT_STEPS (so a long epoch still reports every few seconds to minutes).
+MIN_REPORT_STEPS = 50
+MAX_REPORT_STEPS = 200
 
 
 class ObserveError(StepError):
@@ -61,10 +64,12 @@ def report_chunks(steps_per_epoch: int, first_step: int, cuts: set[int], live: b
     """Step counts of the step-function calls of one epoch whose first step is `first_step`.
 
     Without live reports, one call runs the whole epoch (Python's per-call cost paid once). With
-    them, about ten calls, at most MAX_REPORT_STEPS steps each. Calls always end at the steps in
-    `cuts` (a profile's edges). The same on every worker, which must run the same calls.
+    them, about ten calls, of MIN_REPORT_STEPS to MAX_REPORT_STEPS steps each. Calls always end at
+    the steps in `cuts` (a profile's edges). The same on every worker, which must run the same
+    calls (their all-reduces pair up in order).
     """
-    size = min(MAX_REPORT_STEPS, math.ceil(steps_per_epoch / 10)) if live else steps_per_epoch
+    tenth = math.ceil(steps_per_epoch / 10)
+    size = min(MAX_REPORT_STEPS, max(MIN_REPORT_STEPS, tenth)) if live else steps_per_epoch
     size, chunks, done = max(1, size), [], 0
     while done < steps_per_epoch:
         count = min(size, steps_per_epoch - done)

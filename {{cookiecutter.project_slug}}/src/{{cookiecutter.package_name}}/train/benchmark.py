@@ -7,9 +7,9 @@
 2. `pipeline_vs_memory`: the same train.train fed by data.make_dataset (read, decode, cache,
    shuffle, batch, prefetch) against fed by batches already built in memory, the cheapest input
    there is. Goal >= 0.95: training is not input-bound.
-3. `watched_vs_unwatched`: train.train with the Prometheus endpoint on (metrics_port, ten live
-   reports an epoch) and the step's input-wait timer, against with neither. Goal >= 0.97: watching
-   a run costs it at most 3 %.
+3. `watched_vs_unwatched`: train.train with the Prometheus endpoint on (metrics_port, its live
+   reports) and the step's input-wait timer, against with neither. Goal >= 0.97: watching a run
+   costs it at most 3 %.
 
 Each run trains `epochs` epochs in a scratch folder (the run folder gets only
 metrics/train_benchmark.json); the first epoch, which traces the step functions and fills the

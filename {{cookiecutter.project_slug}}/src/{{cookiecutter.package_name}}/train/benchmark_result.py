@@ -20,7 +20,7 @@ from .benchmark_runs import RUNS, SETUP_KEYS
 from .params import Params
 
 GOAL = 0.95
-# Watching a run (the endpoint, ten reports an epoch, the input-wait timer) may cost 3 % at most.
+# Watching a run (the endpoint, live reports, the input-wait timer) may cost 3 % at most.
 WATCH_GOAL = 0.97
 
 

@@ -83,6 +83,7 @@ def scraped_training(tmp_path_factory: pytest.TempPathFactory):
     )
     try:
         _wait_ready(base, server, folder / "prometheus.log")
+        _wait_for_target(base)
         run = folder / "run"
         data.prepare(run, "digits")
         started = time.time()
@@ -106,6 +107,16 @@ def _wait_ready(base: str, server: subprocess.Popen, log: Path) -> None:
         except OSError:
             time.sleep(0.1)
     pytest.fail("prometheus did not become ready in 20 s")
+
+
+def _wait_for_target(base: str) -> None:
+    """Prometheus applies its targets a few seconds after it starts (its scrape manager reloads
+    at most every 5 s): training that ran before would go unseen."""
+    for _ in range(300):
+        if api(base, "targets")["activeTargets"]:
+            return
+        time.sleep(0.1)
+    pytest.fail("prometheus never listed the training target in 30 s")
 
 
 def test_prometheus_scrapes_every_dashboard_query_of_a_training_run(scraped_training) -> None:

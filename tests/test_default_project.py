@@ -88,6 +88,11 @@ def test_smoke_run_executes_the_notebook_chain(project: Path) -> None:
     assert environment["device_used"] == "CPU"
     train = json.loads((run_dir / "metrics" / "train.json").read_text())
     assert "tuned" in train["parameter_sources"].values(), "03 did not train on 02's values"
+    # The smoke profile asks for both finders: they ran, and training took what they chose.
+    assert train["parameter_sources"]["batch_size"] == "batch-size finder"
+    assert train["parameter_sources"]["learning_rate"] == "range test"
+    finder = json.loads((run_dir / "metrics" / "batch_finder.json").read_text())
+    assert finder["batch"] == train["global_batch_size"]
     export = json.loads((run_dir / "metrics" / "export.json").read_text())
     assert export["top1_agreement"] == 1.0
     optimize = json.loads((run_dir / "metrics" / "optimize.json").read_text())

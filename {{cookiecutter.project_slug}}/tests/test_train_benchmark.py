@@ -104,6 +104,18 @@ def test_the_table_names_both_ratios_and_their_goal(bench_run) -> None:
     assert re.search(r"watched_vs_unwatched: \d+\.\d\d .*goal >= 0\.97", table)
 
 
+def test_benchmark_compares_the_finders_accuracy_with_the_defaults(bench_run) -> None:
+    """One run with batch_size and learning_rate found, against the defaults, same epochs."""
+    _, result = bench_run
+    finders = result["finders"]
+    assert finders["default_val_accuracy"] == result["runs"]["package"]["val_accuracy"]
+    assert 0 <= finders["val_accuracy"] <= 1 and finders["batch_size"] >= 1
+    assert finders["at_least_default"] == (
+        finders["val_accuracy"] >= finders["default_val_accuracy"]
+    )
+    assert finders["sentence"] in benchmark.format_table(result)
+
+
 def test_memory_feed_gives_each_input_pipeline_its_share_in_per_replica_batches() -> None:
     """Memory-fed batches follow the input context: this pipeline's examples, per-replica size."""
     images = np.arange(40, dtype=np.uint8).reshape(40, 1, 1, 1)

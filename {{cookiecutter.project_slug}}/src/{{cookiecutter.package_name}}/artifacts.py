@@ -24,6 +24,8 @@ CHECKPOINT_DIR = "checkpoints"  # 03: checkpoints, their params.json and history
 LOGS_DIR = "logs"  # 03: TensorBoard logs
 SET_ASIDE = "{name}.other-data-{stamp}"  # 03: checkpoints/ and logs/ made on replaced data
 MODEL_FILE = "model.keras"  # 03: the trained model
+BATCH_FINDER = "batch_finder"  # 03 with batch_size=auto: metrics/ and figures/ <name>.json/.png
+LR_FINDER = "lr_finder"  # 03 with learning_rate=auto: metrics/ and figures/ <name>.json/.png
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
 OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json

@@ -60,6 +60,8 @@ def run_chain(
     record = start_record(folder, plan, only)
     selected = list(plan.notebooks)
     print(f"Profile {plan.profile}: {len(selected)} notebook(s) into {folder}", flush=True)
+    for note in plan.notes:
+        print(note, flush=True)
     status, name = "interrupted", ""
     try:
         for number, name in enumerate(selected, start=1):

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import papermill
 
+from .. import steps
 from ..artifacts import project_root
 from .profile import RunnerInputError, load_profile, one_line
 
@@ -30,6 +31,7 @@ class Plan:
     notebooks: dict[str, Path]
     parameters: dict[str, dict[str, Any]]
     overrides: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the runner decided and says first
 
 
 class Declared(NamedTuple):
@@ -68,14 +70,18 @@ def plan_run(
         where = f"in {source} (notebooks.{name})"
         _check(values, {name: declared[name]}, where, f"{name} declares")
     scope = "the notebooks declare" if only is None else "the selected notebooks declare"
-    _check(overrides, {name: declared[name] for name in selected}, "from -p", scope)
+    chosen = {name: declared[name] for name in selected}
+    takers, notes = _takers(overrides, chosen)
+    for key, value in overrides.items():
+        to = {name: chosen[name] for name in takers[key]} or chosen
+        _check({key: value}, to, "from -p", scope)
 
     parameters = {}
     for name in selected:
         own = declared[name]
         values = {key: value for key, value in spec["shared"].items() if key in own}
         values.update(spec["notebooks"].get(name, {}))
-        values.update({key: value for key, value in overrides.items() if key in own})
+        values.update({key: value for key, value in overrides.items() if name in takers[key]})
         parameters[name] = {key: _coerce(value, own[key].expected) for key, value in values.items()}
     return Plan(
         project=project,
@@ -84,7 +90,32 @@ def plan_run(
         notebooks={name: chain[name] for name in selected},
         parameters=parameters,
         overrides=overrides,
+        notes=notes,
     )
+
+
+def _takers(
+    overrides: dict[str, Any], declared: dict[str, dict[str, Declared]]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The notebooks each -p value goes to: those whose parameter takes a value of its type.
+
+    `-p batch_size=auto` reaches 03_train, whose batch_size takes auto, and leaves 01_data's and
+    02_tune's whole-number batch_size as the profile has them; a note says so. A value that no
+    notebook declaring the name takes goes to all of them, and _check refuses it.
+    """
+    takers, notes = {}, []
+    for key, value in overrides.items():
+        declaring = [name for name, own in declared.items() if key in own]
+        fitting = [name for name in declaring if _accepts(name, key, value, declared)]
+        takers[key] = fitting or declaring
+        left = [name for name in declaring if name not in takers[key]]
+        if left:
+            kinds = sorted({declared[name][key].expected or "any" for name in left})
+            notes.append(
+                f"-p {key}={value!r} goes to {', '.join(takers[key])}; {', '.join(left)} "
+                f"take {' or '.join(kinds)} and keep their own {key}."
+            )
+    return takers, notes
 
 
 def discover_notebooks(project: Path) -> dict[str, Path]:
@@ -138,7 +169,7 @@ def _check(
             )
         for name in takers:
             expected = declared[name][key].expected
-            if not _fits(value, expected):
+            if not _accepts(name, key, value, declared):
                 hint = "; quote it to keep it text" if expected == "str" else ""
                 raise RunnerInputError(
                     f"Parameter {key}={value!r} {where} is {type(value).__name__}, but {name} "
@@ -158,6 +189,13 @@ def _declared(info: dict[str, str]) -> Declared:
         return Declared(None, info["default"])
     kind = type(default).__name__
     return Declared(kind if kind in _TYPES else None, info["default"])
+
+
+def _accepts(stem: str, key: str, value: Any, declared: dict[str, dict[str, Declared]]) -> bool:
+    """The step's own type for the parameter when the notebook has a step (its Params may take
+    more than the default's type: batch_size "auto"), else the type of the notebook's default."""
+    verdict = steps.takes(stem, key, value)
+    return _fits(value, declared[stem][key].expected) if verdict is None else verdict
 
 
 def _fits(value: Any, expected: str | None) -> bool:

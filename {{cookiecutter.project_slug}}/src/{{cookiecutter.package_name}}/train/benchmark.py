@@ -46,7 +46,7 @@ from ..artifacts import (
 )
 from ..data.records import check_batch
 from .benchmark_result import GOAL, format_table, summary
-from .benchmark_runs import RUNS, take_turns
+from .benchmark_runs import RUNS, finder_run, take_turns
 from .devices import configure_devices
 from .params import DEFAULT_LEARNING_RATE, DEFAULT_MODEL, Params, TrainError, check_values
 
@@ -121,8 +121,13 @@ def benchmark_training(
         except data.DataError as error:
             raise TrainError(str(error)) from None
         results = take_turns(scratch, source, params, meta, rounds, say)
+        found = finder_run(scratch, source, params)
+        say(
+            f"batch_size=auto, learning_rate=auto: batch {found['batch_size']}, "
+            f"val_accuracy {found['val_accuracy']:.4f}"
+        )
 
-    result = summary(results, params, meta, source if has_data else None, devices)
+    result = summary(results, params, meta, source if has_data else None, devices, found)
     if folder is not None:
         write_json(folder / METRICS_FILE, result)
         result["path"] = str(folder / METRICS_FILE)

@@ -30,6 +30,7 @@ def summary(
     meta: dict[str, Any],
     source: Path | None,
     devices: dict[str, Any],
+    found: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The benchmark's result from each run's outcome per round (benchmark_runs.take_turns).
 
@@ -79,6 +80,7 @@ def summary(
         "watched_vs_unwatched": watched_vs_unwatched,
         "watch_goal": WATCH_GOAL,
         "watched_vs_unwatched_meets_goal": watched_vs_unwatched >= WATCH_GOAL,
+        "finders": _finders(found, runs["package"]["val_accuracy"], params),
         "tensorflow_version": tf.__version__,
         "keras_version": keras.__version__,
     }
@@ -113,7 +115,29 @@ def format_table(result: dict[str, Any]) -> str:
         ),
         f"Basis: {result['basis']}.",
     ]
+    if result.get("finders"):
+        lines.append(result["finders"]["sentence"])
     return "\n".join(lines)
+
+
+def _finders(found: dict[str, Any] | None, default_accuracy: float, params: Params) -> Any:
+    """The finders' run against the defaults: validation accuracy after the same epochs."""
+    if found is None:
+        return None
+    better = found["val_accuracy"] >= default_accuracy
+    sentence = (
+        f"Finders: batch {found['batch_size']}, learning rate "
+        f"{found['effective_learning_rate']:.3g} (at that batch) reach val_accuracy "
+        f"{found['val_accuracy']:.4f} after {params.epochs} epochs, against "
+        f"{default_accuracy:.4f} with batch {params.batch_size} and {params.learning_rate:g}: "
+        f"{'at least as good' if better else 'BELOW the defaults'}."
+    )
+    return {
+        **found,
+        "default_val_accuracy": default_accuracy,
+        "at_least_default": better,
+        "sentence": sentence,
+    }
 
 
 def _ratio_line(key: str, result: dict[str, Any], meaning: str, goal: float | None = None) -> str:

@@ -91,6 +91,20 @@ def train_rate(
     }
 
 
+def finder_run(scratch: Path, source: Path, params: Params) -> dict[str, Any]:
+    """Train once with batch_size and learning_rate found (auto), the same epochs and seed."""
+    run = _scratch_run(scratch / "finders", source)
+    found = replace(params, batch_size="auto", learning_rate="auto", finder_seconds=30.0)
+    metrics = step.run(run, found, verbose=False)
+    shutil.rmtree(run, ignore_errors=True)
+    return {
+        "batch_size": metrics["global_batch_size"],
+        "learning_rate": metrics["parameters"]["learning_rate"],
+        "effective_learning_rate": metrics["effective_learning_rate"],
+        "val_accuracy": metrics["val_accuracy"],
+    }
+
+
 def unwatched_rate(run: Path, params: Params) -> dict[str, Any]:
     """train.run with no endpoint and the step function's input-wait timer left out."""
     with input_wait_timer(False):

@@ -9,19 +9,18 @@ checked by train.check with inputs=True.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import tensorflow as tf
 
 from ..artifacts import TUNED_FILE as TUNED_FILE  # where step 2 writes (tune.py imports it here)
-from ..artifacts import StepError
 from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
 from ..observe import check_port, parse_profile_steps
 from ..steps import param
+from .cluster import Cluster, read_tf_config
+from .errors import TrainError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
@@ -33,12 +32,8 @@ DEFAULT_LEARNING_RATE = 1e-3
 # adding replicas (and with them a larger global batch) keeps the same progress per example.
 REFERENCE_BATCH = 64
 LR_RULE = f"linear: learning_rate * global_batch_size / {REFERENCE_BATCH}"
-# Task types of TF_CONFIG that train; MultiWorkerMirroredStrategy has no parameter servers.
-TRAINING_TASKS = ("chief", "worker")
-
-
-class TrainError(StepError):
-    """A training parameter or the run folder was refused; nothing was trained or written."""
+# The word that asks a finder for batch_size or learning_rate (find/, train/auto.py).
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -46,13 +41,16 @@ class Params:
     """Notebook 03's parameters (all but run_dir), with its names and defaults.
 
     None for model, learning_rate, width and dropout means "not given": the value step 2 tuned,
-    else the default (small_cnn, 0.001, the model's own width and dropout).
+    else the default (small_cnn, 0.001, the model's own width and dropout). "auto" for
+    batch_size and learning_rate asks the finders (train/auto.py) to fit them to this device.
     """
 
     model: str | None = param(None, "small_cnn, resnet_small or a keras.applications name")
     epochs: int = param(5, "epochs in all, counted from the start of the run")
-    batch_size: int = param(64, "the global batch, split evenly across the replicas")
-    learning_rate: float | None = param(None, "at a global batch of 64, scaled with the batch")
+    batch_size: int | str = param(64, "the global batch, split across the replicas; auto: found")
+    learning_rate: float | str | None = param(
+        None, "at a global batch of 64, scaled with the batch; auto: range test"
+    )
     width: int | None = param(None, "filters of the first layer, a multiple of 8")
     dropout: float | None = param(None, "dropout rate before the output layer, 0 to below 1")
     strategy: str = param("auto", "auto, one_device, mirrored or multi_worker")
@@ -61,38 +59,10 @@ class Params:
     jit_compile: str | bool = param("auto", "XLA: auto (on GPUs only), true or false")
     seed: int = param(42, "weights, shuffle and dropout seed")
     patience: int = param(3, "stop after this many epochs without a lower val_loss; 0 never")
+    finder_seconds: float = param(60.0, "seconds each finder may take (an auto batch_size or rate)")
     metrics_port: int = param(0, "serve Prometheus metrics on this port while training; 0 off")
     metrics_host: str = param("127.0.0.1", "address the metrics endpoint listens on")
     profile_steps: str | int = param("", "'first,last' steps to profile into logs/; '' off")
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The part of TF_CONFIG that training needs: how many workers, and which one this is."""
-
-    workers: int
-    task_type: str
-    task_index: int
-    has_chief: bool = False
-
-    @property
-    def is_chief(self) -> bool:
-        """The chief writes the run folder: task "chief", or worker 0 when no chief is named."""
-        if self.task_type == "chief":
-            return True
-        return self.task_type == "worker" and self.task_index == 0 and not self.has_chief
-
-    @property
-    def rank(self) -> int:
-        """0 for the chief, then the workers in order: the offset of this task's metrics port."""
-        if self.task_type == "chief":
-            return 0
-        return self.task_index + (1 if self.has_chief else 0)
-
-    @property
-    def task(self) -> str:
-        """The task as the metrics label it: "chief/0", "worker/1", …"""
-        return f"{self.task_type}/{self.task_index}"
 
 
 @dataclass(frozen=True)
@@ -118,7 +88,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
         params.dropout,
     )
     _whole("epochs", params.epochs, 1)
-    _whole("batch_size", params.batch_size, 1)
+    if params.batch_size != AUTO:
+        _whole("batch_size", params.batch_size, 1, note=" or auto (the batch-size finder)")
     _choice("strategy", params.strategy, STRATEGIES)
     _whole("logical_cpus", params.logical_cpus, 0)
     _choice("precision", params.precision, PRECISIONS)
@@ -141,6 +112,21 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     if replicas is None:
         replicas = expected_replicas(resolved, params.logical_cpus, gpus=gpus, cluster=cluster)
     batch = params.batch_size
+    if isinstance(params.finder_seconds, bool) or not (
+        isinstance(params.finder_seconds, int | float) and 1 <= params.finder_seconds <= 3600
+    ):
+        raise TrainError(
+            f"finder_seconds={params.finder_seconds!r} is not allowed: use a number of seconds "
+            "from 1 to 3600."
+        )
+    if AUTO in (batch, params.learning_rate) and resolved == "multi_worker":
+        raise TrainError(
+            f"{'batch_size' if batch == AUTO else 'learning_rate'}=auto is not allowed under "
+            "multi_worker: each worker would probe alone and might choose differently; find "
+            "it on one machine with the same GPUs (strategy=mirrored) and pass the values found."
+        )
+    if batch == AUTO:
+        return Placement(strategy=resolved, replicas=int(replicas), cluster=cluster)
     if batch % replicas:
         raise TrainError(
             f"batch_size={batch} is not divisible by the {replicas} replicas of "
@@ -159,14 +145,17 @@ def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> N
             "keras.applications model by name (MobileNetV2, ResNet50, EfficientNetB0, … "
             f"{len(APPLICATIONS)} in all, listed in models.APPLICATIONS)."
         )
-    if (
+    if learning_rate == AUTO:
+        pass
+    elif (
         isinstance(learning_rate, bool)
         or not isinstance(learning_rate, int | float)
         or not math.isfinite(learning_rate)
         or learning_rate <= 0
     ):
         raise TrainError(
-            f"learning_rate={learning_rate!r} is not allowed: use a number > 0, e.g. 0.001."
+            f"learning_rate={learning_rate!r} is not allowed: use a number > 0, e.g. 0.001, or "
+            "auto (the learning-rate range test)."
         )
     try:
         check_knobs(model, width=width, dropout=dropout)
@@ -201,36 +190,6 @@ def expected_replicas(
     if resolved == "mirrored":
         return gpus or max(1, logical_cpus)
     return 1
-
-
-def read_tf_config(value: str | None = None) -> Cluster | None:
-    """The cluster TF_CONFIG describes (default: the environment's), or None when it is unset."""
-    text = os.environ.get("TF_CONFIG") if value is None else value
-    if not text or not text.strip():
-        return None
-    try:
-        config = json.loads(text)
-        cluster, task = config.get("cluster") or {}, config.get("task") or {}
-        workers = sum(len(cluster.get(kind) or []) for kind in TRAINING_TASKS)
-        task_type, task_index = task["type"], int(task["index"])
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise TrainError(
-            f"TF_CONFIG is not valid ({type(error).__name__}: {error}): it must be JSON like "
-            '{"cluster": {"worker": ["host1:port", "host2:port"]}, '
-            '"task": {"type": "worker", "index": 0}}.'
-        ) from None
-    if task_type not in TRAINING_TASKS or not 0 <= task_index < len(cluster.get(task_type) or []):
-        raise TrainError(
-            f"TF_CONFIG names task {task_type!r} {task_index}, which is not one of its "
-            f"{'/'.join(TRAINING_TASKS)} addresses: MultiWorkerMirroredStrategy trains on "
-            "chief and worker tasks only."
-        )
-    return Cluster(
-        workers=workers,
-        task_type=task_type,
-        task_index=task_index,
-        has_chief=bool(cluster.get("chief")),
-    )
 
 
 def parse_jit(value: str | bool) -> str | bool:

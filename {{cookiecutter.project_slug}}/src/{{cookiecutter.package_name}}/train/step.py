@@ -21,10 +21,10 @@ from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
-from . import resume
+from . import auto, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
-from .params import Params, TrainError, check_values
+from .params import AUTO, Params, TrainError, check_values
 from .tuning import Resolved, describe_sources, resolve_params
 
 
@@ -38,6 +38,7 @@ class _Checked:
     state: dict[str, Any]  # what the checkpoints are made with (resume.STATE_KEYS + data)
     resume: resume.Resume
     gpus: list[dict[str, Any]]
+    found_on: dict[str, Any]  # the basis a batch_size/learning_rate=auto choice holds for
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -91,17 +92,34 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     if distribution.num_replicas_in_sync != resolved.placement.replicas:  # devices surprised us
         check_values(resolved.params, replicas=distribution.num_replicas_in_sync)
     keras.utils.set_random_seed(resolved.params.seed)
+    jit = resolve_jit(resolved.params.jit_compile, checked.gpus)
+    state = checked.state
     with dtype_policy(checked.state["precision"]) as policy:
+        loss_scaling = policy.name == "mixed_float16"
+        if AUTO in (resolved.params.batch_size, resolved.params.learning_rate):
+            resolved = auto.find(
+                folder,
+                checked.meta,
+                resolved,
+                distribution,
+                checked.found_on,
+                loss_scaling=loss_scaling,
+                jit=jit,
+                say=say,
+            )
+            found = resolved.params
+            state = {**state, "batch_size": found.batch_size, "learning_rate": found.learning_rate}
+            keras.utils.set_random_seed(resolved.params.seed)
         loop = Loop(
             folder,
             checked.meta,
             resolved,
             distribution,
-            jit=resolve_jit(resolved.params.jit_compile, checked.gpus),
-            loss_scaling=policy.name == "mixed_float16",
+            jit=jit,
+            loss_scaling=loss_scaling,
             verbose=verbose,
         )
-        metrics = loop.run(checked.state, latest=checked.resume.latest, devices=devices)
+        metrics = loop.run(state, latest=checked.resume.latest, devices=devices)
     metrics["restarted_because"] = restarted
     if loop.role.is_chief:
         lineage.record(folder, "model", "train", {"data": checked.state[resume.DATA_KEY]})
@@ -126,18 +144,40 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     resolved, _ = resolve_params(run_dir, params)
     folder = resolve_run_dir(run_dir, create=False)
     meta = data.read_meta(folder)
-    values = resolved.params
+    gpus = env.list_gpus()
+    precision = resolve_precision(resolved.params.precision, gpus)
+    fingerprint = lineage.fingerprint(folder, "data")
+    found_on = auto.basis(
+        resolved.params,
+        {"precision": precision, "data": fingerprint},
+        resolved.placement.replicas,
+        resolve_jit(resolved.params.jit_compile, gpus),
+    )
+    values, reused = auto.reuse(folder, resolved.params, found_on)
+    if reused:
+        resolved = dataclasses.replace(
+            resolved, params=values, sources={**resolved.sources, **reused}
+        )
     shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
     try:
         models.check_model(
             values.model, shape, num_classes, width=values.width, dropout=values.dropout
         )
-        check_batch(meta, values.batch_size, str(folder / DATA_DIR))
+        if values.batch_size != AUTO:
+            check_batch(meta, values.batch_size, str(folder / DATA_DIR))
     except (models.ModelError, data.DataError) as error:
         raise TrainError(str(error)) from None
-    steps = int(meta["splits"]["train"]["count"]) // values.batch_size
-    check_window(parse_profile_steps(values.profile_steps), values.epochs * steps, values.epochs)
-    gpus = env.list_gpus()
+    train_count, replicas = int(meta["splits"]["train"]["count"]), resolved.placement.replicas
+    if values.batch_size == AUTO and replicas > train_count:
+        raise TrainError(
+            f"batch_size=auto needs a training image per replica at least: the {replicas} "
+            f"replicas need {replicas}, and {folder / DATA_DIR} has {train_count}; use fewer "
+            "replicas (logical_cpus, GPUs) or more data."
+        )
+    if values.batch_size != AUTO:
+        steps = train_count // values.batch_size
+        window = parse_profile_steps(values.profile_steps)
+        check_window(window, values.epochs * steps, values.epochs)
     state = {
         "model": values.model,
         "image_shape": shape,
@@ -146,12 +186,12 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         "learning_rate": values.learning_rate,
         "width": values.width,
         "dropout": values.dropout,
-        "precision": resolve_precision(values.precision, gpus),
+        "precision": precision,
         "seed": values.seed,
-        resume.DATA_KEY: lineage.fingerprint(folder, "data"),
+        resume.DATA_KEY: fingerprint,
     }
     decision = resume.check(folder, state, state[resume.DATA_KEY])
-    return _Checked(folder, resolved, meta, state, decision, gpus)
+    return _Checked(folder, resolved, meta, state, decision, gpus, found_on)
 
 
 def _quiet(*_: Any, **__: Any) -> None:

@@ -27,6 +27,7 @@ from .params import (
 )
 
 TUNABLE = ("model", "learning_rate", "width", "dropout")
+FINDERS = ("batch-size finder", "range test")  # how train/auto.py names the sources it fills
 NAMES = tuple(field.name for field in dataclasses.fields(Params))
 
 
@@ -35,7 +36,7 @@ class Resolved:
     """The values a training run uses, where each came from, and where it runs."""
 
     params: Params  # model and learning_rate filled in; width/dropout None: the model's own
-    sources: dict[str, str]  # {name: "given" | "tuned" | "default"}
+    sources: dict[str, str]  # {name: "given" | "tuned" | "default" | a FINDERS name …}
     tuning: dict[str, Any] | None  # best_hparams.json as read; None when absent or not read
     tuning_ignored: str | None  # why none of its values is used, when it is not
     placement: Placement
@@ -144,6 +145,9 @@ def describe_sources(resolved: Resolved, sources: dict[str, str] | None = None) 
             for key, value in tuning["hparams"].items()
             if sources.get(key) == "given" and value != getattr(params, key)
         ]
+    found = [key for key in NAMES if sources.get(key, "").startswith(FINDERS)]
+    if found:
+        parts.append(f"from the finders: {_listed(params, found)}")
     if given:
         parts.append(f"given: {_listed(params, given)}")
     rest = [key for key in NAMES if sources.get(key) == "default"]

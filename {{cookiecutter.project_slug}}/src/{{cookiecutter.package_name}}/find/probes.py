@@ -1,0 +1,193 @@
+"""The finders' measurements: real training steps of the run's model, precision and strategy.
+
+A batch-size probe builds the model and its optimizer inside the strategy's scope (under the dtype
+policy in force), feeds it the run's own training pipeline at that global batch, runs one step to
+trace and warm up, then times a few more. Out of device memory (ResourceExhaustedError) is an
+answer, not a failure: the probe says so and the finder bisects. On GPUs the peak of device
+memory during the probe is read from TensorFlow's allocator. A learning-rate step is one real
+training step of a fresh copy of the model at the learning rate it is given.
+
+Each probe builds and drops its own model, so nothing it made reaches the training that follows.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from .. import data, models
+from ..train.replica import make_train_steps
+from .batch import Probe
+
+PROBE_STEPS = 5  # timed steps per batch size, after one that traces
+HOST_SHARE = 0.5  # of the memory available now, what the CPU finder lets a batch's work take
+
+
+class Trainer:
+    """A model, its optimizer and its step function at one global batch, fed by the pipeline."""
+
+    def __init__(
+        self,
+        folder: Path,
+        meta: dict[str, Any],
+        params: Any,
+        strategy: Any,
+        batch: int,
+        *,
+        loss_scaling: bool,
+        jit: bool,
+        learning_rate: float,
+    ) -> None:
+        keras.utils.set_random_seed(params.seed)
+        with strategy.scope():
+            self.model = models.build_model(
+                params.model,
+                meta["image_shape"],
+                int(meta["num_classes"]),
+                width=params.width,
+                dropout=params.dropout,
+            )
+            optimizer = keras.optimizers.Adam(learning_rate)
+            if loss_scaling:
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            optimizer.build(self.model.trainable_variables)
+        self.optimizer = optimizer
+        self.steps = make_train_steps(
+            strategy,
+            self.model,
+            optimizer,
+            global_batch=batch,
+            loss_scaling=loss_scaling,
+            jit=jit,
+            timed=False,
+        )
+
+        def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            return data.make_dataset(
+                folder,
+                "train",
+                batch,
+                seed=params.seed,
+                repeat=True,
+                drop_remainder=True,
+                input_context=context,
+            )
+
+        self.iterator = iter(strategy.distribute_datasets_from_function(dataset))
+
+    def run(self, steps: int) -> np.ndarray:
+        """[loss sum, correct, examples] of `steps` steps, waited for."""
+        totals, _ = self.steps(self.iterator, tf.constant(steps))
+        return totals.numpy()
+
+
+def device_kind() -> str:
+    """ "gpu" when TensorFlow sees a GPU (the finder bisects memory), else "cpu" (throughput)."""
+    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+
+
+def batch_probe(
+    folder: Path, meta: dict[str, Any], params: Any, strategy: Any, *, loss_scaling: bool, jit: bool
+) -> Callable[[int], Probe]:
+    """probe(batch) → Probe: examples/s of PROBE_STEPS steps, peak GPU memory, or out of memory."""
+    gpus = [f"GPU:{index}" for index, _ in enumerate(tf.config.list_logical_devices("GPU"))]
+
+    def probe(batch: int) -> Probe:
+        started = time.perf_counter()
+        trainer = None
+        try:
+            for device in gpus:
+                tf.config.experimental.reset_memory_stats(device)
+            trainer = Trainer(
+                folder,
+                meta,
+                params,
+                strategy,
+                batch,
+                loss_scaling=loss_scaling,
+                jit=jit,
+                learning_rate=1e-3,
+            )
+            trainer.run(1)  # traces the step function, fills the pipeline
+            timed = time.perf_counter()
+            trainer.run(PROBE_STEPS)
+            rate = batch * PROBE_STEPS / (time.perf_counter() - timed)
+            peak = max(
+                (tf.config.experimental.get_memory_info(d)["peak"] for d in gpus), default=None
+            )
+            return Probe(batch, True, rate, peak, time.perf_counter() - started)
+        except tf.errors.ResourceExhaustedError:
+            return Probe(batch, False, None, None, time.perf_counter() - started, "out of memory")
+        finally:
+            del trainer
+            gc.collect()
+
+    return probe
+
+
+def lr_step(
+    folder: Path,
+    meta: dict[str, Any],
+    params: Any,
+    strategy: Any,
+    batch: int,
+    *,
+    loss_scaling: bool,
+    jit: bool,
+) -> Callable[[float], float]:
+    """step(learning_rate) → the loss of one training step of a fresh model at that rate."""
+    trainer = Trainer(
+        folder,
+        meta,
+        params,
+        strategy,
+        batch,
+        loss_scaling=loss_scaling,
+        jit=jit,
+        learning_rate=1e-3,
+    )
+
+    def step(learning_rate: float) -> float:
+        trainer.optimizer.learning_rate = learning_rate
+        loss, _, count = trainer.run(1)
+        return float(loss / count)
+
+    return step
+
+
+def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int:
+    """A rough host-memory cost of one example in a training step: every layer's output, kept
+    for the backward pass and matched by its gradient, at 4 bytes a value."""
+    model = models.build_model(
+        model_name,
+        meta["image_shape"],
+        int(meta["num_classes"]),
+        width=params.width,
+        dropout=params.dropout,
+    )
+    values = sum(
+        int(np.prod(layer.output.shape[1:]))
+        for layer in model.layers
+        if hasattr(layer, "output") and layer.output is not None
+    )
+    del model
+    gc.collect()
+    return max(1, values) * 4 * 2
+
+
+def host_budget_bytes() -> int | None:
+    """HOST_SHARE of the memory available now (Linux and macOS), or None where unknown."""
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return int(pages * size * HOST_SHARE) if pages > 0 and size > 0 else None

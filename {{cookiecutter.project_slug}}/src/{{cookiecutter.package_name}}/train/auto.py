@@ -1,0 +1,192 @@
+"""batch_size=auto and learning_rate=auto: the batch fitted to the device, the rate to the batch.
+
+The batch-size finder (find/batch.py) probes real training steps of this run's model, precision
+and strategy: on GPUs the largest global batch that fits in memory (less a margin), on a CPU the
+smallest batch within 5 % of the best throughput. The learning-rate range test (find/lr.py) ramps
+the learning rate over one short run of a fresh copy of the model at that batch and suggests the
+rate where the loss fell fastest. What they chose is kept as metrics/<finder>.json with a figure,
+together with the basis it holds for (model, knobs, precision, strategy, replicas, the data's
+fingerprint, and for the learning rate the batch): a later call on the same basis (a resumed run,
+a re-run notebook) reuses the choice instead of probing again, so the checkpoints it resumes from
+were made with the same values.
+
+The range test's rate is the one the optimizer gets at the probed batch; it is stored in the
+package's convention, at a global batch of REFERENCE_BATCH (the linear rule scales it back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR, write_json
+from ..find import batch as batch_finder
+from ..find import lr as lr_finder
+from ..find import plots, probes
+from .devices import dtype_policy
+from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
+from .tuning import Resolved
+
+LR_STEPS = 100  # the range test's ramp, fewer when the time budget is short
+LR_RANGE = (1e-6, 1.0)
+
+
+def basis(params: Any, state: dict[str, Any], replicas: int, jit: Any) -> dict[str, Any]:
+    """What a batch-size choice holds for; the learning-rate one adds the batch and the seed."""
+    return {
+        "model": params.model,
+        "width": params.width,
+        "dropout": params.dropout,
+        "precision": state["precision"],
+        "strategy": params.strategy,
+        "replicas": replicas,
+        "jit_compile": str(jit),
+        "data": state["data"],
+    }
+
+
+def reuse(folder: Path, params: Any, found_on: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+    """params with each `auto` that an earlier choice on the same basis answers filled in, and
+    {name: "finder (reused …)"} for those."""
+    sources = {}
+    if params.batch_size == AUTO:
+        record = _read(folder, BATCH_FINDER)
+        if record and record.get("basis") == found_on:
+            params = dataclasses.replace(params, batch_size=int(record["batch"]))
+            sources["batch_size"] = f"batch-size finder (reused {METRICS_DIR}/{BATCH_FINDER}.json)"
+    if params.learning_rate == AUTO and params.batch_size != AUTO:
+        record = _read(folder, LR_FINDER)
+        lr_basis = {**found_on, "batch_size": params.batch_size, "seed": params.seed}
+        if record and record.get("basis") == lr_basis:
+            params = dataclasses.replace(params, learning_rate=float(record["learning_rate"]))
+            sources["learning_rate"] = f"range test (reused {METRICS_DIR}/{LR_FINDER}.json)"
+    return params, sources
+
+
+def find(
+    folder: Path,
+    meta: dict[str, Any],
+    resolved: Resolved,
+    strategy: Any,
+    found_on: dict[str, Any],
+    *,
+    loss_scaling: bool,
+    jit: bool,
+    say: Callable[[str], None],
+) -> Resolved:
+    """Run the finders for what is still `auto`; write their records and figures (chief)."""
+    params, sources = resolved.params, dict(resolved.sources)
+    replicas = resolved.placement.replicas
+    train_count = int(meta["splits"]["train"]["count"])
+    started = time.monotonic()
+    step_seconds = None
+    if params.batch_size == AUTO:
+        probe = probes.batch_probe(
+            folder, meta, params, strategy, loss_scaling=loss_scaling, jit=jit
+        )
+        device = probes.device_kind()
+        budget = probes.host_budget_bytes() if device == "cpu" else None
+        choice = batch_finder.find_batch(
+            probe,
+            device=device,
+            replicas=replicas,
+            train_count=train_count,
+            max_seconds=params.finder_seconds,
+            host_budget_bytes=budget,
+            bytes_per_example=probes.bytes_per_example(params.model, meta, params)
+            if budget
+            else None,
+        )
+        record = {**batch_finder.choice_record(choice), "basis": found_on}
+        if device == "gpu" and state_precision(found_on) != "float32":
+            record["float32"] = _float32_cap(
+                folder, meta, params, strategy, replicas, train_count, choice.batch, jit=jit
+            )
+            say(record["float32"]["sentence"])
+        _write(folder, BATCH_FINDER, record, plots.plot_batch)
+        chosen = [p for p in choice.probes if p.batch == choice.batch and p.ok]
+        if chosen and chosen[0].examples_per_sec:
+            step_seconds = choice.batch / chosen[0].examples_per_sec
+        params = dataclasses.replace(params, batch_size=choice.batch)
+        sources["batch_size"] = "batch-size finder"
+        say(f"batch_size=auto: {choice.batch}, {choice.reason}")
+    if params.learning_rate == AUTO:
+        left = max(1.0, params.finder_seconds - (time.monotonic() - started))
+        steps = LR_STEPS if step_seconds is None else int(min(LR_STEPS, left / step_seconds))
+        step = probes.lr_step(
+            folder, meta, params, strategy, params.batch_size, loss_scaling=loss_scaling, jit=jit
+        )
+        result = lr_finder.range_test(
+            step, min_lr=LR_RANGE[0], max_lr=LR_RANGE[1], steps=max(steps, 20)
+        )
+        rate = result.suggestion * REFERENCE_BATCH / params.batch_size
+        lr_basis = {**found_on, "batch_size": params.batch_size, "seed": params.seed}
+        record = {
+            **lr_finder.lr_record(result),
+            "batch_size": params.batch_size,
+            "learning_rate": rate,
+            "effective_learning_rate": effective_learning_rate(rate, params.batch_size),
+            "basis": lr_basis,
+        }
+        _write(folder, LR_FINDER, record, plots.plot_lr)
+        params = dataclasses.replace(params, learning_rate=rate)
+        sources["learning_rate"] = "range test"
+        say(
+            f"learning_rate=auto: {result.suggestion:.3g} at global batch {params.batch_size} "
+            f"({rate:.3g} at {REFERENCE_BATCH}, the package's convention), {result.reason}"
+        )
+    return dataclasses.replace(resolved, params=params, sources=sources)
+
+
+def state_precision(found_on: dict[str, Any]) -> str:
+    return str(found_on["precision"])
+
+
+def _float32_cap(
+    folder: Path,
+    meta: dict[str, Any],
+    params: Any,
+    strategy: Any,
+    replicas: int,
+    train_count: int,
+    mixed_batch: int,
+    *,
+    jit: bool,
+) -> dict[str, Any]:
+    """The same search under float32: how much larger mixed precision lets the batch be."""
+    with dtype_policy("float32"):
+        probe = probes.batch_probe(folder, meta, params, strategy, loss_scaling=False, jit=jit)
+        choice = batch_finder.find_batch(
+            probe,
+            device="gpu",
+            replicas=replicas,
+            train_count=train_count,
+            max_seconds=params.finder_seconds,
+        )
+    ratio = mixed_batch / choice.batch
+    return {
+        "batch": choice.batch,
+        "limited_by": choice.limited_by,
+        "mixed_over_float32": ratio,
+        "sentence": f"Under float32 the finder's batch is {choice.batch}: mixed precision lets "
+        f"it be {ratio:.2f}x as large on this GPU ({choice.limited_by} limits float32).",
+    }
+
+
+def _read(folder: Path, name: str) -> dict[str, Any] | None:
+    path = folder / METRICS_DIR / f"{name}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write(folder: Path, name: str, record: dict[str, Any], plot: Callable) -> None:
+    write_json(folder / METRICS_DIR / f"{name}.json", record)
+    figures = folder / FIGURES_DIR
+    figures.mkdir(parents=True, exist_ok=True)
+    plot(record, figures / f"{name}.png")

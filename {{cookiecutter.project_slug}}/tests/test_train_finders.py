@@ -1,0 +1,167 @@
+"""batch_size=auto and learning_rate=auto in training: real probes on the digits (CPU), an
+injected out-of-memory above a batch (the GPU path), reuse on resume, and bad input refused.
+
+The finders' decision rules on synthetic numbers are in test_find.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+from helpers import assert_one_sentence
+
+from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }}.find import probes
+from {{ cookiecutter.package_name }}.runner import plan_run
+from {{ cookiecutter.package_name }}.train import Params, TrainError
+
+OOM_ABOVE = 96  # the injected device memory holds batches up to this
+
+
+@pytest.fixture(scope="module")
+def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("digits")
+    data.prepare(source, "digits")
+    return source / "data"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, digits_data: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(digits_data, run / "data")
+    return run
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[Path, dict]:
+    """One CPU run with both finders, shared by the tests that read it."""
+    run = tmp_path_factory.mktemp("found") / "run"
+    shutil.copytree(digits_data, run / "data")
+    values = Params(batch_size="auto", learning_rate="auto", epochs=2, finder_seconds=30)
+    return run, train.run(run, values, verbose=False)
+
+
+def record(run: Path, name: str) -> dict:
+    return json.loads((run / "metrics" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_training_takes_the_found_batch_and_says_where_it_came_from(found) -> None:
+    run, metrics = found
+    batch = record(run, "batch_finder")
+    assert metrics["global_batch_size"] == batch["batch"] == metrics["parameters"]["batch_size"]
+    assert metrics["parameter_sources"]["batch_size"] == "batch-size finder"
+    assert batch["device"] == "cpu" and batch["limited_by"]
+    ok = [probe for probe in batch["probes"] if probe["ok"]]
+    assert len(ok) >= 2 and all(probe["examples_per_sec"] > 0 for probe in ok)
+    train_count = int(data.read_meta(run)["splits"]["train"]["count"])
+    assert all(probe["batch"] <= train_count for probe in batch["probes"])
+    assert (run / "figures" / "batch_finder.png").stat().st_size > 0
+
+
+def test_the_range_test_suggests_a_rate_in_the_usual_range(found) -> None:
+    run, metrics = found
+    lr = record(run, "lr_finder")
+    assert 1e-4 <= lr["effective_learning_rate"] <= 1e-1, lr["reason"]
+    assert metrics["effective_learning_rate"] == pytest.approx(lr["effective_learning_rate"])
+    assert metrics["parameter_sources"]["learning_rate"] == "range test"
+    assert lr["batch_size"] == metrics["global_batch_size"]
+    assert (run / "figures" / "lr_finder.png").stat().st_size > 0
+    assert metrics["val_accuracy"] > 0.5  # it trains with what was found
+
+
+def test_a_resumed_run_reuses_the_choices_instead_of_probing_again(found, monkeypatch) -> None:
+    run, first = found
+
+    def no_probe(*_, **__):
+        raise AssertionError("probed again")
+
+    monkeypatch.setattr(probes, "batch_probe", no_probe)
+    monkeypatch.setattr(probes, "lr_step", no_probe)
+    again = train.run(run, Params(batch_size="auto", learning_rate="auto", epochs=3), verbose=False)
+    assert again["initial_epoch"] == 2 and again["epochs_completed"] == 3
+    assert again["global_batch_size"] == first["global_batch_size"]
+    assert again["parameter_sources"]["batch_size"].startswith("batch-size finder (reused")
+
+
+def test_out_of_memory_above_a_batch_caps_the_choice_and_training_goes_on(
+    run_dir: Path, monkeypatch
+) -> None:
+    """The GPU search, with ResourceExhaustedError injected into every step above OOM_ABOVE."""
+    real_init = probes.Trainer.__init__
+
+    def init(self, folder, meta, params, strategy, batch, **kwargs):
+        real_init(self, folder, meta, params, strategy, batch, **kwargs)
+        self.batch = batch
+
+    def run(self, steps):
+        if self.batch > OOM_ABOVE:
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+        return real_run(self, steps)
+
+    real_run = probes.Trainer.run
+    monkeypatch.setattr(probes.Trainer, "__init__", init)
+    monkeypatch.setattr(probes.Trainer, "run", run)
+    monkeypatch.setattr(probes, "device_kind", lambda: "gpu")
+    monkeypatch.setattr(tf.config.experimental, "reset_memory_stats", lambda device: None)
+    metrics = train.run(run_dir, Params(batch_size="auto", epochs=1), verbose=False)
+    found = record(run_dir, "batch_finder")
+    assert found["limited_by"] == "memory"
+    assert 1 <= metrics["global_batch_size"] <= OOM_ABOVE
+    assert any(not probe["ok"] and probe["note"] for probe in found["probes"])
+    assert max(p["batch"] for p in found["probes"] if p["ok"]) <= OOM_ABOVE
+    assert metrics["epochs_completed"] == 1 and (run_dir / "model.keras").is_file()
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"batch_size": "big"}, "batch_size='big'"),
+        ({"learning_rate": "fast"}, "learning_rate='fast'"),
+        ({"batch_size": "auto", "finder_seconds": 0}, "finder_seconds=0"),
+    ],
+)
+def test_bad_finder_values_are_refused_in_one_sentence(values: dict, named: str) -> None:
+    with pytest.raises(TrainError, match=named) as caught:
+        train.check("unused", Params(**values), inputs=False)
+    assert_one_sentence(str(caught.value))
+
+
+def test_auto_under_multi_worker_is_refused_before_anything_starts(monkeypatch) -> None:
+    cluster = {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 0},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(cluster))
+    with pytest.raises(
+        TrainError, match="batch_size=auto is not allowed under multi_worker"
+    ) as caught:
+        train.check("unused", Params(batch_size="auto"), inputs=False)
+    assert_one_sentence(str(caught.value))
+
+
+def test_auto_needs_an_image_per_replica(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    data.prepare(
+        run,
+        "synthetic",
+        synthetic_shape=(8, 8, 1),
+        synthetic_count=8,
+        synthetic_classes=2,
+        shards=1,
+    )
+    train_count = int(data.read_meta(run)["splits"]["train"]["count"])
+    with pytest.raises(TrainError, match="batch_size=auto needs a training image") as caught:
+        train.check(run, Params(batch_size="auto", logical_cpus=train_count + 1))
+    assert_one_sentence(str(caught.value))
+    assert str(train_count) in str(caught.value)
+
+
+def test_the_runner_gives_auto_to_the_steps_that_take_it() -> None:
+    plan = plan_run("smoke", overrides={"batch_size": "auto"})
+    assert plan.parameters["03_train"]["batch_size"] == "auto"
+    assert plan.parameters["01_data"]["batch_size"] == 64  # a whole number there: the profile's
+    assert any("batch_size='auto' goes to 03_train" in note for note in plan.notes)

@@ -12,10 +12,12 @@ Each probe builds and drops its own model, so nothing it made reaches the traini
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,19 @@ class Trainer:
         """[loss sum, correct, examples] of `steps` steps, waited for."""
         totals, _ = self.steps(self.iterator, tf.constant(steps))
         return totals.numpy()
+
+
+@contextlib.contextmanager
+def quiet_retracing() -> Iterator[None]:
+    """Every probe builds its own model and step function, by design: TensorFlow's warning that
+    "5 out of the last 9 calls … triggered tf.function retracing" would only be noise here."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def device_kind() -> str:

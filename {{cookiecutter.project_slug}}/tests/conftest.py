@@ -6,6 +6,7 @@ takes GPU memory as it needs it. Tests marked `gpu` are skipped, with the reason
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import keras
@@ -33,6 +34,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits written once by the data step; each test copies them into its own run folder."""
+    source = tmp_path_factory.mktemp("digits")
+    data.prepare(source, "digits")
+    return source / "data"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, digits_data: Path) -> Path:
+    """A run folder holding the digits' data/, as 01_data leaves it."""
+    run = tmp_path / "run"
+    shutil.copytree(digits_data, run / "data")
+    return run
 
 
 @pytest.fixture(scope="session")

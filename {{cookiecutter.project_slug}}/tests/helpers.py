@@ -5,6 +5,15 @@ from __future__ import annotations
 import re
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def assert_one_sentence(message: str) -> None:
     """Bad input is answered with one sentence: one line, one final full stop."""
     text = str(message).strip()

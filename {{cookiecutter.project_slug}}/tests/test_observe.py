@@ -11,7 +11,7 @@ import urllib.request
 from types import SimpleNamespace
 
 import pytest
-from helpers import assert_one_sentence
+from helpers import assert_one_sentence, free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from {{ cookiecutter.package_name }}.observe import (
@@ -39,12 +39,6 @@ CHIEF_ONLY = {
     "train_epochs",
     "train_seconds_since_checkpoint",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrape(url: str) -> dict[str, list]:

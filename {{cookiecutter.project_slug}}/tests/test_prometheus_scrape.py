@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import dashboard_expressions
+from helpers import dashboard_expressions, free_port
 
 from {{ cookiecutter.package_name }} import data, train
 from {{ cookiecutter.package_name }}.train import Params
@@ -38,12 +37,6 @@ pytestmark = pytest.mark.skipif(
     reason="prometheus is not installed: `sudo apt-get install prometheus` (Debian/Ubuntu) or "
     "a release from prometheus.io on PATH runs this test.",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def api(base: str, path: str, **params: str) -> dict:

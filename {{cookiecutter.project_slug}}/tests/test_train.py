@@ -52,21 +52,6 @@ TF_CONFIG_TWO = json.dumps(
 
 
 @pytest.fixture(scope="module")
-def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The digits written once by the data step; each test copies them into its own run folder."""
-    source = tmp_path_factory.mktemp("digits")
-    data.prepare(source, "digits")
-    return source / "data"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path, digits_data: Path) -> Path:
-    run = tmp_path / "run"
-    shutil.copytree(digits_data, run / "data")
-    return run
-
-
-@pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[Path, dict]:
     """One in-process run with the default parameters, shared by the tests that read it."""
     run = tmp_path_factory.mktemp("default") / "run"

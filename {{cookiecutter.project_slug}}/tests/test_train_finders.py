@@ -23,20 +23,6 @@ OOM_ABOVE = 96  # the injected device memory holds batches up to this
 
 
 @pytest.fixture(scope="module")
-def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("digits")
-    data.prepare(source, "digits")
-    return source / "data"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path, digits_data: Path) -> Path:
-    run = tmp_path / "run"
-    shutil.copytree(digits_data, run / "data")
-    return run
-
-
-@pytest.fixture(scope="module")
 def found(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[Path, dict]:
     """One CPU run with both finders, shared by the tests that read it."""
     run = tmp_path_factory.mktemp("found") / "run"

@@ -5,7 +5,6 @@ it trains, and the profiler window. Everything trains on the 8x8 digits for two 
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import threading
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-from helpers import assert_one_sentence
+from helpers import assert_one_sentence, free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from {{ cookiecutter.package_name }} import cli, data, train
@@ -22,26 +21,6 @@ from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.train import Params
 
 SLOW_BATCH_SECONDS = 0.03  # what the slowed input pipeline adds to every batch
-
-
-@pytest.fixture(scope="module")
-def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("digits")
-    data.prepare(source, "digits")
-    return source / "data"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path, digits_data: Path) -> Path:
-    run = tmp_path / "run"
-    shutil.copytree(digits_data, run / "data")
-    return run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Scraper(threading.Thread):

@@ -46,7 +46,7 @@ class Trainer:
         *,
         loss_scaling: bool,
         jit: bool,
-        learning_rate: float,
+        learning_rate: float = 1e-3,
     ) -> None:
         keras.utils.set_random_seed(params.seed)
         with strategy.scope():
@@ -122,14 +122,7 @@ def batch_probe(
             for device in gpus:
                 tf.config.experimental.reset_memory_stats(device)
             trainer = Trainer(
-                folder,
-                meta,
-                params,
-                strategy,
-                batch,
-                loss_scaling=loss_scaling,
-                jit=jit,
-                learning_rate=1e-3,
+                folder, meta, params, strategy, batch, loss_scaling=loss_scaling, jit=jit
             )
             trainer.run(1)  # traces the step function, fills the pipeline
             timed = time.perf_counter()
@@ -159,16 +152,7 @@ def lr_step(
     jit: bool,
 ) -> Callable[[float], float]:
     """step(learning_rate) → the loss of one training step of a fresh model at that rate."""
-    trainer = Trainer(
-        folder,
-        meta,
-        params,
-        strategy,
-        batch,
-        loss_scaling=loss_scaling,
-        jit=jit,
-        learning_rate=1e-3,
-    )
+    trainer = Trainer(folder, meta, params, strategy, batch, loss_scaling=loss_scaling, jit=jit)
 
     def step(learning_rate: float) -> float:
         trainer.optimizer.learning_rate = learning_rate

@@ -67,6 +67,7 @@ def reuse(folder: Path, params: Any, found_on: dict[str, Any]) -> tuple[Any, dic
     return params, sources
 
 
+@probes.quiet_retracing()
 def find(
     folder: Path,
     meta: dict[str, Any],
@@ -79,20 +80,6 @@ def find(
     say: Callable[[str], None],
 ) -> Resolved:
     """Run the finders for what is still `auto`; write their records and figures (chief)."""
-    with probes.quiet_retracing():
-        return _find(folder, meta, resolved, strategy, found_on, loss_scaling, jit, say)
-
-
-def _find(
-    folder: Path,
-    meta: dict[str, Any],
-    resolved: Resolved,
-    strategy: Any,
-    found_on: dict[str, Any],
-    loss_scaling: bool,
-    jit: bool,
-    say: Callable[[str], None],
-) -> Resolved:
     params, sources = resolved.params, dict(resolved.sources)
     replicas = resolved.placement.replicas
     train_count = int(meta["splits"]["train"]["count"])

@@ -19,7 +19,7 @@ from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
 from {{ cookiecutter.package_name }}.train import Params, TrainError
 
-OOM_ABOVE = 96  # the injected device memory holds batches up to this
+OOM_ABOVE = 48  # the injected device memory holds batches up to this (the search stops at 71)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,8 @@ def test_training_takes_the_found_batch_and_says_where_it_came_from(found) -> No
     ok = [probe for probe in batch["probes"] if probe["ok"]]
     assert len(ok) >= 2 and all(probe["examples_per_sec"] > 0 for probe in ok)
     train_count = int(data.read_meta(run)["splits"]["train"]["count"])
-    assert all(probe["batch"] <= train_count for probe in batch["probes"])
+    # An epoch keeps 20 steps at least: no probe above a twentieth of the training set.
+    assert all(probe["batch"] <= train_count // 20 for probe in batch["probes"])
     assert (run / "figures" / "batch_finder.png").stat().st_size > 0
 
 

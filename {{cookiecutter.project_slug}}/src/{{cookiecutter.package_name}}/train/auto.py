@@ -32,6 +32,9 @@ from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
 from .tuning import Resolved
 
 LR_STEPS = 100  # the range test's ramp, fewer when the time budget is short
+# An epoch keeps at least this many steps: a batch of a sizeable share of the training set leaves
+# a handful of updates per epoch, and a fast step then buys nothing (1,438 digits: batch <= 71).
+MIN_STEPS_PER_EPOCH = 20
 LR_RANGE = (1e-6, 1.0)
 
 
@@ -83,6 +86,7 @@ def find(
     params, sources = resolved.params, dict(resolved.sources)
     replicas = resolved.placement.replicas
     train_count = int(meta["splits"]["train"]["count"])
+    searched = max(replicas, train_count // MIN_STEPS_PER_EPOCH)  # the largest batch probed
     started = time.monotonic()
     step_seconds = None
     if params.batch_size == AUTO:
@@ -95,17 +99,22 @@ def find(
             probe,
             device=device,
             replicas=replicas,
-            train_count=train_count,
+            train_count=searched,
             max_seconds=params.finder_seconds,
             host_budget_bytes=budget,
             bytes_per_example=probes.bytes_per_example(params.model, meta, params)
             if budget
             else None,
         )
-        record = {**batch_finder.choice_record(choice), "basis": found_on}
+        record = {
+            **batch_finder.choice_record(choice),
+            "basis": found_on,
+            "train_count": train_count,
+            "min_steps_per_epoch": MIN_STEPS_PER_EPOCH,
+        }
         if device == "gpu" and state_precision(found_on) != "float32":
             record["float32"] = _float32_cap(
-                folder, meta, params, strategy, replicas, train_count, choice.batch, jit=jit
+                folder, meta, params, strategy, replicas, searched, choice.batch, jit=jit
             )
             say(record["float32"]["sentence"])
         _write(folder, BATCH_FINDER, record, plots.plot_batch)
@@ -114,7 +123,11 @@ def find(
             step_seconds = choice.batch / chosen[0].examples_per_sec
         params = dataclasses.replace(params, batch_size=choice.batch)
         sources["batch_size"] = "batch-size finder"
-        say(f"batch_size=auto: {choice.batch}, {choice.reason}")
+        say(
+            f"batch_size=auto: {choice.batch}, {choice.reason} (The search stops at {searched}, "
+            f"so that an epoch of the {train_count} training images keeps "
+            f"{MIN_STEPS_PER_EPOCH} steps at least.)"
+        )
     if params.learning_rate == AUTO:
         left = max(1.0, params.finder_seconds - (time.monotonic() - started))
         steps = LR_STEPS if step_seconds is None else int(min(LR_STEPS, left / step_seconds))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_sentence
 
-pytest.importorskip("keras_tuner", reason="the tune extra (keras-tuner) is not installed")
+pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
 from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
 from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402

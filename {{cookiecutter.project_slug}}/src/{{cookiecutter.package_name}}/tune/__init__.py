@@ -17,7 +17,7 @@ val_accuracy, so what is tuned is exactly what step 3 trains. A search writes in
     search   the search itself (`search` also resumes, with overwrite=False)
     step     the step contract: Params, check, run
 
-keras-tuner comes with the project's `tune` extra (pip install -e ".[tune]"); only this package
+keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only this package
 imports it, so training and every other step run without it.
 """
 

@@ -16,7 +16,7 @@ from ..artifacts import DATA_DIR, StepError
 from ..steps import param
 
 ALGORITHMS = ("random", "hyperband")
-INSTALL = 'install the project\'s tune extra (pip install -e ".[tune]")'
+INSTALL = "it is a dependency of this project: reinstall it (make setup, or pip install -e .)"
 
 
 class TuneError(StepError):

@@ -198,6 +198,21 @@ def test_auto_strategy_follows_the_devices_and_tf_config() -> None:
     assert resolve_strategy("one_device", gpus=4) == "one_device"
 
 
+def test_every_task_has_its_own_metrics_port_offset_and_label() -> None:
+    """Workers on one host serve metrics on metrics_port + rank: the chief 0, then the workers."""
+    two = read_tf_config(TF_CONFIG_TWO)  # worker 1 of two workers, no chief named
+    assert (two.rank, two.task) == (1, "worker/1")
+    assert read_tf_config(TF_CONFIG_TWO.replace('"index": 1', '"index": 0')).rank == 0
+    cluster = {"chief": ["h:1"], "worker": ["h:2", "h:3"]}
+    ranks = {
+        (kind, index): read_tf_config(
+            json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})
+        ).rank
+        for kind, index in (("chief", 0), ("worker", 0), ("worker", 1))
+    }
+    assert ranks == {("chief", 0): 0, ("worker", 0): 1, ("worker", 1): 2}
+
+
 def test_tf_config_chief_is_worker_0_unless_a_chief_is_named() -> None:
     """The chief writes the run folder: the chief task, or worker 0 when there is none."""
     assert not read_tf_config(TF_CONFIG_TWO).is_chief

@@ -34,6 +34,18 @@ NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
 LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)
 RUN_RECORD = "run.json"  # the runner: every attempt, the latest success per notebook
 REPORT_FILE = "report.md"  # the runner: the run report
+REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks, in one file
+
+# figures/<name>.png of each step, in the order the report shows them; a step writes its own
+# (the figures package), and the report embeds those that exist.
+FIGURES = {
+    "environment": ("environment_matmul",),  # GFLOP/s per device
+    "data": ("data_throughput", "data_classes", "data_samples"),
+    "tune": ("tune_trials",),  # the score of every trial
+    "train": ("train_curves", BATCH_FINDER, LR_FINDER),
+    "export": ("export_confusion", "export_misclassified"),
+    "optimize": ("optimize_latency", "optimize_throughput"),
+}
 
 
 class StepError(ValueError):
@@ -148,3 +160,12 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def figure_path(run_dir: str | os.PathLike[str], name: str) -> Path:
+    """figures/<name>.png in the run folder (made if needed); name must be one of FIGURES."""
+    if not any(name in names for names in FIGURES.values()):
+        raise ValueError(f"Unknown figure {name!r}: add it to artifacts.FIGURES first.")
+    folder = resolve_run_dir(run_dir) / FIGURES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.png"

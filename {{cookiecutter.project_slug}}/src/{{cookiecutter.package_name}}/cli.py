@@ -1,7 +1,7 @@
 """The command line mirrors the notebooks: one set of parameter names for notebooks, profiles, CLI.
 
     <package> doctor [--json]
-    <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01]
+    <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01] [--verbose]
     <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from . import steps
+from . import quiet, steps
 from .artifacts import METRICS_DIR, StepError
 
 PROG = __package__ or "project"
@@ -26,7 +27,11 @@ PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for s
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--verbose" in argv:  # before anything loads TensorFlow; the kernels inherit it
+        os.environ[quiet.VERBOSE_ENV] = "1"
     try:  # Ctrl-C, even while a step's module (TensorFlow) loads for --help: one line, 130
+        if any(not arg.startswith("-") for arg in argv):  # a command: TensorFlow loads, quietly
+            quiet.import_tensorflow()
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
         return args.handler(args)
@@ -62,6 +67,11 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     )
     run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help=f"keep TensorFlow's logs and library warnings (same as {quiet.VERBOSE_ENV}=1)",
+    )
     run.set_defaults(handler=_run)
 
     for step in steps.available():

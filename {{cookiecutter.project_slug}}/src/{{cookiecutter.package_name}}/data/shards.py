@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import write_json
+from ..progress import track
 from .base import META_NAME, SPLITS, Source
 from .image_folder import load_file_tensor
 from .tfrecord_dir import TFRecordDir
@@ -56,7 +57,8 @@ def write_shards(
             count = min(request["shards"], len(indices))
             records = _encoded(source, indices)
             shard_names = []
-            for index, part in enumerate(np.array_split(indices, count)):
+            parts = np.array_split(indices, count)
+            for index, part in track(enumerate(parts), count, f"TFRecords, {name}", "shard"):
                 path = out / shard_name(name, index, count)
                 _write_shard(path, itertools.islice(records, len(part)), len(part))
                 shard_names.append(path.name)

@@ -17,6 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from ..progress import track
 from .stages import READ_BUFFER, Stages, decode_record, describe
 
 NAIVE = "TFRecordDataset → map(per record) → batch"
@@ -88,9 +89,9 @@ def measure(
         for _ in make(warm).take(WARMUP_BATCHES):  # starts the threads, traces the functions
             pass
     timed: list[list[tuple[list[int], list[float]]]] = [[] for _ in variants]
-    for _ in range(rounds):
-        for index, variant in enumerate(variants):
-            timed[index].append(_time_epochs(make(variant.stages), epochs))
+    pairs = [(index, variant) for _ in range(rounds) for index, variant in enumerate(variants)]
+    for index, variant in track(pairs, len(pairs), "Pipeline benchmark", "timed pipeline"):
+        timed[index].append(_time_epochs(make(variant.stages), epochs))
     rows = []
     later = slice(1, None) if epochs > 1 else slice(0, None)
     for variant, passes in zip(variants, timed, strict=True):

@@ -10,7 +10,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import lineage
+from .. import lineage, progress
 from ..artifacts import resolve_run_dir, write_metrics
 from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, validation_images
@@ -80,7 +80,7 @@ def optimize(
             entry.pop("predict", None)
             entries.append(entry)
             if verbose:
-                print(f"{name} ({precision}): {entry['status']}")
+                progress.line(f"{name} ({precision}): {entry['status']}")
     return {
         "export_dir": str(export_dir),
         "precisions": request["precisions"],

@@ -17,6 +17,7 @@ from typing import Any
 from .. import steps
 from ..artifacts import RUN_RECORD, StepError, check_writable
 from .execute import NotebookFailed, execute
+from .live import NotebookProgress
 from .plan import Plan, plan_run
 from .profile import RunnerInputError
 from .record import finish_record, new_attempt, save, start_record
@@ -67,8 +68,8 @@ def run_chain(
         for number, name in enumerate(selected, start=1):
             attempt = new_attempt(record, plan, name, folder)
             save(folder, record, selected)  # run.json shows the running notebook, even after a kill
-            print(f"[{number}/{len(selected)}] {name} …", end=" ", flush=True)
-            execute(plan.notebooks[name], attempt, folder)
+            live = NotebookProgress(number, len(selected), name)
+            execute(plan.notebooks[name], attempt, folder, live)
         status = "ok"
     except NotebookFailed:
         status = "failed"

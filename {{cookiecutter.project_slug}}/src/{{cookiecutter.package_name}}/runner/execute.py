@@ -18,7 +18,9 @@ from typing import Any, BinaryIO
 import papermill
 from jupyter_client.manager import AsyncKernelManager
 
+from .. import kernel, progress, quiet
 from ..artifacts import NOTEBOOKS_DIR
+from .live import NotebookProgress, register
 from .plan import literal
 from .profile import one_line
 
@@ -35,14 +37,18 @@ class NotebookFailed(RuntimeError):
         self.run_dir = run_dir
 
 
-def execute(source: Path, attempt: dict[str, Any], folder: Path) -> None:
+def execute(
+    source: Path, attempt: dict[str, Any], folder: Path, live: NotebookProgress | None = None
+) -> None:
     """Run one notebook with papermill into the run folder, updating its attempt in place.
 
     The kernel's stderr (TensorFlow's C++ log, a crash report) goes to <name>.kernel.log rather
     than between the progress lines; ipykernel also copies what cells write there into the notebook.
-    Raises NotebookFailed for an error, and re-raises KeyboardInterrupt after recording it.
+    `live` shows the notebook's progress (runner/live.py). Raises NotebookFailed for an error, and
+    re-raises KeyboardInterrupt after recording it.
     """
     name = attempt["notebook"]
+    live = live or NotebookProgress(1, 1, name)
     notebooks = folder / NOTEBOOKS_DIR
     notebooks.mkdir(parents=True, exist_ok=True)
     running = notebooks / f".{name}.running.ipynb"
@@ -59,23 +65,25 @@ def execute(source: Path, attempt: dict[str, Any], folder: Path) -> None:
                 cwd=str(source.parent),
                 progress_bar=False,
                 kernel_manager_class=_kernel_manager(kernel_log),
+                engine_name=register(),
+                live=live,
             )
     except Exception as error:
         kept = keep_failed(folder, name, running)
         _finish(attempt, "failed", started, kept, describe(error))
-        print(f"FAILED ({attempt['seconds']:.1f} s)", flush=True)
+        live.finish("FAILED", attempt["seconds"])
         message = _failure_message(name, error, folder, kept, attempt["kernel_log"])
         raise NotebookFailed(message, name, kept and folder / kept, folder) from error
     except BaseException as error:  # KeyboardInterrupt (Ctrl-C), SystemExit
         kept = keep_failed(folder, name, running)
         cell = _running_cell(folder / kept) if kept else None
         _finish(attempt, "interrupted", started, kept, describe(error, cell))
-        print(f"interrupted ({attempt['seconds']:.1f} s)", flush=True)
+        live.finish("interrupted", attempt["seconds"])
         raise
     success = f"{NOTEBOOKS_DIR}/{name}.ipynb"
     os.replace(running, folder / success)
     _finish(attempt, "ok", started, success, None)
-    print(f"ok ({attempt['seconds']:.1f} s)", flush=True)
+    live.finish("ok", attempt["seconds"])
 
 
 def keep_failed(folder: Path, name: str, running: Path) -> str | None:
@@ -160,11 +168,21 @@ def _running_cell(path: Path) -> tuple[int | None, int] | None:
 
 
 def _kernel_manager(stderr: BinaryIO) -> type[AsyncKernelManager]:
-    """A kernel manager class (nbclient's kernel_manager_class) whose kernel writes to `stderr`."""
+    """A kernel manager class (nbclient's kernel_manager_class): the project's quiet kernel
+    (kernel.py, whatever python3 spec is installed), writing its own stderr to `stderr`."""
 
     class KernelManager(AsyncKernelManager):
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+            command = super().format_kernel_cmd(extra_arguments)
+            if "ipykernel_launcher" in command:  # ipykernel's own spec: use ours in its place
+                at = command.index("ipykernel_launcher")
+                command[at] = f"{kernel.PACKAGE}.kernel"
+            return command
+
         async def start_kernel(self, **kw: Any) -> None:  # kw ends up in subprocess.Popen
-            await super().start_kernel(**{**kw, "stderr": stderr})
+            env = quiet.quiet_env(kw.get("env") or dict(os.environ))
+            env.setdefault(progress.PROGRESS_ENV, "lines")  # the runner forwards whole lines
+            await super().start_kernel(**{**kw, "stderr": stderr, "env": env})
 
     return KernelManager
 

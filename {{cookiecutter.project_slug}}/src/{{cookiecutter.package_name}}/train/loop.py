@@ -29,6 +29,7 @@ from .. import data, models
 from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
+from ..progress import line
 from . import report, resume
 from .devices import worker_role
 from .params import effective_learning_rate
@@ -141,7 +142,8 @@ class Loop:
                 stopped, best = early_stopping(history, params.patience)
                 checkpoints.save(epoch, history)
                 watch.exporter.report_epoch(record)
-                say(report.describe_epoch(record, params.epochs))
+                if self.verbose and chief:
+                    line(report.describe_epoch(record, params.epochs))
             if stopped and timings:
                 say(f"Stopped early: no lower val_loss for {params.patience} epoch(s).")
             waiting = input_wait_summary(history[initial_epoch:], skip_first=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 import keras
 
+from ..progress import line
 from .space import OBJECTIVE, training_values
 
 
@@ -31,18 +32,17 @@ class Progress(keras.callbacks.Callback):
         self.trial += 1
         if self.verbose:
             values = ", ".join(f"{key}={value:.3g}" for key, value in self.built[-1].items())
-            print(f"Trial #{self.trial} of at most {self.max_trials}: {values}", flush=True)
+            line(f"Trial #{self.trial} of at most {self.max_trials}: {values}")
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self.started = time.perf_counter()
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if self.verbose and logs:
-            print(
+            line(
                 f"  epoch {epoch + 1}/{self.epochs}: accuracy {logs.get('accuracy', 0):.4f}, "
                 f"{OBJECTIVE} {logs.get(OBJECTIVE, 0):.4f} "
-                f"({time.perf_counter() - self.started:.1f} s)",
-                flush=True,
+                f"({time.perf_counter() - self.started:.1f} s)"
             )
 
 

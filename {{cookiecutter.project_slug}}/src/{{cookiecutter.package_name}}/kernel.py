@@ -1,0 +1,80 @@
+"""The notebooks' Jupyter kernel: ipykernel, loading TensorFlow quietly when a cell first needs it.
+
+TensorFlow prints its load-time lines before any log level applies (see quiet.py). Before a cell
+that imports tensorflow, keras or this package runs, and TensorFlow is not loaded yet, this kernel
+loads it with those lines dropped (quiet.import_tensorflow), so they never become a red block
+under the cell; the cell's own `import tensorflow` then finds it loaded. The load still happens
+in that cell, so its time is where a reader expects it.
+
+    python -m <package>.kernel -f CONNECTION_FILE   # what Jupyter runs (the kernel spec's argv)
+    python -m <package>.kernel install              # make it this environment's python3 kernel
+
+`make setup` runs `install`: the kernel spec keeps the name python3 the notebooks ask for, in this
+virtual environment only. With <PACKAGE>_VERBOSE=1 nothing is quieted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from . import quiet
+
+PACKAGE = quiet.PACKAGE
+KERNEL_NAME = "python3"
+# A cell importing one of these loads TensorFlow (comments and strings naming them do not count).
+NEEDS_TENSORFLOW = re.compile(rf"^\s*(?:import|from)\s+(?:tensorflow|keras|{PACKAGE})\b", re.M)
+
+
+def argv(python: str | None = None) -> list[str]:
+    """The command Jupyter runs for this kernel."""
+    return [python or sys.executable, "-m", f"{PACKAGE}.kernel", "-f", "{connection_file}"]
+
+
+def install(prefix: str | None = None) -> Path:
+    """Install the kernel spec as `python3` under prefix (default: this environment)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = {
+        "argv": argv(),
+        "display_name": f"Python 3 ({PACKAGE})",
+        "language": "python",
+        "metadata": {"debugger": True, "supported_encryption": ["curve"]},
+        "kernel_protocol_version": "5.5",
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        where = KernelSpecManager().install_kernel_spec(
+            folder, KERNEL_NAME, prefix=prefix or sys.prefix, replace=True
+        )
+    return Path(where)
+
+
+def main(args: list[str]) -> None:
+    if args[:1] == ["install"]:
+        print(f"Kernel spec {KERNEL_NAME} ({PACKAGE}, quiet TensorFlow) installed in {install()}")
+        return
+    from ipykernel.kernelapp import IPKernelApp
+
+    quiet.setup()
+    app = IPKernelApp.instance()
+    app.initialize(args)
+    if not quiet.verbose():
+        app.shell.events.register("pre_run_cell", _before_cell)
+    app.start()
+
+
+def _before_cell(info: object) -> None:
+    """IPython's pre_run_cell event: load TensorFlow quietly before the first cell that needs it."""
+    if "tensorflow" in sys.modules:
+        return
+    source = getattr(info, "raw_cell", "") or ""
+    if NEEDS_TENSORFLOW.search(source):
+        quiet.import_tensorflow()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,103 @@
+"""Quiet by default, loud when asked: TensorFlow's start-up chatter stays out of notebooks and logs.
+
+TensorFlow 2.21 prints a dozen C++ lines when it loads (absl's "before InitializeLog" notice,
+oneDNN, "Could not find cuda drivers", CPU instructions) and more when devices start (`cuInit`
+failed on a machine without a GPU), Python INFO lines (MirroredStrategy, "Assets written to"),
+and library warnings (Keras' tf2onnx shim). None of it is something a user can act on; what they
+must know is said once, in a sentence, by the step that knows (00_environment: no GPU driver; 05: a
+skipped backend). Two parts, because C++ logging is fixed when TensorFlow loads:
+
+- `setup()`, run when the package is imported: TF_CPP_MIN_LOG_LEVEL=3 for TensorFlow loaded
+  later (a value the user set is kept), Python loggers at ERROR, the known warnings filtered.
+- `kernel.py`, the notebooks' kernel: runs setup() and loads TensorFlow before the kernel starts,
+  so the lines TensorFlow prints before any level applies go to the kernel's own log (the
+  runner's notebooks/<name>.kernel.log, JupyterLab's terminal), not into a cell.
+
+`<PACKAGE>_VERBOSE=1` in the environment (or `run --verbose`) turns all of this off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import warnings
+
+PACKAGE = (__package__ or __name__).split(".")[0]
+VERBOSE_ENV = f"{PACKAGE.upper()}_VERBOSE"
+# TensorFlow C++ logging: 3 keeps FATAL only. 2 would still print `cuInit` failing (an ERROR) on
+# every machine without a GPU, which 00_environment says in words.
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", "keras_tuner")
+# (category, module regex): warnings from libraries that a user of this project cannot act on.
+QUIET_WARNINGS = (
+    (FutureWarning, r"keras\.src\.export\.tf2onnx_lib"),  # np.object probe in Keras' shim
+    (DeprecationWarning, r"tf2onnx(\..*)?"),
+    (UserWarning, r"keras\.src\.trainers\.epoch_iterator"),  # "ran out of data" on short probes
+)
+
+
+def verbose(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """True when the user asked for every log line: <PACKAGE>_VERBOSE set to 1/true/yes/on."""
+    value = (os.environ if environ is None else environ).get(VERBOSE_ENV, "")
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def quiet_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process (a kernel, a fresh Python): quiet unless verbose.
+
+    Values already in `environ` win, so a user's own TF_CPP_MIN_LOG_LEVEL is kept.
+    """
+    base = dict(os.environ if environ is None else environ)
+    return base if verbose(base) else {**QUIET_ENV, **base}
+
+
+def setup() -> None:
+    """Quiet this process: environment defaults, Python loggers, known warnings. Idempotent."""
+    if verbose():
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    for category, module in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", category=category, module=module)
+    _quiet_absl()
+
+
+def import_tensorflow() -> None:
+    """Load TensorFlow with its load-time lines (printed before any log level applies) dropped.
+
+    They are written to file descriptor 2 by C++, so only redirecting the descriptor stops them.
+    If loading fails they are printed after all, above the error, since they may say why.
+    """
+    if "tensorflow" in sys.modules or verbose():
+        import tensorflow  # noqa: F401
+
+        return
+    setup()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        except BaseException:
+            os.dup2(saved, 2)
+            caught.seek(0)
+            sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    setup()  # absl's Python logger exists now
+
+
+def _quiet_absl() -> None:
+    """absl's Python logger, which TensorFlow's INFO lines go through, at ERROR (if loaded)."""
+    try:
+        from absl import logging as absl_logging
+    except ImportError:  # absl comes with TensorFlow; without it there is nothing to quiet
+        return
+    absl_logging.set_verbosity(absl_logging.ERROR)

@@ -8,12 +8,14 @@ to a real SLURM.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from helpers import assert_one_sentence
@@ -24,6 +26,9 @@ PACKAGE = "{{ cookiecutter.package_name }}"
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 SLURM = DEPLOY / "slurm_train.sh"
 NODES = ["gpu-node07", "gpu-node08"]
+# The training operator's TFJob CRD (v1.9.0), kept verbatim with where it came from in its header.
+POD = ["spec", "tfReplicaSpecs", "Chief", "template", "spec"]
+TFJOB_CRD = Path(__file__).resolve().parent / "data" / "kubeflow.org_tfjobs.yaml"
 
 FAKE_SCONTROL = """#!/usr/bin/env python3
 import sys
@@ -76,6 +81,60 @@ def test_tfjob_is_a_kubeflow_v1_tfjob_with_a_chief_and_workers() -> None:
     specs = job["spec"]["tfReplicaSpecs"]
     assert set(specs) == {"Chief", "Worker"}
     assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] >= 1
+
+
+@functools.cache
+def tfjob_schema() -> dict:
+    """The CRD's openAPIV3Schema for kubeflow.org/v1, strict as `kubectl apply --validate=strict`:
+    a field the schema does not name is an error (the API server would otherwise drop it)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml reads the 0.5 MB at once
+    crd = yaml.load(TFJOB_CRD.read_text(encoding="utf-8"), Loader=loader)
+    assert (crd["spec"]["group"], crd["spec"]["names"]["kind"]) == ("kubeflow.org", "TFJob")
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+
+    def strict(node):
+        if isinstance(node, dict):
+            node = {key: strict(value) for key, value in node.items()}
+            named = "properties" in node and "additionalProperties" not in node
+            if named and not node.get("x-kubernetes-preserve-unknown-fields"):
+                node["additionalProperties"] = False
+        elif isinstance(node, list):
+            node = [strict(item) for item in node]
+        return node
+
+    return strict(version["schema"]["openAPIV3Schema"])
+
+
+def tfjob_errors(job: dict) -> list[str]:
+    validator = jsonschema.Draft7Validator(tfjob_schema())
+    errors = validator.iter_errors(job)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
+def test_tfjob_validates_against_the_training_operators_crd_schema() -> None:
+    """deploy/tfjob.yaml is a valid TFJob for the operator's published v1 schema."""
+    assert tfjob_errors(manifest("tfjob.yaml")) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (["spec", "tfReplicaSpecs", "Worker", "replicas"], "two"),
+        (["spec", "tfReplicaSpecs", "Chief", "restartPolicy"], 1),
+        (["spec", "tfReplicaSpecs", "Worker", "template", "spec", "containers", 0, "name"], None),
+        ([*POD, "containers", 0, "ports", 0, "containerPort"], "2222"),
+        (["spec", "runPolicy", "backoffLimits"], 3),
+        ([*POD, "containers", 0, "cmd"], []),
+    ],
+)
+def test_the_crd_schema_check_refuses_a_broken_tfjob(path: list, value: object) -> None:
+    """The check can fail: a wrong type, a missing name and a misspelt field are errors."""
+    job = manifest("tfjob.yaml")
+    node = job
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert tfjob_errors(job), path
 
 
 def test_every_tfjob_pod_runs_the_package_train_command_with_multi_worker() -> None:

@@ -66,7 +66,7 @@ class SlurmCluster:
             (self.root / folder).mkdir(mode=0o700, exist_ok=True)
         lines = {
             "ClusterName": "tests",
-            "SlurmctldHost": self.node,
+            "SlurmctldHost": f"{self.node}(127.0.0.1)",  # no name lookup needed
             "SlurmUser": getpass.getuser(),
             "SlurmdUser": getpass.getuser(),
             "SlurmctldPort": _free_port(),

@@ -2,18 +2,23 @@
 
 Neither Kubernetes nor SLURM is needed: the manifests are read as data, and the SLURM script
 runs for real with fake `scontrol`, `srun` and `<package>` commands on PATH that record what
-each task would have run, with the TF_CONFIG it got.
+each task would have run, with the TF_CONFIG it got. tests/test_slurm.py submits the same script
+to a real SLURM.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
+from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }}.train import read_tf_config
 
@@ -21,6 +26,9 @@ PACKAGE = "{{ cookiecutter.package_name }}"
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 SLURM = DEPLOY / "slurm_train.sh"
 NODES = ["gpu-node07", "gpu-node08"]
+# The training operator's TFJob CRD (v1.9.0), kept verbatim with where it came from in its header.
+POD = ["spec", "tfReplicaSpecs", "Chief", "template", "spec"]
+TFJOB_CRD = Path(__file__).resolve().parent / "data" / "kubeflow.org_tfjobs.yaml"
 
 FAKE_SCONTROL = """#!/usr/bin/env python3
 import sys
@@ -28,14 +36,20 @@ assert sys.argv[1:] == ["show", "hostnames", "gpu-node[07-08]"], sys.argv
 print("gpu-node07")
 print("gpu-node08")
 """
-# srun: drop its own options, then run the command once per node, as task SLURM_PROCID.
+# srun: record its own options, then run the command once per task, in blocks of
+# --ntasks-per-node, as task SLURM_PROCID with SLURM_LOCALID.
 FAKE_SRUN = """#!/usr/bin/env python3
-import os, subprocess, sys
+import json, os, subprocess, sys
 args = sys.argv[1:]
+options = {}
 while args[0].startswith("-"):
-    args.pop(0)
-for index in range(int(os.environ["SLURM_NNODES"])):
-    env = {**os.environ, "SLURM_PROCID": str(index)}
+    key, _, value = args.pop(0).partition("=")
+    options[key] = value
+with open(os.path.join(os.environ["FAKE_OUT"], "srun.json"), "w") as handle:
+    json.dump(options, handle)
+per_node = int(options["--ntasks-per-node"])
+for index in range(int(options["--ntasks"])):
+    env = {**os.environ, "SLURM_PROCID": str(index), "SLURM_LOCALID": str(index % per_node)}
     subprocess.run(args, env=env, check=True)
 """
 # The package's command: record the arguments and TF_CONFIG of each task.
@@ -67,6 +81,60 @@ def test_tfjob_is_a_kubeflow_v1_tfjob_with_a_chief_and_workers() -> None:
     specs = job["spec"]["tfReplicaSpecs"]
     assert set(specs) == {"Chief", "Worker"}
     assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] >= 1
+
+
+@functools.cache
+def tfjob_schema() -> dict:
+    """The CRD's openAPIV3Schema for kubeflow.org/v1, strict as `kubectl apply --validate=strict`:
+    a field the schema does not name is an error (the API server would otherwise drop it)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml reads the 0.5 MB at once
+    crd = yaml.load(TFJOB_CRD.read_text(encoding="utf-8"), Loader=loader)
+    assert (crd["spec"]["group"], crd["spec"]["names"]["kind"]) == ("kubeflow.org", "TFJob")
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+
+    def strict(node):
+        if isinstance(node, dict):
+            node = {key: strict(value) for key, value in node.items()}
+            named = "properties" in node and "additionalProperties" not in node
+            if named and not node.get("x-kubernetes-preserve-unknown-fields"):
+                node["additionalProperties"] = False
+        elif isinstance(node, list):
+            node = [strict(item) for item in node]
+        return node
+
+    return strict(version["schema"]["openAPIV3Schema"])
+
+
+def tfjob_errors(job: dict) -> list[str]:
+    validator = jsonschema.Draft7Validator(tfjob_schema())
+    errors = validator.iter_errors(job)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
+def test_tfjob_validates_against_the_training_operators_crd_schema() -> None:
+    """deploy/tfjob.yaml is a valid TFJob for the operator's published v1 schema."""
+    assert tfjob_errors(manifest("tfjob.yaml")) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (["spec", "tfReplicaSpecs", "Worker", "replicas"], "two"),
+        (["spec", "tfReplicaSpecs", "Chief", "restartPolicy"], 1),
+        (["spec", "tfReplicaSpecs", "Worker", "template", "spec", "containers", 0, "name"], None),
+        ([*POD, "containers", 0, "ports", 0, "containerPort"], "2222"),
+        (["spec", "runPolicy", "backoffLimits"], 3),
+        ([*POD, "containers", 0, "cmd"], []),
+    ],
+)
+def test_the_crd_schema_check_refuses_a_broken_tfjob(path: list, value: object) -> None:
+    """The check can fail: a wrong type, a missing name and a misspelt field are errors."""
+    job = manifest("tfjob.yaml")
+    node = job
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert tfjob_errors(job), path
 
 
 def test_every_tfjob_pod_runs_the_package_train_command_with_multi_worker() -> None:
@@ -156,12 +224,83 @@ def test_slurm_script_gives_each_node_its_worker_tf_config(fake_cluster: dict[st
         assert "strategy=multi_worker" in argv
 
 
-def test_slurm_script_stops_in_one_sentence_without_data(fake_cluster: dict[str, str]) -> None:
-    """A run folder without data/meta.json stops the job before srun, naming 01_data."""
-    (Path(fake_cluster["RUN_DIR"]) / "data" / "meta.json").unlink()
-    done = subprocess.run(
-        ["bash", str(SLURM)], env=fake_cluster, capture_output=True, text=True, timeout=60
+def run_script(environment: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SLURM)], env=environment, capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 2
-    assert "01_data" in done.stderr and done.stderr.strip().count("\n") == 0
+
+
+def test_slurm_script_gives_each_of_several_tasks_per_node_its_own_port(
+    fake_cluster: dict[str, str],
+) -> None:
+    """Two nodes with two tasks each: four workers, a node's second task on the next port, task
+    SLURM_PROCID at its own address; srun gets the layout, block placement, --kill-on-bad-exit and,
+    without GPUs, no GPU binding."""
+    done = run_script({**fake_cluster, "SLURM_NTASKS": "4", "TF_PORT": "31000"})
+    assert done.returncode == 0, done.stderr
+    workers = [f"{node}:{port}" for node in NODES for port in (31000, 31001)]
+    out = Path(fake_cluster["FAKE_OUT"])
+    for index in range(4):
+        task = json.loads((out / f"task-{index}.json").read_text(encoding="utf-8"))
+        config = json.loads(task["tf_config"])
+        assert config == {
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index},
+        }
+        assert f"TF_CONFIG={task['tf_config']}" in done.stderr
+    srun = json.loads((out / "srun.json").read_text(encoding="utf-8"))
+    assert srun["--ntasks"] == "4" and srun["--ntasks-per-node"] == "2"
+    assert srun["--distribution"] == "block" and srun["--kill-on-bad-exit"] == "1"
+    assert "--gpu-bind" not in srun
+
+
+def test_slurm_script_binds_each_task_to_its_share_of_the_nodes_gpus(
+    fake_cluster: dict[str, str],
+) -> None:
+    """Four GPUs per node shared by two tasks: SLURM binds two GPUs to each task."""
+    environment = {**fake_cluster, "SLURM_NTASKS": "4", "SLURM_GPUS_ON_NODE": "4"}
+    done = run_script({**environment, "TRAIN_PARAMS": "-p epochs=1 -p batch_size=256"})
+    assert done.returncode == 0, done.stderr
+    srun = json.loads((Path(fake_cluster["FAKE_OUT"]) / "srun.json").read_text(encoding="utf-8"))
+    assert srun["--gpu-bind"] == "per_task:2"
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"RUN_DIR": ""}, "RUN_DIR is not set"),
+        ({"RUN_DIR": "/nonexistent/run"}, "01_data"),
+        ({"SLURM_NTASKS": "3"}, "--ntasks=3"),
+        ({"SLURM_NTASKS": "4", "TRAIN_PARAMS": "-p batch_size=66"}, "batch_size=66"),
+        (
+            {"SLURM_NTASKS": "4", "SLURM_GPUS_ON_NODE": "4", "TRAIN_PARAMS": "-p batch_size=36"},
+            "8 replicas",
+        ),
+        ({"SLURM_GPUS_ON_NODE": "3", "SLURM_NTASKS": "4"}, "3 GPUs per node"),
+        ({"SLURM_NTASKS": "4", "TF_PORT": "65535"}, "TF_PORT=65535"),
+        ({"TF_PORT": "31000", "TRAIN_PARAMS": "-p metrics_port=30999"}, "metrics_port=30999"),
+    ],
+)
+def test_slurm_script_refuses_bad_input_in_one_sentence_before_srun(
+    fake_cluster: dict[str, str], change: dict[str, str], named: str
+) -> None:
+    """RUN_DIR unset or without data, a layout the tasks, GPUs or global batch do not split over,
+    a port range out of bounds or colliding with the metrics ports: one sentence, no srun."""
+    done = run_script({**fake_cluster, **change})
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr, done.stderr
+    assert_one_sentence(done.stderr)
+    assert not list(Path(fake_cluster["FAKE_OUT"]).iterdir())
+
+
+def test_slurm_script_refuses_a_port_range_in_use(fake_cluster: dict[str, str]) -> None:
+    """A worker port something already listens on is named before srun starts the workers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        done = run_script({**fake_cluster, "SLURM_NTASKS": "4", "TF_PORT": str(port - 1)})
+    assert done.returncode == 2, done.stderr
+    assert f"port {port} " in done.stderr and "in use" in done.stderr
+    assert_one_sentence(done.stderr)
     assert not list(Path(fake_cluster["FAKE_OUT"]).iterdir())

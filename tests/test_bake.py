@@ -93,6 +93,7 @@ FULL_BAKE = (
     "src/{pkg}/figures/data.py",
     "src/{pkg}/figures/environment.py",
     "src/{pkg}/figures/optimize.py",
+    "src/{pkg}/figures/show.py",
     "src/{pkg}/figures/style.py",
     "src/{pkg}/figures/train.py",
     "src/{pkg}/figures/tune.py",

@@ -6,10 +6,13 @@ same file. A figure that cannot be drawn costs one printed sentence and no file,
 
     from <package> import figures
     metrics["figures"] = figures.save(run_dir, "train", metrics)   # ["figures/train_curves.png"]
+    figures.show(run_dir, metrics, "train_curves")                  # in a notebook: the saved PNG
 
-Modules, one per step: `environment`, `data`, `tune`, `train`, `optimize`; `base` holds `save`.
+Modules, one per step: `environment`, `data`, `tune`, `train`, `optimize`; `base` holds `save`,
+`show` displays the saved files.
 """
 
 from .base import DRAWERS, draw, save
+from .show import show
 
-__all__ = ["DRAWERS", "draw", "save"]
+__all__ = ["DRAWERS", "draw", "save", "show"]

@@ -13,7 +13,7 @@ def plot_matmul(metrics: dict[str, Any], path: Path) -> Path | None:
     rows = metrics.get("matmul") or []
     if not rows:
         return None
-    fig, (ax,) = style.new(8, 1.2 + 0.5 * len(rows))
+    fig, (ax,) = style.new(8, 1.6 + 0.5 * len(rows))
     names = [row["device"] for row in rows][::-1]
     speeds = [row["gflops"] for row in rows][::-1]
     colors = [style.MUTED if name.startswith("CPU") else style.BEST for name in names]

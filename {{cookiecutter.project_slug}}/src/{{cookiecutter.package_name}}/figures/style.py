@@ -36,6 +36,11 @@ def short(value: float) -> str:
 def bar_labels(ax: Axes, bars: object, texts: list[str]) -> None:
     """Write each text just past its horizontal bar's end, in small type."""
     ax.bar_label(bars, labels=texts, padding=3, fontsize="small")
+    widen(ax)
+
+
+def widen(ax: Axes) -> None:
+    """Room on the right of the x axis for labels written past the bars."""
     low, high = ax.get_xlim()
     if ax.get_xscale() == "log":
         ax.set_xlim(low, high * 3)  # room for the labels on a log axis

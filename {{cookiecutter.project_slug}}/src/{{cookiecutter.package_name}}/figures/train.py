@@ -33,5 +33,6 @@ def plot_curves(metrics: dict[str, Any], path: Path) -> Path | None:
     val = metrics.get("val_accuracy")
     headline = f": validation accuracy {val:.4f}" if isinstance(val, float) else ""
     model = metrics.get("model", "the model")
-    fig.suptitle(f"Learning curves of {model}, {len(epochs)} epoch(s){headline}")
+    count = f"{len(epochs)} epoch" + ("" if len(epochs) == 1 else "s")
+    fig.suptitle(f"Learning curves of {model}, {count}{headline}")
     return style.write(fig, path)

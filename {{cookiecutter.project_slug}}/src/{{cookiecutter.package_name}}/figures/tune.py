@@ -43,7 +43,7 @@ def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:
     epochs = metrics.get("epochs")
     fig.suptitle(
         f"Tuning ({metrics.get('algorithm', '?')}, {len(trials)} trials of up to {epochs} "
-        f"epochs): best {objective} {metrics['best_score']:.4f}"
+        f"epoch{'' if epochs == 1 else 's'}): best {objective} {metrics['best_score']:.4f}"
     )
     return style.write(fig, path)
 

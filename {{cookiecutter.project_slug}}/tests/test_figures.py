@@ -151,11 +151,12 @@ def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]
     assert_png(path)
 
 
-def test_sample_grid_is_a_png(tmp_path: Path) -> None:
-    classes = [f"class {index}" for index in range(3)]
-    images = np.random.default_rng(0).integers(0, 255, (24, 8, 8, 1), dtype=np.uint8)
-    labels = np.repeat(np.arange(3), 8)
-    assert_png(data_figures.draw_samples(images, labels, classes, tmp_path / "samples.png"), 300)
+@pytest.mark.parametrize(("classes", "channels"), [(3, 1), (25, 3)])
+def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> None:
+    names = [f"class {index}" for index in range(classes)]  # 25: the first 20 rows are shown
+    images = np.random.default_rng(0).integers(0, 255, (8 * classes, 8, 8, channels), np.uint8)
+    labels = np.repeat(np.arange(classes), 8)
+    assert_png(data_figures.draw_samples(images, labels, names, tmp_path / "samples.png"), 300)
 
 
 def test_every_figure_name_is_in_the_contract() -> None:

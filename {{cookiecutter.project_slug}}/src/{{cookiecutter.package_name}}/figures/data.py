@@ -103,29 +103,38 @@ def plot_samples(
 
 
 def draw_samples(images: np.ndarray, labels: np.ndarray, classes: list[str], path: Path) -> Path:
-    """The grid itself, from uint8 images (N, H, W, C) and their labels."""
+    """The grid itself, from uint8 images (N, H, W, C) and their labels: one mosaic, one imshow
+    (80 small axes take seconds to draw; one image takes a tenth of that)."""
     shown_classes = classes[:MAX_CLASSES_SHOWN]
     rows, columns = len(shown_classes), SAMPLES_PER_CLASS
-    fig = Figure(figsize=(0.6 + 0.8 * columns, 0.4 + 0.85 * rows), layout="constrained")
-    axes = fig.subplots(rows, columns, squeeze=False)
-    for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
-        for spine in ax.spines.values():
-            spine.set_visible(False)
+    height, width, channels = images.shape[1:] if len(images) else (8, 8, 1)
+    pad = max(1, height // 8)
+    mosaic = np.full(
+        (rows * (height + pad), columns * (width + pad), channels), 255, dtype=np.uint8
+    )
     filled = [0] * len(classes)
     for image, label in zip(images, labels, strict=True):
         label = int(label)
         if label < rows and filled[label] < columns:
-            cmap = "gray" if image.shape[-1] == 1 else None
-            axes[label, filled[label]].imshow(image.squeeze(), cmap=cmap, vmin=0, vmax=255)
+            top, left = label * (height + pad), filled[label] * (width + pad)
+            mosaic[top : top + height, left : left + width] = image
             filled[label] += 1
-    for label, name in enumerate(shown_classes):
-        axes[label, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize="small")
+    fig = Figure(figsize=(0.6 + 0.8 * columns, 0.5 + 0.8 * rows), layout="constrained")
+    ax = fig.add_subplot()
+    gray = channels == 1
+    ax.imshow(
+        mosaic.squeeze(-1) if gray else mosaic, cmap="gray" if gray else None, vmin=0, vmax=255
+    )
+    ax.set_yticks([row * (height + pad) + (height - 1) / 2 for row in range(rows)], shown_classes)
+    ax.set_xticks([])
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
     left_out = len(classes) - rows
     more = f"; {left_out} more classes not shown" if left_out > 0 else ""
-    size = "×".join(str(side) for side in images.shape[1:3]) if len(images) else "?"
-    fig.suptitle(f"Training images as the model sees them ({size} pixels, one row per class{more})")
+    fig.suptitle(
+        f"Training images as the model sees them ({height}×{width} pixels, one row per class{more})"
+    )
     return style.write(fig, path)
 
 

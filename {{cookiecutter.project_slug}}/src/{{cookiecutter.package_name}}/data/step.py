@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lineage
+from .. import figures, lineage
 from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from ..steps import param
 from . import benchmark, sources
@@ -77,6 +77,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     )
     metrics = benchmark.data_metrics(meta, result)
     metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
+    metrics["figures"] = figures.save(folder, "data", metrics)
     write_metrics(folder, "data", metrics)
     if verbose:
         print(result["verdict"])

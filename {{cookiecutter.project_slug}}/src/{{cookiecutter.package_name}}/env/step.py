@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .. import lineage
+from .. import figures, lineage
 from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from ..steps import param
 from .devices import configure_memory_growth
@@ -40,6 +40,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     growth = configure_memory_growth()  # before any op of this step initializes the GPUs
     report = collect_report(params.matmul_size, params.matmul_repeats, memory_growth=growth)
     report["lineage"] = lineage.summary(folder, reads=[], writes=[])
+    report["figures"] = figures.save(folder, "environment", report)
     write_metrics(folder, "environment", report)
     if verbose:
         print(format_report(report))

@@ -39,6 +39,9 @@ def plot_batch(record: dict[str, Any], path: Path) -> Path:
         )
     ax.axvline(record["batch"], color="tab:green", label=f"chosen: {record['batch']}")
     ax.set_xscale("log", base=2)
+    probed = sorted({p["batch"] for p in probes})
+    ax.set_xticks(probed, [str(batch) for batch in probed])  # the batches probed, not 2^n
+    ax.minorticks_off()
     ax.set_xlabel("global batch size")
     ax.set_ylabel("training examples/s")
     peaks = [(p["batch"], p["peak_bytes"]) for p in fitted if p.get("peak_bytes")]

@@ -10,7 +10,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import lineage, progress
+from .. import figures, lineage, progress
 from ..artifacts import resolve_run_dir, write_metrics
 from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, validation_images
@@ -35,6 +35,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     folder = resolve_run_dir(run_dir, create=False)
     export = f"export/{os.path.basename(metrics['export_dir'])}"
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model", export], writes=[])
+    metrics["figures"] = figures.save(folder, "optimize", metrics)
     path = write_metrics(folder, "optimize", metrics)
     if verbose:
         print(f"Wrote {path}")
@@ -147,9 +148,11 @@ def benchmark(
     """Warm-up, then batch-1 latency p50/p99 (ms) and images/s at every batch size.
 
     Batch 1 is timed `iterations` times; a larger batch max(3, iterations // 10) times, enough for
-    a steady figure without letting batch 256 dominate the step's run time.
+    a steady figure without letting batch 256 dominate the step's run time. `timings_ms` keeps
+    every timed call per batch size (ms, 3 decimals), for the latency distribution.
     """
     throughput: dict[str, float] = {}
+    timings: dict[str, list[float]] = {}
     p50 = p99 = None
     for size in batch_sizes:
         batch = _batch(images, size)
@@ -165,7 +168,8 @@ def benchmark(
         if size == 1:
             p50, p99 = (float(v) * 1e3 for v in np.percentile(seconds, [50, 99]))
         throughput[str(size)] = float(size * repeats / seconds.sum())
-    return {"p50_ms": p50, "p99_ms": p99, "throughput": throughput}
+        timings[str(size)] = [round(float(value) * 1e3, 3) for value in times]
+    return {"p50_ms": p50, "p99_ms": p99, "throughput": throughput, "timings_ms": timings}
 
 
 def best_ratios(baselines: list[dict[str, Any]], entries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import keras
 
-from .. import data, env, lineage, models
+from .. import data, env, figures, lineage, models
 from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
@@ -124,6 +124,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     if loop.role.is_chief:
         lineage.record(folder, "model", "train", {"data": checked.state[resume.DATA_KEY]})
         metrics["lineage"] = lineage.summary(folder, reads=["data", "tuning"], writes=["model"])
+        metrics["figures"] = figures.save(folder, "train", metrics)
         write_metrics(folder, "train", metrics)
     return metrics
 

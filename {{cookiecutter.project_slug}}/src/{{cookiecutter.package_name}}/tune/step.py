@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..artifacts import check_writable, resolve_run_dir
+from .. import figures
+from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from .checks import Params, check_data, check_keras_tuner, check_params
 from .search import search
 
@@ -27,6 +28,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     folder = resolve_run_dir(run_dir, create=False)
     check_writable(folder)
     metrics = search(folder, params, verbose=verbose)
+    metrics["figures"] = figures.save(folder, "tune", metrics)
+    write_metrics(folder, "tune", metrics)  # again, with the figures
     if verbose:
         print(
             f"{metrics['trials_run']} trial(s) in {metrics['seconds']:.1f} s; best "

@@ -1,0 +1,158 @@
+"""01's figures, from metrics/data.json: the pipeline benchmark, the class counts, a sample grid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from . import style
+
+MAX_CLASSES_SHOWN = 20  # rows of the sample grid; more classes are left out, and the title says so
+SAMPLES_PER_CLASS = 8
+
+
+def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
+    """examples/s of the naive pipeline and of each stage added (steady state as bars, the first
+    epoch as a dot), each bar labelled with its rate and its speed-up over naive."""
+    rows = metrics.get("steps") or _two_rows(metrics)
+    if not rows:
+        return None
+    rows = rows[::-1]  # naive at the top
+    fig, (ax,) = style.new(8, 1.4 + 0.45 * len(rows))
+    names = [row["name"] for row in rows]
+    steady = [row["examples_per_sec"] for row in rows]
+    colors = [style.MUTED if row["name"] == "naive" else "tab:blue" for row in rows]
+    colors[0] = style.BEST  # the last stage: the pipeline training uses
+    first = [row["first_epoch_examples_per_sec"] for row in rows]
+    ax.barh(names, steady, color=colors)
+    ax.scatter(
+        first,
+        names,
+        color="black",
+        marker="|",
+        s=200,
+        zorder=3,
+        label="first epoch",
+    )
+    if max(steady + first) > 20 * max(min(steady + first), 1e-9):
+        ax.set_xscale("log")
+    for name, rate, start, row in zip(names, steady, first, rows, strict=True):
+        ax.annotate(  # past the bar or the first-epoch tick, whichever ends later
+            f"{style.short(rate)}/s  ×{row['speedup_vs_naive']:.1f}",
+            (max(rate, start), name),
+            xytext=(8, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
+    style.widen(ax)
+    ax.set_xlabel("training examples/s (higher is faster)")
+    fig.suptitle(
+        f"Input pipeline: {metrics['speedup_vs_naive']:.1f}× the naive one "
+        f"(batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
+    )
+    handles = [
+        Patch(color="tab:blue", label="steady state"),
+        Patch(color=style.BEST, label="steady state, as training reads"),
+        *ax.get_legend_handles_labels()[0],
+    ]
+    ax.legend(handles=handles, loc="upper right", fontsize="small")
+    return style.write(fig, path)
+
+
+def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
+    """Examples per class, train and validation side by side."""
+    classes = [str(name) for name in metrics.get("classes") or []]
+    if not classes:
+        return None
+    positions = np.arange(len(classes))
+    fig, (ax,) = style.new(max(6, 0.45 * len(classes)), 3.2)
+    for offset, split in ((-0.2, "train"), (0.2, "validation")):
+        counts = [metrics["per_class"][split].get(name, 0) for name in classes]
+        ax.bar(positions + offset, counts, width=0.4, label=f"{split} ({sum(counts):,})")
+    ax.set_xticks(
+        positions,
+        classes,
+        rotation=45 if len(classes) > 10 else 0,
+        ha="right" if len(classes) > 10 else "center",
+    )
+    ax.set_xlabel("class")
+    ax.set_ylabel("examples")
+    fig.suptitle(f"Examples per class in each split ({metrics.get('dataset', 'data')})")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
+    ax.legend(fontsize="small", ncols=2, loc="upper center")
+    return style.write(fig, path)
+
+
+def plot_samples(
+    run_dir: str | os.PathLike[str], metrics: dict[str, Any], path: Path
+) -> Path | None:
+    """A grid of training images read back from the shards: one row per class."""
+    from ..data.pipeline import examples_per_class  # TensorFlow: only when the grid is drawn
+
+    classes = [str(name) for name in metrics.get("classes") or []]
+    if not classes:
+        return None
+    images, labels = examples_per_class(run_dir, "train", per_class=SAMPLES_PER_CLASS)
+    return draw_samples(images, labels, classes, path)
+
+
+def draw_samples(images: np.ndarray, labels: np.ndarray, classes: list[str], path: Path) -> Path:
+    """The grid itself, from uint8 images (N, H, W, C) and their labels: one mosaic, one imshow
+    (80 small axes take seconds to draw; one image takes a tenth of that)."""
+    shown_classes = classes[:MAX_CLASSES_SHOWN]
+    rows, columns = len(shown_classes), SAMPLES_PER_CLASS
+    height, width, channels = images.shape[1:] if len(images) else (8, 8, 1)
+    pad = max(1, height // 8)
+    mosaic = np.full(
+        (rows * (height + pad), columns * (width + pad), channels), 255, dtype=np.uint8
+    )
+    filled = [0] * len(classes)
+    for image, label in zip(images, labels, strict=True):
+        label = int(label)
+        if label < rows and filled[label] < columns:
+            top, left = label * (height + pad), filled[label] * (width + pad)
+            mosaic[top : top + height, left : left + width] = image
+            filled[label] += 1
+    fig = Figure(figsize=(0.6 + 0.8 * columns, 0.5 + 0.8 * rows), layout="constrained")
+    ax = fig.add_subplot()
+    gray = channels == 1
+    ax.imshow(
+        mosaic.squeeze(-1) if gray else mosaic, cmap="gray" if gray else None, vmin=0, vmax=255
+    )
+    ax.set_yticks([row * (height + pad) + (height - 1) / 2 for row in range(rows)], shown_classes)
+    ax.set_xticks([])
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    left_out = len(classes) - rows
+    more = f"; {left_out} more classes not shown" if left_out > 0 else ""
+    fig.suptitle(
+        f"Training images as the model sees them ({height}×{width} pixels, one row per class{more})"
+    )
+    return style.write(fig, path)
+
+
+def _two_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """naive and configured from a benchmark run without `steps`."""
+    if "naive_examples_per_sec" not in metrics:
+        return []
+    return [
+        {
+            "name": "naive",
+            "examples_per_sec": metrics["naive_examples_per_sec"],
+            "first_epoch_examples_per_sec": metrics["naive_first_epoch_examples_per_sec"],
+            "speedup_vs_naive": 1.0,
+        },
+        {
+            "name": "configured",
+            "examples_per_sec": metrics["examples_per_sec"],
+            "first_epoch_examples_per_sec": metrics["first_epoch_examples_per_sec"],
+            "speedup_vs_naive": metrics["speedup_vs_naive"],
+        },
+    ]

@@ -1,0 +1,83 @@
+"""05's figures, from metrics/optimize.json: batch-1 latency distributions and throughput.
+
+Drawn for the two baselines (model.predict, the SavedModel signature) and every backend that ran
+with parity; a backend skipped or failed has no timings and is named in the step's table instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import style
+
+
+def plot_latency(metrics: dict[str, Any], path: Path) -> Path | None:
+    """Every timed batch-1 call per backend, as a box (quartiles, whiskers to 1.5 IQR, the slow
+    outliers as dots) on a log axis; p50 and p99 written on the right."""
+    lines = [line for line in _shown(metrics) if (line.get("timings_ms") or {}).get("1")]
+    if not lines:
+        return None
+    lines = lines[::-1]  # the first baseline at the top
+    fig, (ax,) = style.new(9, 1.4 + 0.55 * len(lines))
+    ax.boxplot(
+        [line["timings_ms"]["1"] for line in lines],
+        orientation="horizontal",
+        tick_labels=[_label(line) for line in lines],
+        widths=0.6,
+        flierprops={"marker": ".", "markersize": 3, "alpha": 0.5},
+        medianprops={"color": style.BEST, "linewidth": 2},
+    )
+    ax.set_xscale("log")
+    numbers = ax.secondary_yaxis("right")  # p50 and p99 in a column of their own, right of the plot
+    numbers.set_yticks(
+        range(1, len(lines) + 1),
+        [f"p50 {line['p50_ms']:.3g} ms\np99 {line['p99_ms']:.3g} ms" for line in lines],
+        fontsize="small",
+    )
+    numbers.tick_params(length=0)
+    ax.set_xlabel("batch-1 latency per call (ms, log scale; lower is faster)")
+    best = metrics.get("best_backend")
+    ratio = metrics.get("best_vs_savedmodel_batch1")
+    verdict = (
+        f": best {best}, p50 {ratio:.1f}× faster than the SavedModel" if best and ratio else ""
+    )
+    count = len(lines[0]["timings_ms"]["1"])
+    fig.suptitle(f"Batch-1 latency, {count} timed calls each{verdict}")
+    return style.write(fig, path)
+
+
+def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
+    """Images/s per batch size and backend: log2 batch axis (sizes at their true distances)."""
+    lines = [line for line in _shown(metrics) if line.get("throughput")]
+    if not lines:
+        return None
+    fig, (ax,) = style.new(8, 4)
+    for line in lines:
+        sizes = [int(size) for size in line["throughput"]]  # JSON keys are text
+        ax.plot(sizes, list(line["throughput"].values()), "o-", label=_label(line))
+    sizes = sorted({int(size) for line in lines for size in line["throughput"]})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(size) for size in sizes])
+    ax.minorticks_off()
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (images per call)")
+    ax.set_ylabel("images/s (log scale)")
+    top = max(lines, key=lambda line: line["throughput"].get(str(sizes[-1]), 0.0))
+    rate = top["throughput"].get(str(sizes[-1]))
+    best = (
+        f": best at batch {sizes[-1]}, {_label(top)}, {style.short(rate)} images/s" if rate else ""
+    )
+    fig.suptitle(f"Inference throughput per batch size{best}")
+    ax.legend(fontsize="small", loc="best")
+    return style.write(fig, path)
+
+
+def _shown(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The baselines, then every backend that ran with parity."""
+    ran = [line for line in metrics.get("backends", []) if line.get("status") == "ran"]
+    return [*metrics.get("baselines", []), *ran]
+
+
+def _label(line: dict[str, Any]) -> str:
+    return line["name"] + (f" ({line['precision']})" if "precision" in line else "")

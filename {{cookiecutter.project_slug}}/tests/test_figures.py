@@ -1,0 +1,228 @@
+"""Each step's figures: a real PNG from small metrics, a figure that fails never fails its step,
+and the metrics' `figures` list names files that exist.
+
+The drawing tests use hand-written metrics (no TensorFlow op); the step tests run step 0 with a
+tiny matmul, the cheapest step that draws a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from {{ cookiecutter.package_name }} import artifacts, env, figures
+from {{ cookiecutter.package_name }}.figures import data as data_figures
+from {{ cookiecutter.package_name }}.figures import environment as environment_figures
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+ENVIRONMENT = {
+    "matmul": [
+        {"device": "CPU:0", "size": 1024, "gflops": 48.2, "speedup_vs_cpu": 1.0},
+        {"device": "GPU:0", "size": 1024, "gflops": 14321.0, "speedup_vs_cpu": 297.1},
+    ]
+}
+DATA = {
+    "dataset": "digits",
+    "classes": [str(digit) for digit in range(10)],
+    "per_class": {
+        "train": {str(digit): 140 + digit for digit in range(10)},
+        "validation": {str(digit): 35 + digit % 2 for digit in range(10)},
+    },
+    "steps": [
+        {
+            "name": name,
+            "examples_per_sec": rate,
+            "first_epoch_examples_per_sec": rate * 0.8,
+            "speedup_vs_naive": rate / 9000,
+        }
+        for name, rate in (
+            ("naive", 9000.0),
+            ("+ parallel map", 10500.0),
+            ("+ batch before parse", 61000.0),
+            ("+ cache", 410000.0),
+            ("+ shuffle", 300000.0),
+            ("+ prefetch", 350000.0),
+        )
+    ],
+    "speedup_vs_naive": 38.9,
+    "batch_size": 64,
+    "cpu_count": 2,
+}
+TUNE = {
+    "algorithm": "random",
+    "objective": "val_accuracy",
+    "epochs": 2,
+    "best_trial": 2,
+    "best_score": 0.9611,
+    "trials": [
+        {
+            "trial": 1,
+            "status": "COMPLETED",
+            "score": 0.8417,
+            "hparams": {"learning_rate": 0.000312, "width": 16, "dropout": 0.1},
+        },
+        {
+            "trial": 2,
+            "status": "COMPLETED",
+            "score": 0.9611,
+            "hparams": {"learning_rate": 0.00271, "width": 32, "dropout": 0.25},
+        },
+        {
+            "trial": 3,
+            "status": "FAILED",
+            "score": None,
+            "hparams": {"learning_rate": 0.0101, "width": 48, "dropout": 0.4},
+        },
+    ],
+}
+TRAIN = {
+    "model": "small_cnn",
+    "best_epoch": 3,
+    "val_accuracy": 0.9722,
+    "parameter_sources": {"batch_size": "given", "learning_rate": "default"},
+    "history": [
+        {
+            "epoch": epoch,
+            "loss": 1.5 / epoch,
+            "val_loss": 1.2 / epoch + 0.02 * epoch,
+            "accuracy": 1 - 0.4 / epoch,
+            "val_accuracy": 1 - 0.3 / epoch,
+        }
+        for epoch in range(1, 5)
+    ],
+}
+
+
+def _line(name: str, p50: float, **extra: Any) -> dict[str, Any]:
+    generator = np.random.default_rng(len(name))
+    calls = np.round(p50 * generator.lognormal(0, 0.2, 200), 3).tolist()
+    sizes = {"1": 1e3 / p50, "32": 32e3 / p50 / 4, "256": 256e3 / p50 / 20}
+    timings = {"1": calls, "32": calls[:20], "256": calls[:20]}
+    return {
+        "name": name,
+        "p50_ms": p50,
+        "p99_ms": p50 * 1.6,
+        "throughput": sizes,
+        "timings_ms": timings,
+        **extra,
+    }
+
+
+OPTIMIZE = {
+    "batch_sizes": [1, 32, 256],
+    "baselines": [_line("model.predict", 31.0), _line("savedmodel", 1.9)],
+    "backends": [
+        _line("onnx", 0.41, precision="fp32", status="ran"),
+        {"name": "onnx", "precision": "int8", "status": "skipped", "reason": "not asked"},
+    ],
+    "best_backend": "onnx (fp32)",
+    "best_vs_savedmodel_batch1": 4.6,
+}
+DRAWN = [
+    ("environment_matmul", ENVIRONMENT),
+    ("data_throughput", DATA),
+    ("data_classes", DATA),
+    ("tune_trials", TUNE),
+    ("train_curves", TRAIN),
+    ("optimize_latency", OPTIMIZE),
+    ("optimize_throughput", OPTIMIZE),
+]
+
+
+def assert_png(path: Path, min_width: int = 400) -> None:
+    """A PNG file (signature) of a plausible size: its IHDR width and height, and its bytes."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    width, height = struct.unpack(">II", head[16:24])
+    assert width >= min_width and 150 <= height <= 3000, (width, height)
+    assert path.stat().st_size > 8_000, f"{path} is nearly empty ({path.stat().st_size} bytes)"
+
+
+@pytest.mark.parametrize(("name", "metrics"), DRAWN, ids=[name for name, _ in DRAWN])
+def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]) -> None:
+    path = figures.draw(tmp_path, name, metrics, say=pytest.fail)
+    assert path == tmp_path / artifacts.FIGURES_DIR / f"{name}.png"
+    assert_png(path)
+
+
+@pytest.mark.parametrize(("classes", "channels"), [(3, 1), (25, 3)])
+def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> None:
+    names = [f"class {index}" for index in range(classes)]  # 25: the first 20 rows are shown
+    images = np.random.default_rng(0).integers(0, 255, (8 * classes, 8, 8, channels), np.uint8)
+    labels = np.repeat(np.arange(classes), 8)
+    assert_png(data_figures.draw_samples(images, labels, names, tmp_path / "samples.png"), 300)
+
+
+def test_every_figure_name_is_in_the_contract() -> None:
+    named = {name for names in artifacts.FIGURES.values() for name in names}
+    assert set(figures.DRAWERS) <= named
+    drawn_elsewhere = named - set(figures.DRAWERS)
+    assert drawn_elsewhere == {
+        artifacts.BATCH_FINDER,
+        artifacts.LR_FINDER,
+        "export_confusion",
+        "export_misclassified",
+    }
+
+
+def test_save_lists_the_files_it_wrote(tmp_path: Path) -> None:
+    listed = figures.save(tmp_path, "optimize", OPTIMIZE, say=pytest.fail)
+    assert listed == ["figures/optimize_latency.png", "figures/optimize_throughput.png"]
+    assert all((tmp_path / relative).is_file() for relative in listed)
+
+
+def test_nothing_to_draw_is_no_file_and_no_error(tmp_path: Path) -> None:
+    assert figures.save(tmp_path, "tune", {"trials": []}, say=pytest.fail) == []
+    assert figures.save(tmp_path, "optimize", {"baselines": []}, say=pytest.fail) == []
+    assert list((tmp_path / artifacts.FIGURES_DIR).glob("*.png")) == []
+
+
+def test_a_finders_figure_is_listed_when_training_used_it(tmp_path: Path) -> None:
+    finder = artifacts.figure_path(tmp_path, artifacts.BATCH_FINDER)
+    finder.write_bytes(PNG_SIGNATURE)
+    given = figures.save(tmp_path, "train", TRAIN, say=pytest.fail)
+    assert given == ["figures/train_curves.png"]  # batch_size was given: an old figure is not it
+    found = {**TRAIN, "parameter_sources": {"batch_size": "batch-size finder"}}
+    assert figures.save(tmp_path, "train", found, say=pytest.fail) == [
+        "figures/train_curves.png",
+        "figures/batch_finder.png",
+    ]
+
+
+def test_a_failing_figure_is_a_sentence_and_no_file(tmp_path: Path) -> None:
+    said: list[str] = []
+    broken = {**TRAIN, "history": [{"epoch": 1}]}  # no loss: the drawing raises
+    assert figures.save(tmp_path, "train", broken, say=said.append) == []
+    assert said == ["Figure train_curves was not drawn (KeyError: 'loss')."]
+    assert not (tmp_path / artifacts.FIGURES_DIR / "train_curves.png").exists()
+
+
+def test_the_step_writes_its_figure_and_lists_it(tmp_path: Path) -> None:
+    report = env.run(tmp_path, env.Params(matmul_size=64, matmul_repeats=1), verbose=False)
+    assert report["figures"] == ["figures/environment_matmul.png"]
+    saved = artifacts.read_metrics(tmp_path, "environment")
+    assert saved["figures"] == report["figures"]
+    assert_png(tmp_path / saved["figures"][0])
+
+
+def test_a_figure_that_raises_leaves_the_step_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(metrics: dict[str, Any], path: Path) -> Path:
+        raise RuntimeError("no display here")
+
+    monkeypatch.setattr(environment_figures, "plot_matmul", broken)
+    report = env.run(tmp_path, env.Params(matmul_size=64, matmul_repeats=1), verbose=False)
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        "Figure environment_matmul was not drawn (RuntimeError: no display here)."
+    )
+    assert report["figures"] == [] and report["matmul"]
+    saved = json.loads((tmp_path / artifacts.METRICS_DIR / "environment.json").read_text())
+    assert saved["figures"] == [] and saved["matmul"] == report["matmul"]
+    assert list((tmp_path / artifacts.FIGURES_DIR).glob("*.png")) == []

@@ -2,6 +2,7 @@
 
     <package> doctor [--json]
     <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01] [--verbose]
+    <package> report --run-dir DIR [--headline]
     <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
@@ -30,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--verbose" in argv:  # before anything loads TensorFlow; the kernels inherit it
         os.environ[quiet.VERBOSE_ENV] = "1"
     try:  # Ctrl-C, even while a step's module (TensorFlow) loads for --help: one line, 130
-        if any(not arg.startswith("-") for arg in argv):  # a command: TensorFlow loads, quietly
+        command = next((arg for arg in argv if not arg.startswith("-")), "report")
+        if command != "report":  # a command that loads TensorFlow: load it quietly first
             quiet.import_tensorflow()
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
@@ -73,6 +75,15 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         help=f"keep TensorFlow's logs and library warnings (same as {quiet.VERBOSE_ENV}=1)",
     )
     run.set_defaults(handler=_run)
+
+    report = commands.add_parser(
+        "report", help="write a run folder's report.md and report.html again, or print its headline"
+    )
+    report.add_argument("--run-dir", type=Path, required=True, help="a run folder with run.json")
+    report.add_argument(
+        "--headline", action="store_true", help="print the headline as markdown (CI job summaries)"
+    )
+    report.set_defaults(handler=_report)
 
     for step in steps.available():
         _step_parser(commands, step, full=step.name == chosen)
@@ -121,6 +132,34 @@ def _step(args: argparse.Namespace) -> int:
         print(json.dumps(metrics, indent=2, sort_keys=True, default=str))
     elif written.is_file() and written.stat().st_mtime >= started - 1:
         print(f"Metrics: {written}")  # a multi-worker job's other workers write none
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .artifacts import RUN_RECORD
+    from .runner.chain import write_report_html
+    from .runner.report import write_report
+    from .runner.summary import headline
+
+    folder = args.run_dir.expanduser().resolve()
+    try:
+        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        print(
+            f"{PROG}: {folder / RUN_RECORD} cannot be read ({reason}): pass a run folder "
+            f"that `{PROG} run` wrote.",
+            file=sys.stderr,
+        )
+        return 2
+    if args.headline:
+        print(f"### Run {folder.name}: {record.get('status')}\n")
+        print("\n".join(headline(folder, record)))
+        return 0
+    print(f"Wrote {write_report(folder, record)}")
+    html = write_report_html(folder, record)
+    if html:
+        print(f"Wrote {html}")
     return 0
 
 

@@ -10,6 +10,7 @@ class ids.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,9 +23,10 @@ import tensorflow as tf
 
 from ..artifacts import MissingInputError, resolve_run_dir
 from ..data import first_images, read_meta
+from ..quiet import quiet_env
 from .files import INPUT_NAME, SIGNATURE, load_model
 from .params import ExportError
-from .savedmodel import model_precision
+from .savedmodel import model_precision, saved_model_cli_command
 
 # Largest allowed |Keras - SavedModel| probability. float32: both run the same float32 graph, so
 # only the order of operations may differ. Mixed precision: float16 keeps about 3 significant
@@ -57,7 +59,7 @@ def check_parity(
         )
     classes = np.array(read_meta(folder)["classes"])
     images = validation_images(folder, max_examples)
-    served = predict_in_fresh_process(export_dir, images)
+    served = predict_in_fresh_process(export_dir, images)  # and saved_model_cli's text
     expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
     tolerance = TOLERANCE["float32" if precision == "float32" else "mixed"]
@@ -75,6 +77,7 @@ def check_parity(
         "parity_ok": parity_ok,
         "served_pid": served["pid"],
         "keras_pid": os.getpid(),
+        "saved_model_cli_all": served["saved_model_cli_all"],
         "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
     }
 
@@ -85,14 +88,20 @@ def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
 
 
 def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
-    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`."""
+    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`,
+    and what `saved_model_cli show --all` prints for the export (saved_model_cli_all).
+
+    The same fresh process runs saved_model_cli's own code after predicting: one TensorFlow start
+    instead of two, and the tool still reads only what is on disk.
+    """
     with tempfile.TemporaryDirectory(prefix="export-parity-") as scratch:
         inputs, outputs = Path(scratch) / "images.npy", Path(scratch) / "outputs.npz"
+        shown = Path(scratch) / "saved_model_cli.txt"
         np.save(inputs, images)
         source = str(Path(__file__).resolve().parents[2])  # src/, in case it is not installed
         path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2"}
-        command = [sys.executable, "-m", f"{PACKAGE}.export", "predict"]
+        env = quiet_env({**os.environ, "PYTHONPATH": path})
+        command = [sys.executable, "-m", f"{PACKAGE}.export", "predict", "--cli-text", str(shown)]
         done = subprocess.run(
             [*command, str(export_dir), str(inputs), str(outputs)],
             capture_output=True,
@@ -106,6 +115,7 @@ def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, 
             raise ExportError(f"Reloading {export_dir} in a fresh process failed ({last}).")
         with np.load(outputs) as saved:
             result: dict[str, Any] = {name: saved[name] for name in saved.files}
+        result["saved_model_cli_all"] = shown.read_text(encoding="utf-8").strip()
     result["pid"] = int(result["pid"])
     return result
 
@@ -117,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("export_dir")
     parser.add_argument("images", help=".npy file of uint8 images [N, H, W, C]")
     parser.add_argument("outputs", help=".npz file to write the outputs to")
+    parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
     args = parser.parse_args(argv)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
     images = np.load(args.images)
@@ -128,6 +139,22 @@ def main(argv: list[str] | None = None) -> int:
     outputs = {name: np.concatenate(values) for name, values in parts.items()}
     outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])
     np.savez(args.outputs, pid=np.int64(os.getpid()), **outputs)
+    return show_all(args.export_dir, args.cli_text) if args.cli_text else 0
+
+
+def show_all(export_dir: str, text_file: str) -> int:
+    """Run saved_model_cli's own main (`show --dir EXPORT_DIR --all`), its output into text_file.
+
+    Its main ends the process (absl's app.run), so this is the fresh process's last act.
+    """
+    from tensorflow.python.tools import saved_model_cli
+
+    sys.argv = [*saved_model_cli_command(export_dir, show_all=True)]
+    with open(text_file, "w", encoding="utf-8") as out, contextlib.redirect_stdout(out):
+        try:
+            saved_model_cli.main()
+        except SystemExit as stop:  # sys.exit(None) is success
+            return 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
     return 0
 
 

@@ -16,20 +16,20 @@ from .. import lineage
 from ..artifacts import resolve_run_dir, write_metrics
 from .params import Params, check
 from .parity import check_parity
-from .savedmodel import export_savedmodel, signature_block, signature_text
+from .savedmodel import export_savedmodel, signature_block
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
-    """Check, export model.keras to export/<version>/, reload it in a fresh process for parity,
-    read its signature with saved_model_cli, and write metrics/export.json; return the metrics."""
+    """Check, export model.keras to export/<version>/, reload it in a fresh process for parity and
+    read its signature there with saved_model_cli, write metrics/export.json; return the metrics."""
     check(run_dir, params)
     folder = resolve_run_dir(run_dir, create=False)
     say = print if verbose else _silent
     exported = export_savedmodel(folder, params.version, params.overwrite)
     say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
-    parity = check_parity(folder, exported["export_dir"])
+    parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
     say(parity["verdict"])
-    shown = signature_text(exported["export_dir"], show_all=True)  # the tool runs once: seconds
+    shown = parity.pop("saved_model_cli_all")
     metrics = export_metrics(exported, parity, shown)
     writes = [f"export/{exported['version']}"]
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)

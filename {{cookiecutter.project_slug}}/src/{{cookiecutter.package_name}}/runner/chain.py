@@ -17,6 +17,7 @@ from typing import Any
 from .. import steps
 from ..artifacts import RUN_RECORD, StepError, check_writable
 from .execute import NotebookFailed, execute
+from .html import write_html
 from .live import NotebookProgress
 from .plan import Plan, plan_run
 from .profile import RunnerInputError
@@ -85,7 +86,17 @@ def run_chain(
     finally:
         finish_record(record, status)
         save(folder, record, selected)
+        write_report_html(folder, record)
     return RunResult(run_dir=folder, record=record)
+
+
+def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:
+    """report.html beside report.md; a failure to write it costs one sentence, not the run."""
+    try:
+        return write_html(folder, record)
+    except Exception as error:  # nbconvert or a template missing must not fail a finished run
+        print(f"report.html was not written: {type(error).__name__}: {error}", flush=True)
+        return None
 
 
 def preflight(plan: Plan, folder: Path) -> None:

@@ -1,6 +1,8 @@
-"""report.md: the run at a glance — each notebook's latest success and any newer failure, every
-attempt with its error in one line, what made each artifact (and whether it is stale now), then
-each metrics file's scalar values."""
+"""report.md: the run at a glance — the headline (one line per step: what it achieved, or why it
+did not), each step's key numbers and figures, each notebook's latest success and any newer
+failure, every attempt with its error in one line, what made each artifact (and whether it is
+stale now), then every metrics file's scalar values. report.html holds the same and the executed
+notebooks, in one file (html.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import lineage
-from ..artifacts import LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
+from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
 from .profile import one_line
+from .summary import headline, key_numbers, read, step_of
+
+LONG_TEXT = 120  # characters: longer metric strings (saved_model_cli's output) stay in the JSON
 
 
 def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
@@ -23,6 +28,11 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
         f"finished {record.get('finished') or '-'}  ",
         f"Overrides: {_cell(record.get('overrides') or 'none')}",
         "",
+        "## Headline",
+        "",
+        *headline(run_dir, record),
+        "",
+        *_steps(run_dir, record),
         "## Notebooks",
         "",
         "`notebooks/<name>.ipynb` is always a notebook's latest success; a failed or interrupted "
@@ -56,10 +66,37 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
         ]
         lines += [_attempt_row(attempt) for attempt in attempts]
     lines += ["", "## What made what", "", *_lineage(run_dir)]
-    lines += ["", "## Metrics", "", *_metrics(run_dir)]
+    lines += ["", "## All metrics", "", *_metrics(run_dir)]
     path = run_dir / REPORT_FILE
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _steps(run_dir: Path, record: dict[str, Any]) -> list[str]:
+    """Per notebook of the run: its key numbers as a table, and its figures, embedded."""
+    lines = ["## Steps", ""]
+    for entry in record["notebooks"]:
+        step = step_of(entry["name"])
+        lines += [f"### {entry['name']}", ""]
+        executed = _link(run_dir, entry.get("executed"))
+        seconds = _seconds(entry.get("seconds"))
+        lines += [f"Status **{entry['status']}**, {seconds} s; notebook {executed}.", ""]
+        metrics = read(run_dir, step)
+        if metrics is None:
+            lines += [f"No `{METRICS_DIR}/{step}.json` in this run folder.", ""]
+            continue
+        rows = key_numbers(step, metrics)
+        if rows:
+            lines += [
+                "| | |",
+                "|---|---|",
+                *(f"| {_cell(what)} | {_cell(value)} |" for what, value in rows),
+                "",
+            ]
+        for name in FIGURES.get(step, ()):
+            if (run_dir / FIGURES_DIR / f"{name}.png").is_file():
+                lines += [f"![{name}]({FIGURES_DIR}/{name}.png)", ""]
+    return lines
 
 
 def _attempt_row(attempt: dict[str, Any]) -> str:
@@ -122,7 +159,9 @@ def _metrics(run_dir: Path) -> list[str]:
         scalars = {
             key: value
             for key, value in (metrics.items() if isinstance(metrics, dict) else [])
-            if value is None or isinstance(value, str | int | float | bool)
+            if value is None
+            or isinstance(value, int | float | bool)
+            or (isinstance(value, str) and len(value) <= LONG_TEXT)
         }
         if scalars:
             lines += ["| key | value |", "|---|---|"]

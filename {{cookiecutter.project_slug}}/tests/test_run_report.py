@@ -1,0 +1,181 @@
+"""The run report: a headline that names every step, key numbers, embedded figures, report.html,
+and a report that still says what happened when a step failed. Built from metrics files alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_sentence
+from matplotlib.figure import Figure
+
+from {{ cookiecutter.package_name }}.runner.html import write_html
+from {{ cookiecutter.package_name }}.runner.report import write_report
+from {{ cookiecutter.package_name }}.runner.summary import headline
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+NOTEBOOKS = ["00_environment", "01_data", "02_tune", "03_train", "04_export", "05_optimize"]
+METRICS = {
+    "environment": {
+        "gpu_available": False,
+        "gpus": [],
+        "matmul": [{"device": "CPU:0", "gflops": 53.4}],
+        "recommended_policy": "float32",
+        "verdict": "No GPU — running on CPU.",
+    },
+    "data": {
+        "dataset": "digits",
+        "train_count": 1438,
+        "validation_count": 359,
+        "speedup_vs_naive": 26.9,
+        "examples_per_sec": 495434.0,
+        "naive_examples_per_sec": 18426.0,
+    },
+    "tune": {
+        "objective": "val_accuracy",
+        "best_score": 0.7772,
+        "trials_run": 2,
+        "best_trial": 2,
+        "algorithm": "random",
+        "best_hparams": {"width": 64, "dropout": 0.15},
+    },
+    "train": {
+        "val_accuracy": 0.9666,
+        "val_loss": 0.117,
+        "epochs_completed": 2,
+        "epochs": 2,
+        "strategy": "DefaultDistributionStrategy",
+        "replicas": 1,
+        "precision": "float32",
+        "global_batch_size": 71,
+        "learning_rate": 0.00257,
+        "examples_per_sec": 10913.0,
+    },
+    "export": {
+        "version": 1,
+        "parity_ok": True,
+        "top1_agreement": 1.0,
+        "max_abs_diff": 0.0,
+        "examples": 359,
+        "verdict": "Same top class on all 359 validation images.",
+        "saved_model_cli_all": "MetaGraphDef with tag-set: 'serve' " + "x" * 5000,
+    },
+    "optimize": {
+        "best_backend": "onnx (int8)",
+        "best_vs_savedmodel_batch1": 23.3,
+        "baselines": [{"name": "savedmodel", "p50_ms": 1.0, "p99_ms": 2.0}],
+        "backends": [
+            {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.04, "p99_ms": 0.05},
+            {"name": "tensorrt", "precision": "fp32", "status": "skipped", "reason": "no GPU."},
+            {"name": "tensorrt", "precision": "int8", "status": "skipped", "reason": "no GPU."},
+        ],
+    },
+}
+
+
+def _run_folder(tmp_path: Path, failed_at: str | None = None) -> tuple[Path, dict]:
+    """A run folder with every step's metrics (none from failed_at on) and a runner record."""
+    run_dir = tmp_path / "run"
+    (run_dir / "metrics").mkdir(parents=True)
+    entries, failed = [], False
+    for name in NOTEBOOKS:
+        failed = failed or name == failed_at
+        status = "ok" if not failed else ("failed" if name == failed_at else "not run")
+        entry = {"name": name, "status": status, "seconds": 10.0 if status != "not run" else None}
+        if status == "failed":
+            entry["error"] = {"cell": 7, "ename": "ValueError", "evalue": "loss became NaN"}
+        if status == "ok":
+            step = name[3:]
+            (run_dir / "metrics" / f"{step}.json").write_text(json.dumps(METRICS[step]))
+        entries.append(entry)
+    record = {
+        "profile": "smoke",
+        "status": "failed" if failed_at else "ok",
+        "started": "2026-12-03T05:00:00+00:00",
+        "finished": "2026-12-03T05:01:00+00:00",
+        "notebooks": entries,
+        "attempts": [],
+    }
+    return run_dir, record
+
+
+def _figure(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure = Figure(figsize=(2, 1))
+    figure.add_subplot().plot([0, 1], [1, 0])
+    figure.savefig(path)
+
+
+def test_headline_names_every_step_with_its_result(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path)
+    lines = headline(run_dir, record)
+    for name in NOTEBOOKS:
+        assert any(line.startswith(f"- **{name}**:") for line in lines), name
+    text = "\n".join(lines)
+    assert "26.9× the naive one" in text and "val_accuracy **0.9666**" in text
+    assert "parity **ok**" in text and "**onnx (int8)**, 23.3× the SavedModel" in text
+    assert "- **Skipped**: tensorrt (fp32, int8): no GPU." in text
+    assert "- **Total**: 60.0 s over 6 notebook(s), status **ok**." in text
+
+
+def test_report_survives_a_failed_step_and_says_which(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path, failed_at="03_train")
+    report = write_report(run_dir, record).read_text()
+    assert "- **03_train**: **failed** in cell [7]: ValueError: loss became NaN" in report
+    assert "- **04_export**: not run: no metrics written by this run." in report
+    assert "val_accuracy **" not in report  # no number for a step that did not finish
+    assert "status **failed**" in report
+    html = write_html(run_dir, record).read_text()
+    assert "loss became NaN" in html
+
+
+def test_figures_are_embedded_in_the_report_and_inlined_in_the_html(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path)
+    _figure(run_dir / "figures" / "train_curves.png")
+    _figure(run_dir / "figures" / "data_throughput.png")
+    report = write_report(run_dir, record).read_text()
+    assert "![train_curves](figures/train_curves.png)" in report
+    assert report.index("data_throughput.png") < report.index("train_curves.png")  # step order
+    assert "optimize_latency" not in report  # only figures that exist are embedded
+    html = write_html(run_dir, record).read_text()
+    assert html.count('src="data:image/png;base64,') == 2 and "figures/train_curves.png" not in html
+
+
+def test_long_metric_texts_stay_in_the_json(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path)
+    report = write_report(run_dir, record).read_text()
+    assert "x" * 200 not in report and "saved_model_cli_all" not in report
+
+
+def test_metrics_without_expected_keys_cost_a_sentence(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path)
+    (run_dir / "metrics" / "train.json").write_text(json.dumps({"val_accuracy": "n/a"}))
+    report = write_report(run_dir, record).read_text()
+    assert "- **03_train**: done; see metrics/train.json." in report
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", PACKAGE, "report", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_cli_prints_the_headline_for_a_job_summary(tmp_path: Path) -> None:
+    run_dir, record = _run_folder(tmp_path)
+    (run_dir / "run.json").write_text(json.dumps(record))
+    done = _cli("--run-dir", str(run_dir), "--headline")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("### Run run: ok") and "**05_optimize**" in done.stdout
+    done = _cli("--run-dir", str(run_dir))
+    assert done.returncode == 0 and (run_dir / "report.html").is_file(), done.stderr
+
+
+@pytest.mark.parametrize("content", [None, "{not json"], ids=["missing", "corrupt"])
+def test_cli_without_a_readable_run_json_says_so(tmp_path: Path, content: str | None) -> None:
+    if content is not None:
+        (tmp_path / "run.json").write_text(content)
+    done = _cli("--run-dir", str(tmp_path), "--headline")
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_sentence(done.stderr.strip())

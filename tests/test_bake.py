@@ -46,7 +46,6 @@ FULL_BAKE = (
     "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
     "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
     "docker/monitoring/prometheus.yml",
-    "docker/serving/monitoring.config",
     "notebooks/00_environment.ipynb",
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
@@ -116,6 +115,12 @@ FULL_BAKE = (
     "src/{pkg}/runner/profile.py",
     "src/{pkg}/runner/record.py",
     "src/{pkg}/runner/report.py",
+    "src/{pkg}/serve/__init__.py",
+    "src/{pkg}/serve/bench.py",
+    "src/{pkg}/serve/commands.py",
+    "src/{pkg}/serve/config.py",
+    "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/versions.py",
     "src/{pkg}/steps.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/auto.py",
@@ -159,6 +164,7 @@ FULL_BAKE = (
     "tests/test_prometheus_scrape.py",
     "tests/test_runner.py",
     "tests/test_runner_records.py",
+    "tests/test_serving.py",
     "tests/test_smoke_run.py",
     "tests/test_steps.py",
     "tests/test_train.py",
@@ -181,7 +187,6 @@ REMOVED_WHEN_DECLINED = {
         "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
         "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
         "docker/monitoring/prometheus.yml",
-        "docker/serving/monitoring.config",
         ".dockerignore",
         "tests/test_monitoring.py",
         "tests/test_prometheus_scrape.py",
@@ -202,7 +207,16 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/optimize/tf_trt.py",
         "tests/test_optimize_tensorrt.py",
     ),
-    "include_serving": ("docker/compose.serving.yml", "docker/serving/monitoring.config"),
+    "include_serving": (
+        "docker/compose.serving.yml",
+        "src/{pkg}/serve/__init__.py",
+        "src/{pkg}/serve/bench.py",
+        "src/{pkg}/serve/commands.py",
+        "src/{pkg}/serve/config.py",
+        "src/{pkg}/serve/protos.py",
+        "src/{pkg}/serve/versions.py",
+        "tests/test_serving.py",
+    ),
 }
 
 # Words no file of the bake may contain once the part is declined.
@@ -439,12 +453,15 @@ def test_declined_parts_leave_no_mentions(baked):
 
 
 def test_optional_extras_follow_the_answers(baked):
-    """keras-tuner is a dependency exactly with tuning, `trt` with TensorRT; `onnx` always."""
+    """keras-tuner is a dependency exactly with tuning, tensorflow-serving-api (same minor as
+    TensorFlow) with serving, `trt` with TensorRT; `onnx` always."""
     project = pyproject(baked.root)["project"]
     extras = project.get("optional-dependencies", {})
     names = {Requirement(r).name for r in project["dependencies"]}
     assert ("keras-tuner" in names) == baked.answers["include_tuning"], names
     assert ("trt" in extras) == baked.answers["include_tensorrt"], extras
+    serving = f"tensorflow-serving-api~={baked.answers['tensorflow_version']}.0"
+    assert (serving in project["dependencies"]) == baked.answers["include_serving"], names
     assert "onnxruntime" in {Requirement(r).name for r in extras["onnx"]}, extras
 
 

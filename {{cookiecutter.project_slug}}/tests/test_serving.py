@@ -193,6 +193,17 @@ def test_serve_cli_promote_then_rollback_refuses_in_one_sentence(tmp_path, capsy
     assert err.startswith(f"{PACKAGE}: Nothing to roll back to") and len(err.splitlines()) == 1
 
 
+def test_serving_rest_url_takes_a_version_or_a_label():
+    """The REST helper addresses /versions/N or /labels/L, and refuses both at once."""
+    from {{ cookiecutter.package_name }}.export import ExportError, rest_url
+
+    base = f"http://127.0.0.1:8501/v1/models/{PACKAGE}"
+    assert rest_url(version=2) == f"{base}/versions/2:predict"
+    assert rest_url(label="canary") == f"{base}/labels/canary:predict"
+    with pytest.raises(ExportError, match="not both"):
+        rest_url(version=2, label="canary")
+
+
 # ----------------------------------------------------------------------------- the load generator
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -757,6 +758,26 @@ def make_setup(root: Path, venv: Path, *args: str, show: int = 1) -> subprocess.
     env = {"PATH": "/usr/bin:/bin", "FAKE_SHOW": str(show)}
     command = ["make", "--no-print-directory", "setup", f"VENV={venv}", *args]
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def test_cli_says_in_one_sentence_that_serving_was_declined(baked):
+    """Without serving, `serve` exits 2 with one sentence naming the declined option."""
+    if baked.answers["include_serving"]:
+        pytest.skip("Serving is included in this combination: `serve` is tested in the bake.")
+    env = {**os.environ, "PYTHONPATH": str(baked.root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", baked.package, "serve", "status", "--run-dir", "x"],
+        cwd=baked.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"{baked.package}: serve is not part of this project")
+    assert "include_serving=no" in line
 
 
 def test_setup_remembers_extras_and_refuses_two_onnxruntimes(baked, tmp_path):

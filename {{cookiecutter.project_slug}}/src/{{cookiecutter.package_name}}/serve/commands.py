@@ -122,7 +122,14 @@ def serve_bench(args: argparse.Namespace) -> int:
             f"{latency['p99']} ms, {metrics['errors']} errors of {metrics['requests']}; "
             f"per label {metrics['labels']}. Metrics: {path}"
         )
-    return 0 if metrics["ok"] else 1
+    if not metrics["ok"]:
+        print(
+            f"{versions.MODEL_NAME}: no request succeeded ({metrics['error_examples'][0]}): is "
+            f"TF Serving answering at {metrics['target']} (make serve)?",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def parse_labels(values: list[str]) -> dict[str, float]:

@@ -15,7 +15,8 @@ from pathlib import Path
 DOCKER = ["docker", ".dockerignore", "tests/test_monitoring.py", "tests/test_prometheus_scrape.py"]
 GITHUB_CI = [".github"]
 TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
-SERVING = ["docker/compose.serving.yml", "docker/serving"]
+SERVING = ["src/{pkg}/serve", "tests/test_serving.py"]
+SERVING_DOCKER = ["docker/compose.serving.yml"]
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
@@ -28,8 +29,8 @@ def main(answers: dict, root: Path) -> int:
         remove_tuning(root, answers["package_name"])
     if not answers["include_tensorrt"]:
         remove_tensorrt(root, answers["package_name"])
-    if not answers["include_serving"] and answers["include_docker"]:
-        remove_serving(root)
+    if not answers["include_serving"]:
+        remove_serving(root, answers["package_name"], docker=answers["include_docker"])
     if not answers["include_docker"]:
         remove_docker(root)
     if answers["ci"] != "github":
@@ -48,10 +49,10 @@ def remove_tensorrt(root: Path, package: str) -> None:
     remove(root, [path.format(pkg=package) for path in TENSORRT])
 
 
-def remove_serving(root: Path) -> None:
-    """No TF Serving: its compose file and monitoring config go (export still writes the
-    SavedModel)."""
-    remove(root, SERVING)
+def remove_serving(root: Path, package: str, docker: bool = True) -> None:
+    """No TF Serving: the serve module (configs, labels, load test), its tests and its compose
+    file go (export still writes the SavedModel; the CLI says serving was declined)."""
+    remove(root, [path.format(pkg=package) for path in SERVING] + (SERVING_DOCKER if docker else []))
 
 
 def remove_docker(root: Path) -> None:

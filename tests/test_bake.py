@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -46,7 +47,6 @@ FULL_BAKE = (
     "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
     "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
     "docker/monitoring/prometheus.yml",
-    "docker/serving/monitoring.config",
     "notebooks/00_environment.ipynb",
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
@@ -131,6 +131,12 @@ FULL_BAKE = (
     "src/{pkg}/runner/record.py",
     "src/{pkg}/runner/report.py",
     "src/{pkg}/runner/summary.py",
+    "src/{pkg}/serve/__init__.py",
+    "src/{pkg}/serve/bench.py",
+    "src/{pkg}/serve/commands.py",
+    "src/{pkg}/serve/config.py",
+    "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/versions.py",
     "src/{pkg}/steps.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/auto.py",
@@ -179,6 +185,7 @@ FULL_BAKE = (
     "tests/test_run_report.py",
     "tests/test_runner.py",
     "tests/test_runner_records.py",
+    "tests/test_serving.py",
     "tests/test_slurm.py",
     "tests/test_smoke_run.py",
     "tests/test_steps.py",
@@ -202,7 +209,6 @@ REMOVED_WHEN_DECLINED = {
         "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
         "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
         "docker/monitoring/prometheus.yml",
-        "docker/serving/monitoring.config",
         ".dockerignore",
         "tests/test_monitoring.py",
         "tests/test_prometheus_scrape.py",
@@ -223,7 +229,16 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/optimize/tf_trt.py",
         "tests/test_optimize_tensorrt.py",
     ),
-    "include_serving": ("docker/compose.serving.yml", "docker/serving/monitoring.config"),
+    "include_serving": (
+        "docker/compose.serving.yml",
+        "src/{pkg}/serve/__init__.py",
+        "src/{pkg}/serve/bench.py",
+        "src/{pkg}/serve/commands.py",
+        "src/{pkg}/serve/config.py",
+        "src/{pkg}/serve/protos.py",
+        "src/{pkg}/serve/versions.py",
+        "tests/test_serving.py",
+    ),
 }
 
 # Words no file of the bake may contain once the part is declined.
@@ -460,12 +475,15 @@ def test_declined_parts_leave_no_mentions(baked):
 
 
 def test_optional_extras_follow_the_answers(baked):
-    """keras-tuner is a dependency exactly with tuning, `trt` with TensorRT; `onnx` always."""
+    """keras-tuner is a dependency exactly with tuning, tensorflow-serving-api (same minor as
+    TensorFlow) with serving, `trt` with TensorRT; `onnx` always."""
     project = pyproject(baked.root)["project"]
     extras = project.get("optional-dependencies", {})
     names = {Requirement(r).name for r in project["dependencies"]}
     assert ("keras-tuner" in names) == baked.answers["include_tuning"], names
     assert ("trt" in extras) == baked.answers["include_tensorrt"], extras
+    serving = f"tensorflow-serving-api~={baked.answers['tensorflow_version']}.0"
+    assert (serving in project["dependencies"]) == baked.answers["include_serving"], names
     assert "onnxruntime" in {Requirement(r).name for r in extras["onnx"]}, extras
 
 
@@ -761,6 +779,26 @@ def make_setup(root: Path, venv: Path, *args: str, show: int = 1) -> subprocess.
     env = {"PATH": "/usr/bin:/bin", "FAKE_SHOW": str(show)}
     command = ["make", "--no-print-directory", "setup", f"VENV={venv}", *args]
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def test_cli_says_in_one_sentence_that_serving_was_declined(baked):
+    """Without serving, `serve` exits 2 with one sentence naming the declined option."""
+    if baked.answers["include_serving"]:
+        pytest.skip("Serving is included in this combination: `serve` is tested in the bake.")
+    env = {**os.environ, "PYTHONPATH": str(baked.root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", baked.package, "serve", "status", "--run-dir", "x"],
+        cwd=baked.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"{baked.package}: serve is not part of this project")
+    assert "include_serving=no" in line
 
 
 def test_setup_remembers_extras_and_refuses_two_onnxruntimes(baked, tmp_path):

@@ -144,7 +144,6 @@ TREE = [
     "docker/compose.serving.yml",
     "docker/compose.yml",
     "docker/monitoring/alerts.yml",
-    "docker/serving/monitoring.config",
     "notebooks/01_data.ipynb",
     "notebooks/02_tune.ipynb",
     "src/pkg/__init__.py",
@@ -152,12 +151,15 @@ TREE = [
     "src/pkg/optimize/onnx_backend.py",
     "src/pkg/optimize/tensorrt_engine.py",
     "src/pkg/optimize/tf_trt.py",
+    "src/pkg/serve/__init__.py",
+    "src/pkg/serve/versions.py",
     "src/pkg/tune/__init__.py",
     "src/pkg/tune/search.py",
     "tests/test_monitoring.py",
     "tests/test_optimize.py",
     "tests/test_prometheus_scrape.py",
     "tests/test_optimize_tensorrt.py",
+    "tests/test_serving.py",
     "tests/test_tune.py",
 ]
 
@@ -187,8 +189,6 @@ def test_remove_docker_removes_exactly_the_docker_files(post_gen, tmp_path):
         "docker/compose.yml",
         "docker/monitoring",
         "docker/monitoring/alerts.yml",
-        "docker/serving",
-        "docker/serving/monitoring.config",
         "tests/test_monitoring.py",
         "tests/test_prometheus_scrape.py",
     }
@@ -219,13 +219,15 @@ def test_remove_tensorrt_removes_its_backends_and_tests(post_gen, tmp_path):
 
 
 def test_remove_serving_keeps_the_gpu_image(post_gen, tmp_path):
-    """Declining TF Serving removes only its compose file and its monitoring config."""
+    """Declining TF Serving removes only the serve module, its tests and its compose file."""
     before = tree(make_tree(tmp_path))
-    post_gen.remove_serving(tmp_path)
+    post_gen.remove_serving(tmp_path, "pkg")
     assert before - tree(tmp_path) == {
         "docker/compose.serving.yml",
-        "docker/serving",
-        "docker/serving/monitoring.config",
+        "src/pkg/serve",
+        "src/pkg/serve/__init__.py",
+        "src/pkg/serve/versions.py",
+        "tests/test_serving.py",
     }
 
 

@@ -410,8 +410,8 @@ def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
     assert all(port.startswith("127.0.0.1:") for port in service["ports"]), service["ports"]
     assert {port.split(":")[1] for port in service["ports"]} == {"8500", "8501"}
     assert service["environment"]["MODEL_NAME"] == export.MODEL_NAME
-    models, monitoring = service["volumes"]  # the export, and TF Serving's metrics config
-    assert models["target"] == f"/models/{export.MODEL_NAME}" and models["read_only"] is True
-    assert models["source"].startswith("${EXPORT_DIR")
-    assert monitoring["read_only"] is True
-    assert f"--monitoring_config_file={monitoring['target']}" in service["command"]
+    volumes = {volume["target"]: volume for volume in service["volumes"]}  # export/, serving/
+    models = volumes[f"/models/{export.MODEL_NAME}"]
+    assert models["read_only"] is True and models["source"].startswith("${RUN_DIR")
+    assert all(volume["read_only"] is True for volume in volumes.values())
+    assert any(arg.startswith("--monitoring_config_file=") for arg in service["command"])

@@ -234,11 +234,12 @@ def test_prometheus_scrapes_training_and_serving_when_included():
     assert "127.0.0.1:9464" in training["targets"]
     if not SERVING:
         return
-    monitoring = (DOCKER / "serving" / "monitoring.config").read_text(encoding="utf-8")
-    assert re.search(r"enable:\s*true", monitoring)
-    path = re.search(r'path:\s*"([^"]+)"', monitoring).group(1)
-    assert jobs["serving"]["metrics_path"] == path
+    from {{ cookiecutter.package_name }}.serve import config  # writes the run's monitoring.config
+
+    monitoring = config.monitoring_config().prometheus_config
+    assert monitoring.enable and jobs["serving"]["metrics_path"] == monitoring.path
     serving = yaml.safe_load((DOCKER / "compose.serving.yml").read_text())["services"]["serving"]
     (flag,) = [arg for arg in serving["command"] if arg.startswith("--monitoring_config_file=")]
     targets = {volume["target"]: volume["source"] for volume in serving["volumes"]}
-    assert targets[flag.split("=", 1)[1]] == "./serving/monitoring.config"
+    folder, name = flag.split("=", 1)[1].rsplit("/", 1)
+    assert (targets[folder].endswith("/serving"), name) == (True, "monitoring.config")

@@ -17,7 +17,14 @@ from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline
 
 PACKAGE = "{{ cookiecutter.package_name }}"
-NOTEBOOKS = ["00_environment", "01_data", "02_tune", "03_train", "04_export", "05_optimize"]
+NOTEBOOKS = [
+    "00_environment",
+    "01_data",{% if cookiecutter.include_tuning %}
+    "02_tune",{% endif %}
+    "03_train",
+    "04_export",
+    "05_optimize",
+]
 METRICS = {
     "environment": {
         "gpu_available": False,
@@ -34,6 +41,7 @@ METRICS = {
         "examples_per_sec": 495434.0,
         "naive_examples_per_sec": 18426.0,
     },
+{%- if cookiecutter.include_tuning %}
     "tune": {
         "objective": "val_accuracy",
         "best_score": 0.7772,
@@ -42,6 +50,7 @@ METRICS = {
         "algorithm": "random",
         "best_hparams": {"width": 64, "dropout": 0.15},
     },
+{%- endif %}
     "train": {
         "val_accuracy": 0.9666,
         "val_loss": 0.117,
@@ -69,8 +78,8 @@ METRICS = {
         "baselines": [{"name": "savedmodel", "p50_ms": 1.0, "p99_ms": 2.0}],
         "backends": [
             {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.04, "p99_ms": 0.05},
-            {"name": "tensorrt", "precision": "fp32", "status": "skipped", "reason": "no GPU."},
-            {"name": "tensorrt", "precision": "int8", "status": "skipped", "reason": "no GPU."},
+            {"name": "onnx", "precision": "fp16", "status": "skipped", "reason": "no GPU."},
+            {"name": "onnx", "precision": "int8", "status": "skipped", "reason": "no GPU."},
         ],
     },
 }
@@ -117,8 +126,9 @@ def test_headline_names_every_step_with_its_result(tmp_path: Path) -> None:
     text = "\n".join(lines)
     assert "26.9× the naive one" in text and "val_accuracy **0.9666**" in text
     assert "parity **ok**" in text and "**onnx (int8)**, 23.3× the SavedModel" in text
-    assert "- **Skipped**: tensorrt (fp32, int8): no GPU." in text
-    assert "- **Total**: 60.0 s over 6 notebook(s), status **ok**." in text
+    assert "- **Skipped**: onnx (fp16, int8): no GPU." in text
+    count = len(NOTEBOOKS)
+    assert f"- **Total**: {10.0 * count:.1f} s over {count} notebook(s), status **ok**." in text
 
 
 def test_report_survives_a_failed_step_and_says_which(tmp_path: Path) -> None:

@@ -27,8 +27,14 @@ MODEL_FILE = "model.keras"  # 03: the trained model
 BATCH_FINDER = "batch_finder"  # 03 with batch_size=auto: metrics/ and figures/ <name>.json/.png
 LR_FINDER = "lr_finder"  # 03 with learning_rate=auto: metrics/ and figures/ <name>.json/.png
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
+SERVING_DIR = "serving"  # 04 and `serve`: TF Serving's models, batching and monitoring configs
+SERVING_STATE = "serving/versions.json"  # 04 and `serve`: parity per version, labels, history
+SERVING_MODELS = "serving/models.config"  # --model_config_file: versions and their labels
+SERVING_BATCHING = "serving/batching.config"  # --batching_parameters_file: sized by 05 once run
+SERVING_MONITORING = "serving/monitoring.config"  # --monitoring_config_file: Prometheus endpoint
 OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json
+SERVE_METRICS = "metrics/serve.json"  # `serve-bench`: QPS, latency percentiles, errors, labels
 FIGURES_DIR = "figures"  # every step: its figures
 NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
 LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)

@@ -36,9 +36,14 @@ def rest_url(
     host: str = "127.0.0.1",
     port: int = REST_PORT,
     version: int | None = None,
+    label: str | None = None,
 ) -> str:
-    """The `:predict` URL of a model (its newest version, or the given one) on TF Serving."""
+    """The `:predict` URL of a model on TF Serving: the version its policy picks, a version
+    (`/versions/N`) or a label (`/labels/stable`, `/labels/canary`), not both."""
+    if version is not None and label is not None:
+        raise ExportError(f"version={version} and label={label!r}: name one of them, not both.")
     pinned = f"/versions/{int(version)}" if version is not None else ""
+    pinned = f"/labels/{label}" if label is not None else pinned
     return f"http://{host}:{port}/v1/models/{model_name}{pinned}:predict"
 
 

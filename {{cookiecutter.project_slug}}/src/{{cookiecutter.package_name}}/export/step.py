@@ -6,6 +6,8 @@ the export a server gets has always passed the same checks and left the same rec
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 from typing import Any
 
@@ -17,6 +19,8 @@ from ..artifacts import resolve_run_dir, write_metrics
 from .params import Params, check
 from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block
+
+SERVE = f"{(__package__ or '').split('.')[0]}.serve"  # TF Serving's configs beside export/
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
@@ -34,6 +38,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     writes = [f"export/{exported['version']}"]
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
     say(f"Wrote {write_metrics(folder, 'export', metrics)}")
+    if importlib.util.find_spec(SERVE) is not None:  # serve/ is gone where serving was declined
+        say(importlib.import_module(SERVE).record_export(folder, metrics))
     return metrics
 
 

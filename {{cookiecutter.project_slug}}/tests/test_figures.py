@@ -18,6 +18,7 @@ import pytest
 from {{ cookiecutter.package_name }} import artifacts, env, figures
 from {{ cookiecutter.package_name }}.figures import data as data_figures
 from {{ cookiecutter.package_name }}.figures import environment as environment_figures
+from {{ cookiecutter.package_name }}.figures import export as export_figures
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -163,12 +164,27 @@ def test_every_figure_name_is_in_the_contract() -> None:
     named = {name for names in artifacts.FIGURES.values() for name in names}
     assert set(figures.DRAWERS) <= named
     drawn_elsewhere = named - set(figures.DRAWERS)
-    assert drawn_elsewhere == {
-        artifacts.BATCH_FINDER,
-        artifacts.LR_FINDER,
-        "export_confusion",
-        "export_misclassified",
-    }
+    assert drawn_elsewhere == {artifacts.BATCH_FINDER, artifacts.LR_FINDER}
+
+
+def test_the_confusion_matrix_counts_the_exports_answers(tmp_path: Path) -> None:
+    """Rows: true classes, columns: the export's answers; mistakes come most confident first."""
+    from {{ cookiecutter.package_name }}.export.parity import served_errors
+
+    labels = np.array([0, 0, 1, 2, 2, 2])
+    predicted = np.array([0, 1, 1, 2, 0, 2])
+    probabilities = np.full((6, 3), 0.1)
+    probabilities[1, 1], probabilities[4, 0] = 0.6, 0.9
+    found = served_errors(labels, predicted, probabilities, 3)
+    assert found["confusion_matrix"] == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
+    assert found["served_accuracy"] == pytest.approx(4 / 6)
+    assert [(m["index"], m["label"], m["predicted"]) for m in found["misclassified"]] == [
+        (4, 2, 0),
+        (1, 0, 1),
+    ]
+    metrics = {"version": 1, **found}
+    path = export_figures.plot_confusion(metrics, ["a", "b", "c"], tmp_path / "confusion.png")
+    assert_png(path, 300)
 
 
 def test_save_lists_the_files_it_wrote(tmp_path: Path) -> None:

@@ -137,14 +137,23 @@ def auto_shard_policy(num_shards: int, num_workers: int) -> tf.data.experimental
 
 def first_images(run_dir: str | os.PathLike[str], split: str, count: int) -> np.ndarray:
     """The first `count` raw uint8 images of a split [N, H, W, C], in shard order, unshuffled."""
+    return first_examples(run_dir, split, count)[0]
+
+
+def first_examples(
+    run_dir: str | os.PathLike[str], split: str, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first `count` raw uint8 images of a split and their labels, in shard order."""
     _check_positive("count", count)
-    batches, seen = [], 0
-    for images, _ in make_dataset(run_dir, split, min(256, count), training=False, cache=False):
-        batches.append(images.numpy())
-        seen += len(batches[-1])
+    images, labels, seen = [], [], 0
+    dataset = make_dataset(run_dir, split, min(256, count), training=False, cache=False)
+    for batch_images, batch_labels in dataset:
+        images.append(batch_images.numpy())
+        labels.append(batch_labels.numpy())
+        seen += len(images[-1])
         if seen >= count:
             break
-    return np.concatenate(batches)[:count]
+    return np.concatenate(images)[:count], np.concatenate(labels)[:count]
 
 
 def examples_per_class(

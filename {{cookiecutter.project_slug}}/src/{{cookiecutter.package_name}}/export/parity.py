@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from ..artifacts import MissingInputError, resolve_run_dir
 from ..data import first_images, read_meta
+from ..data.pipeline import first_examples
 from ..quiet import quiet_env
 from .files import INPUT_NAME, SIGNATURE, load_model
 from .params import ExportError
@@ -33,6 +34,7 @@ from .savedmodel import model_precision, saved_model_cli_command
 # digits (bfloat16 fewer), so a differently fused op may move a probability by up to ~1e-2.
 TOLERANCE = {"float32": 1e-5, "mixed": 1e-2}
 PREDICT_BATCH = 256
+MISCLASSIFIED = 16  # wrongly classified validation images kept for the figure, most confident first
 PROCESS_TIMEOUT = 600
 PACKAGE = (__package__ or "").split(".")[0]
 
@@ -58,7 +60,7 @@ def check_parity(
             f"{export_dir} holds no SavedModel: export it first with export_savedmodel (04_export)."
         )
     classes = np.array(read_meta(folder)["classes"])
-    images = validation_images(folder, max_examples)
+    images, labels = first_examples(folder, "validation", max_examples)
     served = predict_in_fresh_process(export_dir, images)  # and saved_model_cli's text
     expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
@@ -78,7 +80,35 @@ def check_parity(
         "served_pid": served["pid"],
         "keras_pid": os.getpid(),
         "saved_model_cli_all": served["saved_model_cli_all"],
+        **served_errors(labels, served["class_ids"], served["probabilities"], len(classes)),
         "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
+    }
+
+
+def served_errors(
+    labels: np.ndarray, predicted: np.ndarray, probabilities: np.ndarray, num_classes: int
+) -> dict[str, Any]:
+    """How the SavedModel's answers compare with the true labels: its accuracy on these images,
+    the confusion matrix (rows: true class, columns: predicted) and the most confident mistakes
+    (index into the validation images, true and predicted class id, confidence)."""
+    labels, predicted = labels.astype(int), predicted.astype(int)
+    confusion = np.zeros((num_classes, num_classes), dtype=int)
+    np.add.at(confusion, (labels, predicted), 1)
+    wrong = np.flatnonzero(labels != predicted)
+    confidence = probabilities.max(axis=-1)
+    wrong = wrong[np.argsort(-confidence[wrong], kind="stable")][:MISCLASSIFIED]
+    return {
+        "served_accuracy": float(np.mean(labels == predicted)) if len(labels) else None,
+        "confusion_matrix": confusion.tolist(),
+        "misclassified": [
+            {
+                "index": int(i),
+                "label": int(labels[i]),
+                "predicted": int(predicted[i]),
+                "confidence": round(float(confidence[i]), 4),
+            }
+            for i in wrong
+        ],
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from .. import lineage
+from .. import figures, lineage
 from ..artifacts import resolve_run_dir, write_metrics
 from .params import Params, check
 from .parity import check_parity
@@ -37,6 +37,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics = export_metrics(exported, parity, shown)
     writes = [f"export/{exported['version']}"]
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
+    metrics["figures"] = figures.save(folder, "export", metrics, say=say)
     say(f"Wrote {write_metrics(folder, 'export', metrics)}")
     if importlib.util.find_spec(SERVE) is not None:  # serve/ is gone where serving was declined
         say(importlib.import_module(SERVE).record_export(folder, metrics))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import FIGURES, figure_path, resolve_run_dir
-from . import data, environment, optimize, train, tune
+from . import data, environment, export, optimize, train, tune
 
 # (run_dir, metrics, path) -> path; None when the metrics hold nothing to draw (no file then).
 Drawer = Callable[[Path, dict[str, Any], Path], "Path | None"]
@@ -20,6 +20,12 @@ DRAWERS: dict[str, Drawer] = {
     "data_samples": lambda folder, metrics, path: data.plot_samples(folder, metrics, path),
     "tune_trials": lambda _, metrics, path: tune.plot_trials(metrics, path),
     "train_curves": lambda _, metrics, path: train.plot_curves(metrics, path),
+    "export_confusion": lambda folder, metrics, path: export.plot_confusion(
+        metrics, export.classes_of(folder), path
+    ),
+    "export_misclassified": lambda folder, metrics, path: export.plot_misclassified(
+        folder, metrics, export.classes_of(folder), path
+    ),
     "optimize_latency": lambda _, metrics, path: optimize.plot_latency(metrics, path),
     "optimize_throughput": lambda _, metrics, path: optimize.plot_throughput(metrics, path),
 }

@@ -1,0 +1,77 @@
+"""04's figures: what the exported SavedModel gets wrong, from its answers in the parity check.
+
+Both come from the fresh process that reloaded the export (metrics/export.json: confusion_matrix,
+misclassified), so they show the model a server will run, not the Keras object that trained.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import first_images, read_meta
+from . import style
+
+
+def plot_confusion(metrics: dict[str, Any], classes: list[str], path: Path) -> Path | None:
+    """The confusion matrix as counts (true class down, predicted across), the diagonal green."""
+    matrix = np.array(metrics.get("confusion_matrix") or [])
+    if matrix.size == 0:
+        return None
+    size = max(4.0, 0.45 * len(classes) + 2)
+    fig, (ax,) = style.new(size + 1, size)
+    shown = ax.imshow(matrix, cmap="Blues")
+    fig.colorbar(shown, ax=ax, shrink=0.8, label="validation images")
+    if len(classes) <= 30:  # more labels than that are unreadable: the axes keep the ids
+        ax.set_xticks(range(len(classes)), classes, rotation=90 if len(classes) > 10 else 0)
+        ax.set_yticks(range(len(classes)), classes)
+        high = matrix.max() or 1
+        for (row, column), count in np.ndenumerate(matrix):
+            if count:
+                color = style.BEST if row == column else "tab:red"
+                color = "white" if count > 0.6 * high else color
+                ax.text(
+                    column, row, str(count), ha="center", va="center", fontsize="small", color=color
+                )
+    ax.set_xlabel("predicted class (the SavedModel's class_ids)")
+    ax.set_ylabel("true class")
+    accuracy = metrics.get("served_accuracy")
+    said = f": accuracy {accuracy:.2%}" if isinstance(accuracy, float) else ""
+    ax.set_title(
+        f"Confusion matrix of export/{metrics.get('version')} on "
+        f"{int(matrix.sum())} validation images{said}"
+    )
+    return style.write(fig, path)
+
+
+def plot_misclassified(
+    run_dir: Path, metrics: dict[str, Any], classes: list[str], path: Path
+) -> Path | None:
+    """The SavedModel's most confident mistakes: each image with its true and predicted class."""
+    wrong = metrics.get("misclassified") or []
+    if not wrong:
+        return None
+    images = first_images(run_dir, "validation", max(item["index"] for item in wrong) + 1)
+    columns = min(8, len(wrong))
+    rows = -(-len(wrong) // columns)
+    fig, axes = style.new(1.5 * columns, 1.8 * rows + 0.4, nrows=rows, ncols=columns)
+    for ax in axes:
+        ax.axis("off")
+    for ax, item in zip(axes, wrong, strict=False):
+        image = images[item["index"]]
+        ax.imshow(image.squeeze(), cmap="gray" if image.shape[-1] == 1 else None)
+        ax.set_title(
+            f"true {classes[item['label']]}\nsaid {classes[item['predicted']]} "
+            f"({item['confidence']:.0%})",
+            fontsize="small",
+            color="tab:red",
+        )
+    count = len(metrics.get("misclassified") or [])
+    fig.suptitle(f"The export's {count} most confident mistakes on the validation images")
+    return style.write(fig, path)
+
+
+def classes_of(run_dir: Path) -> list[str]:
+    return [str(name) for name in read_meta(run_dir)["classes"]]

@@ -67,6 +67,10 @@ def execute(
                 kernel_manager_class=_kernel_manager(kernel_log),
                 engine_name=register(),
                 live=live,
+                # Kill the kernel when the last cell is done instead of asking it to exit: a
+                # TensorFlow kernel takes 1-4 s to shut down, and every file a step writes is
+                # complete (renamed into place, writers flushed) when its cell returns.
+                shutdown_kernel="immediate",
             )
     except Exception as error:
         kept = keep_failed(folder, name, running)

@@ -88,7 +88,7 @@ def _steps(run_dir: Path, record: dict[str, Any]) -> list[str]:
         rows = key_numbers(step, metrics)
         if rows:
             lines += [
-                "| | |",
+                "| what | value |",
                 "|---|---|",
                 *(f"| {_cell(what)} | {_cell(value)} |" for what, value in rows),
                 "",

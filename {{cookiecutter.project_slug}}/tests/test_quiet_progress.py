@@ -132,3 +132,12 @@ def test_executed_notebook_holds_no_stderr(tmp_path: Path, monkeypatch) -> None:
         outputs = executed.cells[0].outputs
         counts[verbose] = sum(output.get("name") == "stderr" for output in outputs)
     assert counts == {"": 0, "1": counts["1"]} and counts["1"] >= 1, counts
+
+
+def test_importing_ipython_alone_is_not_a_notebook(monkeypatch) -> None:
+    """A process that merely imported IPython (pytest, papermill) prints lines, not bars."""
+    import IPython  # noqa: F401
+
+    monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert not progress.bars()

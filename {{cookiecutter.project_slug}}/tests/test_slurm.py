@@ -127,7 +127,8 @@ def test_slurm_job_trains_two_workers_in_sync_then_resumes(
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         assert f"task {index} on " in text and f"TF_CONFIG={json.dumps(config)}" in text, text
     written = sorted(path.name for path in run_dir.iterdir())
-    assert written == ["checkpoints", "data", "lineage.json", "logs", "metrics", "model.keras"]
+    expected = ["checkpoints", "data", "figures", "lineage.json", "logs", "metrics", "model.keras"]
+    assert written == expected
     assert not list((run_dir.parent / "tmp").glob("worker-checkpoints-*"))
 
     sbatch(slurm, run_dir, "-p epochs=3 -p batch_size=64")

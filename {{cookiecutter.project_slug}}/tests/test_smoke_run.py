@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import nbformat
 import pytest
 import yaml
 
-from {{ cookiecutter.package_name }} import runner
+from {{ cookiecutter.package_name }} import artifacts, runner
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +24,16 @@ Smoke = tuple[Path, subprocess.CompletedProcess]
 
 
 def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    # As outside pytest: ipykernel copies what C++ writes to stderr into the notebook only when
+    # PYTEST_CURRENT_TEST is unset, and that is what the quiet-notebook test must see.
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}
     return subprocess.run(
         [sys.executable, "-m", PACKAGE, "run", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 
@@ -101,6 +106,39 @@ def test_run_record_and_report(smoke: Smoke) -> None:
     assert all(entry["status"] == "ok" for entry in record["notebooks"]), record["notebooks"]
     assert record["notebooks"][0]["parameters"]["run_dir"] == str(run_dir)
     assert "### environment" in (run_dir / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_run_is_quiet_live_and_reported(smoke: Smoke) -> None:
+    """No stderr output in any executed notebook and no TensorFlow log line in the runner's
+    output; progress as whole lines (no carriage returns) with the notebooks' own progress; the
+    report's headline names every notebook and embeds every figure the steps wrote."""
+    run_dir, done = smoke
+    for source in NOTEBOOKS:
+        executed = nbformat.read(run_dir / "notebooks" / source.name, as_version=4)
+        noisy = [
+            "".join(output.get("text", ""))[:200]
+            for cell in executed.cells
+            for output in cell.get("outputs", [])
+            if output.get("name") == "stderr"
+        ]
+        assert not noisy, f"{source.name}: {noisy}"
+    said = done.stdout + done.stderr
+    assert "I0000" not in said and "cuInit" not in said and "\r" not in done.stdout, said
+    assert "» Epoch 2/2:" in done.stdout and "» TFRecords, train:" in done.stdout, done.stdout
+    report = (run_dir / "report.md").read_text()
+    headline = report.split("## Headline")[1].split("## Steps")[0]
+    for source in NOTEBOOKS:
+        assert f"- **{source.stem}**:" in headline, headline
+    listed = []
+    for step in artifacts.STEPS:
+        path = run_dir / "metrics" / f"{step}.json"
+        if path.is_file():
+            listed += json.loads(path.read_text()).get("figures", [])
+    assert len(listed) >= len(NOTEBOOKS), listed  # every step draws at least one figure
+    for relative in listed:
+        assert (run_dir / relative).is_file() and f"]({relative})" in report, relative
+    assert (run_dir / "report.html").stat().st_size > 100_000
 
 
 @pytest.mark.slow

@@ -33,9 +33,14 @@ def bars() -> bool:
     chosen = os.environ.get(PROGRESS_ENV, "").strip().lower()
     if chosen in {"lines", "bar"}:
         return chosen == "bar"
-    if "ipykernel" in sys.modules:
-        return True
-    return sys.stdout.isatty()
+    return _in_jupyter() or sys.stdout.isatty()
+
+
+def _in_jupyter() -> bool:
+    """True inside a Jupyter kernel's shell (not merely where IPython was imported)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def track(

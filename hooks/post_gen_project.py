@@ -52,7 +52,8 @@ def remove_tensorrt(root: Path, package: str) -> None:
 def remove_serving(root: Path, package: str, docker: bool = True) -> None:
     """No TF Serving: the serve module (configs, labels, load test), its tests and its compose
     file go (export still writes the SavedModel; the CLI says serving was declined)."""
-    remove(root, [path.format(pkg=package) for path in SERVING] + (SERVING_DOCKER if docker else []))
+    paths = [path.format(pkg=package) for path in SERVING]
+    remove(root, paths + (SERVING_DOCKER if docker else []))
 
 
 def remove_docker(root: Path) -> None:

@@ -39,7 +39,15 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Smoke:
-    """One smoke run of the whole chain, shared by the tests that read what it wrote."""
+    """One smoke run of the whole chain, shared by the tests that read what it wrote.
+
+    SHARED_SMOKE_RUN names a smoke run made already by `make run` (the template's own test makes
+    one), with what the runner printed in <run>.runner.json: then that run is read, not repeated.
+    """
+    shared = os.environ.get("SHARED_SMOKE_RUN")
+    if shared:
+        log = json.loads(Path(f"{shared}.runner.json").read_text(encoding="utf-8"))
+        return Path(shared), subprocess.CompletedProcess(**log)
     run_dir = (tmp_path_factory.mktemp("smoke") / "run").resolve()
     return run_dir, run_cli("--profile", "smoke", "--run-dir", str(run_dir))
 

@@ -92,6 +92,7 @@ FULL_BAKE = (
     "src/{pkg}/figures/base.py",
     "src/{pkg}/figures/data.py",
     "src/{pkg}/figures/environment.py",
+    "src/{pkg}/figures/export.py",
     "src/{pkg}/figures/optimize.py",
     "src/{pkg}/figures/show.py",
     "src/{pkg}/figures/style.py",

@@ -146,3 +146,7 @@ def test_cruft_update_brings_template_changes_and_keeps_user_edits(
         json.loads((project / "notebooks" / notebook).read_text(encoding="utf-8"))
     assert json.loads((project / ".cruft.json").read_text())["commit"] == commit_b
     run(cruft, "check", cwd=project)
+    # The user's changes to template files, against the template at B (new modules are not shown).
+    diff = run(cruft, "diff", cwd=project).stdout
+    assert NOTEBOOK_USER in diff, diff[-3000:]
+    assert MAKEFILE_LINE not in diff, "B's Makefile line differs from the template after update"

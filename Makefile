@@ -8,6 +8,12 @@ PYTHON := $(abspath $(VENV))/bin/python
 BUILD ?= build
 DEMO := $(BUILD)/demo/tf-gpu-project
 STAMP := $(VENV)/.installed
+# `make pair`: one Python x TensorFlow pair, baked into build/pairs/ and installed in its own venv
+# there (the oldest TensorFlow offered, on a Python other than the default, unless told otherwise).
+PAIR_PYTHON ?= 3.12
+PAIR_TENSORFLOW ?= 2.18
+PAIR_BASE ?= $(shell command -v python$(PAIR_PYTHON))
+PAIR_DIR := $(BUILD)/pairs/py$(PAIR_PYTHON)-tf$(PAIR_TENSORFLOW)
 
 $(STAMP): requirements.txt
 	test -x $(PYTHON) || $(PYTHON_BOOTSTRAP) -m venv $(VENV)
@@ -15,9 +21,9 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	touch $@
 
-.PHONY: help setup demo test test-fast lint clean
+.PHONY: help setup demo test test-fast test-default pair lint clean
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## install the template's tools into .venv
 
@@ -37,6 +43,16 @@ test: setup ## the template's tests: bake matrix, must-fail answers, the default
 
 test-fast: setup ## the template's tests without installing and running the default bake
 	$(PYTHON) -m pytest tests -m "not slow"
+
+test-default: setup ## only the default bake installed here: its own tests and smoke run
+	$(PYTHON) -m pytest tests/test_default_project.py
+
+pair: setup ## bake PAIR_PYTHON x PAIR_TENSORFLOW, install it in its own venv, run the smoke profile
+	rm -rf $(PAIR_DIR)
+	$(PYTHON) -m cookiecutter . --no-input --output-dir $(PAIR_DIR) \
+		python_version=$(PAIR_PYTHON) tensorflow_version=$(PAIR_TENSORFLOW)
+	$(MAKE) -C $(PAIR_DIR)/tf-gpu-project run VENV=.venv BASE_PYTHON="$(PAIR_BASE)" EXTRAS=onnx \
+		PIP_FLAGS=--no-compile PROFILE=smoke ARGS="--run-dir artifacts/smoke"
 
 lint: setup ## ruff on the hooks and the template's tests
 	$(PYTHON) -m ruff check hooks tests

@@ -12,6 +12,8 @@ import keyword
 import re
 import sys
 
+# Everything up to the entry point is copied verbatim: it names template syntax as text.
+# {% raw %}
 # Python versions each offered TensorFlow ships wheels for (measured with pip against PyPI).
 TF_PYTHON = {
     "2.18": ("3.9", "3.12"),
@@ -32,14 +34,46 @@ SLUG = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 EMAIL = re.compile(r"^[^@\s\"<>\\]+@[^@\s\"<>\\]+\.[^@\s\"<>\\]+$")
 FREE_TEXT = ("project_name", "description", "author_name", "author_email")
 FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
+# Answers given as text; the two derived ones default to these expressions (cookiecutter.json).
+TYPED = (*FREE_TEXT, "project_slug", "package_name")
+DERIVED_DEFAULTS = {
+    "project_slug": "{{ cookiecutter.project_name | slugify }}",
+    "package_name": "{% set p = cookiecutter.project_slug | replace('-', '_') %}"
+    "{{ 'tf_' ~ p if p[:1].isdigit() else p }}",
+}
+JINJA = re.compile(r"\{\{|\{%|\{#")
 
 
-def problems(answers: dict) -> list[str]:
-    """Every reason to refuse these answers, one sentence each (empty when they bake cleanly)."""
-    found = []
+def problems(answers: dict, given: dict | None = None) -> list[str]:
+    """Every reason to refuse these answers, one sentence each (empty when they bake cleanly).
+
+    `given` is what the answers were before cookiecutter rendered them (its `_cookiecutter`), or
+    None where the tool keeps no such copy (cruft).
+    """
+    found = check_rendered(answers, given)
     checks = (check_text, check_slug, check_package, check_python, check_email, check_flags)
     for check in checks:
         found.extend(check(answers))
+    return found
+
+
+def check_rendered(answers: dict, given: dict | None) -> list[str]:
+    """An answer holding Jinja was rendered before any hook ran (its code has already run): refuse
+    to bake with a value the user did not write. Only detectable when the tool kept the given
+    answers; the template's own expressions for slug and package are not answers."""
+    found = []
+    for key in TYPED:
+        typed = (given or {}).get(key)
+        if not isinstance(typed, str) or not JINJA.search(typed):
+            continue
+        if typed == DERIVED_DEFAULTS.get(key) or typed == str(answers.get(key)):
+            continue
+        found.append(
+            f"{key} {typed!r} holds template syntax that cookiecutter rendered to "
+            f"{str(answers.get(key))!r} before this check: answers are data, so write the value "
+            "itself, without '{{', '{%' or '{#', and never bake from an answer file you do not "
+            "trust."
+        )
     return found
 
 
@@ -125,13 +159,14 @@ def _version(text: str) -> tuple[int, ...]:
         return (0,)
 
 
-def main(answers: dict) -> int:
-    found = problems(answers)
+def main(answers: dict, given: dict | None = None) -> int:
+    found = problems(answers, given)
     for sentence in found:
         print(f"ERROR: {sentence}", file=sys.stderr)
     return 1 if found else 0
 
 
+# {% endraw %}
 if __name__ == "__main__":
     ANSWERS = {
         "project_name": json.loads(r""" {{ cookiecutter.project_name | tojson }} """),
@@ -147,4 +182,6 @@ if __name__ == "__main__":
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
         "include_docker": json.loads(r""" {{ cookiecutter.include_docker | tojson }} """),
     }
-    sys.exit(main(ANSWERS))
+    # The answers as given, before rendering: cookiecutter keeps them, cruft does not (null).
+    GIVEN = json.loads(r""" {{ _cookiecutter | default(none) | tojson }} """)
+    sys.exit(main(ANSWERS, GIVEN))

@@ -24,6 +24,7 @@ from packaging.requirements import Requirement
 # Every file of the default bake; `{pkg}` is the package folder's name.
 FULL_BAKE = (
     ".dockerignore",
+    ".github/dependabot.yml",
     ".github/workflows/ci.yml",
     ".gitignore",
     ".pre-commit-config.yaml",
@@ -214,7 +215,7 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_monitoring.py",
         "tests/test_prometheus_scrape.py",
     ),
-    "ci": (".github/workflows/ci.yml",),
+    "ci": (".github/dependabot.yml", ".github/workflows/ci.yml"),
     "include_tuning": (
         "notebooks/02_tune.ipynb",
         "src/{pkg}/tune/__init__.py",
@@ -573,12 +574,15 @@ def test_toml_yaml_and_json_files_parse(baked):
     assert "pyproject.toml" in parsed
 
 
-def test_pyproject_pins_the_chosen_versions(baked):
-    """Pins the chosen TensorFlow minor and Python floor; gpu extra; script named after package."""
+def test_pyproject_pins_the_chosen_versions(baked, pre_gen):
+    """Pins the chosen TensorFlow minor and its Python range; gpu extra; script named after
+    the package."""
     answers, project = baked.answers, pyproject(baked.root)["project"]
     tf, python, package = answers["tensorflow_version"], answers["python_version"], baked.package
     assert f"tensorflow~={tf}.0" in project["dependencies"], project["dependencies"]
-    assert project["requires-python"] == f">={python}"
+    high = pre_gen.TF_PYTHON[tf][1].split(".")
+    below = f"{high[0]}.{int(high[1]) + 1}"  # the newest Python this TensorFlow ships wheels for
+    assert project["requires-python"] == f">={python},<{below}"
     gpu, nvml = (Requirement(r) for r in project["optional-dependencies"]["gpu"])
     assert (gpu.name, gpu.extras, str(gpu.specifier)) == ("tensorflow", {"and-cuda"}, f"~={tf}.0")
     assert nvml.name == "nvidia-ml-py"  # the exporter's per-GPU metrics

@@ -21,7 +21,7 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	touch $@
 
-.PHONY: help setup demo test test-fast test-default pair lint clean
+.PHONY: help setup demo test test-fast test-default test-pair pair lint clean
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
@@ -39,7 +39,10 @@ demo: setup ## bake the default project into build/demo, install it, run its not
 	@echo "Run report:          $(abspath $(DEMO))/artifacts/demo/report.md"
 
 test: setup ## the template's tests: bake matrix, must-fail answers, the default bake's own tests and smoke run
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest tests -m "not pair"
+
+test-pair: setup ## the extra pair (Python 3.12 x TensorFlow 2.18) installed in its own venv and smoke-run
+	$(PYTHON) -m pytest tests/test_extra_pair.py
 
 test-fast: setup ## the template's tests without installing and running the default bake
 	$(PYTHON) -m pytest tests -m "not slow"

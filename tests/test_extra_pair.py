@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import TEMPLATE, Baked
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.pair]
 
 PYTHON, TENSORFLOW = "3.12", "2.18"
 ANSWERS = {

@@ -48,7 +48,7 @@ def install(prefix: str | None = None) -> Path:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         where = KernelSpecManager().install_kernel_spec(
-            folder, KERNEL_NAME, prefix=prefix or sys.prefix, replace=True
+            folder, KERNEL_NAME, prefix=prefix or sys.prefix
         )
     return Path(where)
 

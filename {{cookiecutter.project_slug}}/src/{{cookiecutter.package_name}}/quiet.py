@@ -18,6 +18,7 @@ skipped backend). Two parts, because C++ logging is fixed when TensorFlow loads:
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -72,10 +73,8 @@ def import_tensorflow() -> None:
     They are written to file descriptor 2 by C++, so only redirecting the descriptor stops them.
     If loading fails they are printed after all, above the error, since they may say why.
     """
-    if "tensorflow" in sys.modules or verbose():
-        import tensorflow  # noqa: F401
-
-        return
+    if "tensorflow" in sys.modules or verbose() or importlib.util.find_spec("tensorflow") is None:
+        return  # loaded already, loud on purpose, or absent: a command that needs it says so
     setup()
     sys.stderr.flush()
     saved = os.dup(2)

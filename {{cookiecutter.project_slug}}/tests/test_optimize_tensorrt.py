@@ -76,6 +76,21 @@ def test_int8_engine_source_is_symmetric_signed(exported_run: Path) -> None:
     assert zeros and all(zero.dtype == np.int8 and not zero.any() for zero in zeros)
 
 
+@needs_ort
+def test_int8_engine_source_dequantizes_only_8_bit_values(exported_run: Path) -> None:
+    """TensorRT's ONNX parser takes DequantizeLinear only on 8-bit (or narrower) inputs: biases
+    stay float32, not the quantizer's default int32 (onnx-tensorrt operator support)."""
+    job = optimize.Job(exported_run, "int8", calibration_examples=64)
+    model = onnx.load(str(engine_source(job)))
+    types = {init.name: init.data_type for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "QuantizeLinear":
+            types[node.output[0]] = types[node.input[2]]
+    dequantize = [node for node in model.graph.node if node.op_type == "DequantizeLinear"]
+    inputs = [types.get(node.input[0]) for node in dequantize]
+    assert inputs and set(inputs) <= {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}, inputs
+
+
 def zero_points(path: Path) -> list[np.ndarray]:
     """The zero points of every QuantizeLinear node of an ONNX graph."""
     model = onnx.load(str(path))

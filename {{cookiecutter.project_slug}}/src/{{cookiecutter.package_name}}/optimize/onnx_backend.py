@@ -138,7 +138,8 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: boo
     """source statically quantized to int8 (Q/DQ format), calibrated on `images`.
 
     Weights are int8 per channel. Activations are uint8 for ONNX Runtime's CPU and CUDA
-    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that.
+    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that; for
+    TensorRT biases also stay float32 (it cannot dequantize int32).
     """
     import onnx
     from onnxruntime.quantization import (
@@ -171,7 +172,13 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: boo
         per_channel=True,
         activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
         weight_type=QuantType.QInt8,
-        extra_options={"ActivationSymmetric": symmetric, "WeightSymmetric": True},
+        # TensorRT's ONNX parser dequantizes only 8-bit (or narrower) values, so for it biases
+        # stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
+        extra_options={
+            "ActivationSymmetric": symmetric,
+            "WeightSymmetric": True,
+            "QuantizeBias": not symmetric,
+        },
     )
     prepared.unlink()
     return target

@@ -110,13 +110,36 @@ def test_onnx_runtime_tensorrt_provider_is_told_the_precision(
     """Where onnxruntime-gpu has TensorRT, its provider gets the precision and an engine cache."""
     providers = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: providers)
-    chosen = provider_options(optimize.Job(tmp_path, precision))
+    job = optimize.Job(tmp_path, precision)
+    job.out_dir.mkdir()
+    (job.out_dir / f"model_{precision}.onnx").write_bytes(b"weights")
+    chosen = provider_options(job)
     assert chosen[1:] == providers[1:]
     name, options = chosen[0]
     assert name == "TensorrtExecutionProvider"
     assert options["trt_fp16_enable"] == (precision == "fp16")
     assert options["trt_int8_enable"] == (precision == "int8")
-    assert options["trt_engine_cache_path"] == str(tmp_path / "optimized" / "ort_trt_cache")
+    cache = Path(str(options["trt_engine_cache_path"]))
+    assert cache.parent == tmp_path / "optimized" / "ort_trt_cache"
+
+
+@needs_ort
+def test_tensorrt_engine_cache_follows_the_weights(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A retrained model keeps its file name; its engines must not be the old model's."""
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: ["TensorrtExecutionProvider"])
+    job = optimize.Job(tmp_path, "fp32")
+    job.out_dir.mkdir()
+    model = job.out_dir / "model_fp32.onnx"
+
+    def cache_for(weights: bytes) -> object:
+        model.write_bytes(weights)
+        return provider_options(job, model)[0][1]["trt_engine_cache_path"]
+
+    first = cache_for(b"weights before retraining")
+    assert cache_for(b"weights after retraining") != first
+    assert cache_for(b"weights before retraining") == first
 
 
 @needs_ort

@@ -17,6 +17,7 @@ ONNX Runtime picks its execution provider by what is installed: TensorRT, then C
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def onnx_load(path: Path, job: Job) -> Predict:
     """An ONNX Runtime session on the preferred providers; predict returns the probabilities."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=provider_options(job))
+    session = onnxruntime.InferenceSession(str(path), providers=provider_options(job, path))
     name = session.get_inputs()[0].name
     return lambda batch: session.run(None, {name: batch})[0]
 
@@ -77,8 +78,14 @@ def onnx_providers() -> list[str]:
     return [provider for provider in ORT_PROVIDERS if provider in present]
 
 
-def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
-    """Providers for a session; TensorRT's is told the precision and caches its engines."""
+def provider_options(
+    job: Job, model: Path | None = None
+) -> list[str | tuple[str, dict[str, object]]]:
+    """Providers for a session on `model` (optimized/model_<precision>.onnx by default);
+    TensorRT's is told the precision and caches its engines in a folder named by a hash of the
+    ONNX file. ONNX Runtime keys its cache by file name, node names and versions, not by weights,
+    so a retrained model under the same name would otherwise reuse the old engine."""
+    model = model or job.out_dir / f"model_{job.precision}.onnx"
     chosen: list[str | tuple[str, dict[str, object]]] = []
     for provider in onnx_providers():
         if provider == "TensorrtExecutionProvider":
@@ -86,12 +93,21 @@ def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
                 "trt_fp16_enable": job.precision == "fp16",
                 "trt_int8_enable": job.precision == "int8",
                 "trt_engine_cache_enable": True,
-                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache"),
+                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache" / file_hash(model)),
             }
             chosen.append((provider, options))
         else:
             chosen.append(provider)
     return chosen
+
+
+def file_hash(path: Path) -> str:
+    """The first 16 hex digits of the file's SHA-256: changes whenever its weights do."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def export_onnx(run_dir: Path, out_dir: Path) -> Path:

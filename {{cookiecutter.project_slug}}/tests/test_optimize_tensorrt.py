@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
-from {{ cookiecutter.package_name }}.optimize import onnx_backend, registry
+from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import batch_profile, builder_flags, engine_source
 
@@ -140,6 +140,24 @@ def test_tensorrt_engine_cache_follows_the_weights(
     first = cache_for(b"weights before retraining")
     assert cache_for(b"weights after retraining") != first
     assert cache_for(b"weights before retraining") == first
+
+
+@needs_ort
+def test_a_provider_that_fell_back_is_reported_not_claimed(
+    exported_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry names session.get_providers(), and a provider asked for that did not load."""
+    asked = ["CUDAExecutionProvider", "CPUExecutionProvider"]  # CUDA cannot load on this CPU
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: asked)
+    images = validation_images(exported_run, 8)
+    job = optimize.Job(exported_run, "fp32")
+    expected = onnx_load(onnx_backend.export_onnx(exported_run, job.out_dir), job)(images)
+    entry = core.run_backend(optimize.BACKEND_TABLE["onnx"], job, images, expected, 1e-6)
+    assert entry["status"] == "ran"
+    assert entry["reason"] == (
+        "ONNX Runtime on CPUExecutionProvider; CUDAExecutionProvider was asked for but did not "
+        "load, so ONNX Runtime fell back (its log says why)."
+    )
 
 
 @needs_ort

@@ -62,12 +62,37 @@ def onnx_convert(job: Job) -> Path:
 
 
 def onnx_load(path: Path, job: Job) -> Predict:
-    """An ONNX Runtime session on the preferred providers; predict returns the probabilities."""
+    """An ONNX Runtime session on the preferred providers; predict returns the probabilities.
+
+    predict.reason names the providers the session really runs on (session.get_providers()),
+    and any asked for that did not load: ONNX Runtime falls back with a printed error only.
+    """
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=provider_options(job, path))
+    providers = provider_options(job, path)
+    asked = [item if isinstance(item, str) else item[0] for item in providers]
+    if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
+        import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ONNX Runtime finds it)
+    session = onnxruntime.InferenceSession(str(path), providers=providers)
     name = session.get_inputs()[0].name
-    return lambda batch: session.run(None, {name: batch})[0]
+
+    def predict(batch: np.ndarray) -> np.ndarray:
+        return session.run(None, {name: batch})[0]
+
+    predict.reason = running_sentence(asked, session.get_providers())  # type: ignore[attr-defined]
+    return predict
+
+
+def running_sentence(asked: list[str], running: list[str]) -> str:
+    """What the session runs on, and which providers asked for fell back."""
+    sentence = f"ONNX Runtime on {', '.join(running)}."
+    missing = [provider for provider in asked if provider not in running]
+    if missing:
+        sentence = sentence[:-1] + (
+            f"; {', '.join(missing)} was asked for but did not load, so ONNX Runtime fell "
+            "back (its log says why)."
+        )
+    return sentence
 
 
 def onnx_providers() -> list[str]:

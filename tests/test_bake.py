@@ -662,6 +662,25 @@ def test_compose_binds_loopback_and_reserves_gpus(baked):
     ), f"no NVIDIA GPU reservation in compose: {devices}"
 
 
+def test_compose_gives_the_lab_shared_memory_for_nccl(baked):
+    """compose.yml passes the compose-spec schema (check-jsonschema's copy) and gives the lab at
+    least 1 GB of /dev/shm: NCCL across GPUs fails in Docker's 64 MB default."""
+    if not baked.answers["include_docker"]:
+        pytest.skip("Docker was declined in this combination, so there is no compose file.")
+    from importlib.resources import files
+
+    import jsonschema
+
+    document = yaml.safe_load(baked.text("docker/compose.yml"))
+    vendored = files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
+    schema = json.loads(vendored.read_text(encoding="utf-8"))
+    errors = jsonschema.validators.validator_for(schema)(schema).iter_errors(document)
+    assert [error.message for error in errors] == []
+    shm = str(document["services"]["lab"].get("shm_size", "64m")).lower()
+    number, unit = re.fullmatch(r"(\d+)\s*([kmg]?)b?", shm).groups()
+    assert int(number) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[unit] >= 2**30, shm
+
+
 # ----------------------------------------------------------------------------- refused answers
 
 

@@ -489,6 +489,18 @@ def test_optional_extras_follow_the_answers(baked):
     assert "onnxruntime" in {Requirement(r).name for r in extras["onnx"]}, extras
 
 
+def test_polygraphy_floor_finds_the_pip_cuda_runtime(baked):
+    """The trt extra needs Polygraphy 0.53.4 or later: its CUDA wrapper is the first on PyPI to
+    look in the nvidia-cuda-runtime wheel (0.50.3 and 0.49.x search only system paths, so a
+    pip-only install cannot load libcudart)."""
+    if not baked.answers["include_tensorrt"]:
+        pytest.skip("TensorRT was declined in this combination, so there is no trt extra.")
+    trt = pyproject(baked.root)["project"]["optional-dependencies"]["trt"]
+    polygraphy = next(Requirement(r) for r in trt if Requirement(r).name == "polygraphy")
+    assert not polygraphy.specifier.contains("0.50.3"), polygraphy
+    assert polygraphy.specifier.contains("0.53.4"), polygraphy
+
+
 def test_notebooks_are_clean_parameterized_nbformat4(baked):
     """Each notebook is valid nbformat 4 with one `parameters` cell, kernel python3, no outputs."""
     notebooks = sorted(path for path in baked.files if path.endswith(".ipynb"))

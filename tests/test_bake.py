@@ -489,6 +489,18 @@ def test_optional_extras_follow_the_answers(baked):
     assert "onnxruntime" in {Requirement(r).name for r in extras["onnx"]}, extras
 
 
+def test_polygraphy_floor_finds_the_pip_cuda_runtime(baked):
+    """The trt extra needs Polygraphy 0.53.4 or later: its CUDA wrapper is the first on PyPI to
+    look in the nvidia-cuda-runtime wheel (0.50.3 and 0.49.x search only system paths, so a
+    pip-only install cannot load libcudart)."""
+    if not baked.answers["include_tensorrt"]:
+        pytest.skip("TensorRT was declined in this combination, so there is no trt extra.")
+    trt = pyproject(baked.root)["project"]["optional-dependencies"]["trt"]
+    polygraphy = next(Requirement(r) for r in trt if Requirement(r).name == "polygraphy")
+    assert not polygraphy.specifier.contains("0.50.3"), polygraphy
+    assert polygraphy.specifier.contains("0.53.4"), polygraphy
+
+
 def test_notebooks_are_clean_parameterized_nbformat4(baked):
     """Each notebook is valid nbformat 4 with one `parameters` cell, kernel python3, no outputs."""
     notebooks = sorted(path for path in baked.files if path.endswith(".ipynb"))
@@ -660,6 +672,25 @@ def test_compose_binds_loopback_and_reserves_gpus(baked):
     assert any(
         d.get("driver") == "nvidia" and "gpu" in d.get("capabilities", []) for d in devices
     ), f"no NVIDIA GPU reservation in compose: {devices}"
+
+
+def test_compose_gives_the_lab_shared_memory_for_nccl(baked):
+    """compose.yml passes the compose-spec schema (check-jsonschema's copy) and gives the lab at
+    least 1 GB of /dev/shm: NCCL across GPUs fails in Docker's 64 MB default."""
+    if not baked.answers["include_docker"]:
+        pytest.skip("Docker was declined in this combination, so there is no compose file.")
+    from importlib.resources import files
+
+    import jsonschema
+
+    document = yaml.safe_load(baked.text("docker/compose.yml"))
+    vendored = files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
+    schema = json.loads(vendored.read_text(encoding="utf-8"))
+    errors = jsonschema.validators.validator_for(schema)(schema).iter_errors(document)
+    assert [error.message for error in errors] == []
+    shm = str(document["services"]["lab"].get("shm_size", "64m")).lower()
+    number, unit = re.fullmatch(r"(\d+)\s*([kmg]?)b?", shm).groups()
+    assert int(number) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[unit] >= 2**30, shm
 
 
 # ----------------------------------------------------------------------------- refused answers

@@ -157,6 +157,15 @@ def test_reloaded_in_a_fresh_process_it_predicts_what_keras_predicts(
     assert parity["precision"] == "float32" and parity["tolerance"] == 1e-5
 
 
+def test_a_savedmodel_of_other_weights_fails_parity(run_copy: Path) -> None:
+    """Parity can fail: model.keras retrained (other weights) against the old export."""
+    keras.utils.set_random_seed(1)
+    models.build_model("small_cnn", SHAPE, len(CLASSES), width=8).save(run_copy / "model.keras")
+    parity = export.check_parity(run_copy, run_copy / "export" / "1", max_examples=8)
+    assert parity["max_abs_diff"] > parity["tolerance"]
+    assert parity["parity_ok"] is False, parity["verdict"]
+
+
 def test_run_writes_export_json_with_its_lineage(run: Path, exported: dict[str, Any]) -> None:
     """metrics/export.json is what run returned, with what it read and wrote, by fingerprint."""
     assert read_metrics(run, "export") == json.loads(json.dumps(exported))

@@ -8,6 +8,7 @@ Backends that need a GPU have their own file.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
@@ -302,3 +304,21 @@ def test_savedmodel_variables_cut_short_are_one_sentence_at_load(run_copy: Path)
         optimize.optimize(run_copy, QUICK)
     assert_one_sentence(str(refused.value))
     assert str(refused.value).startswith(f"export/1 in {run_copy} cannot be read (")
+
+
+def test_export_and_optimize_turn_on_memory_growth_when_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Steps 4 and 5 share the GPU with other runtimes: memory growth is on before any op runs."""
+    gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+    grown: list[tuple[str, bool]] = []
+    monkeypatch.setattr(
+        tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else []
+    )
+    monkeypatch.setattr(
+        tf.config.experimental, "set_memory_growth", lambda d, on: grown.append((d.name, on))
+    )
+    monkeypatch.setattr(tf.config.experimental, "get_memory_growth", lambda device: True)
+    for step in (export, optimize):
+        importlib.reload(step)
+    assert grown == [(gpu.name, True)] * 2

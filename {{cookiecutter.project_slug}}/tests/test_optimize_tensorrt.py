@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
-from {{ cookiecutter.package_name }}.optimize import onnx_backend, registry
+from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import batch_profile, builder_flags, engine_source
 
@@ -76,6 +76,21 @@ def test_int8_engine_source_is_symmetric_signed(exported_run: Path) -> None:
     assert zeros and all(zero.dtype == np.int8 and not zero.any() for zero in zeros)
 
 
+@needs_ort
+def test_int8_engine_source_dequantizes_only_8_bit_values(exported_run: Path) -> None:
+    """TensorRT's ONNX parser takes DequantizeLinear only on 8-bit (or narrower) inputs: biases
+    stay float32, not the quantizer's default int32 (onnx-tensorrt operator support)."""
+    job = optimize.Job(exported_run, "int8", calibration_examples=64)
+    model = onnx.load(str(engine_source(job)))
+    types = {init.name: init.data_type for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "QuantizeLinear":
+            types[node.output[0]] = types[node.input[2]]
+    dequantize = [node for node in model.graph.node if node.op_type == "DequantizeLinear"]
+    inputs = [types.get(node.input[0]) for node in dequantize]
+    assert inputs and set(inputs) <= {onnx.TensorProto.INT8, onnx.TensorProto.UINT8}, inputs
+
+
 def zero_points(path: Path) -> list[np.ndarray]:
     """The zero points of every QuantizeLinear node of an ONNX graph."""
     model = onnx.load(str(path))
@@ -95,13 +110,54 @@ def test_onnx_runtime_tensorrt_provider_is_told_the_precision(
     """Where onnxruntime-gpu has TensorRT, its provider gets the precision and an engine cache."""
     providers = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: providers)
-    chosen = provider_options(optimize.Job(tmp_path, precision))
+    job = optimize.Job(tmp_path, precision)
+    job.out_dir.mkdir()
+    (job.out_dir / f"model_{precision}.onnx").write_bytes(b"weights")
+    chosen = provider_options(job)
     assert chosen[1:] == providers[1:]
     name, options = chosen[0]
     assert name == "TensorrtExecutionProvider"
     assert options["trt_fp16_enable"] == (precision == "fp16")
     assert options["trt_int8_enable"] == (precision == "int8")
-    assert options["trt_engine_cache_path"] == str(tmp_path / "optimized" / "ort_trt_cache")
+    cache = Path(str(options["trt_engine_cache_path"]))
+    assert cache.parent == tmp_path / "optimized" / "ort_trt_cache"
+
+
+@needs_ort
+def test_tensorrt_engine_cache_follows_the_weights(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A retrained model keeps its file name; its engines must not be the old model's."""
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: ["TensorrtExecutionProvider"])
+    job = optimize.Job(tmp_path, "fp32")
+    job.out_dir.mkdir()
+    model = job.out_dir / "model_fp32.onnx"
+
+    def cache_for(weights: bytes) -> object:
+        model.write_bytes(weights)
+        return provider_options(job, model)[0][1]["trt_engine_cache_path"]
+
+    first = cache_for(b"weights before retraining")
+    assert cache_for(b"weights after retraining") != first
+    assert cache_for(b"weights before retraining") == first
+
+
+@needs_ort
+def test_a_provider_that_fell_back_is_reported_not_claimed(
+    exported_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry names session.get_providers(), and a provider asked for that did not load."""
+    asked = ["CUDAExecutionProvider", "CPUExecutionProvider"]  # CUDA cannot load on this CPU
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: asked)
+    images = validation_images(exported_run, 8)
+    job = optimize.Job(exported_run, "fp32")
+    expected = onnx_load(onnx_backend.export_onnx(exported_run, job.out_dir), job)(images)
+    entry = core.run_backend(optimize.BACKEND_TABLE["onnx"], job, images, expected, 1e-6)
+    assert entry["status"] == "ran"
+    assert entry["reason"] == (
+        "ONNX Runtime on CPUExecutionProvider; CUDAExecutionProvider was asked for but did not "
+        "load, so ONNX Runtime fell back (its log says why)."
+    )
 
 
 @needs_ort

@@ -320,14 +320,29 @@ def test_more_epochs_continue_a_finished_run(trained: tuple[Path, dict], tmp_pat
     assert metrics["history"][:5] == trained[1]["history"]
 
 
+def test_learning_rate_scales_linearly_with_the_global_batch() -> None:
+    """Batch 64 is the reference: 128 doubles the rate, 32 halves it."""
+    assert train.effective_learning_rate(1e-3, 64) == pytest.approx(1e-3)
+    assert train.effective_learning_rate(1e-3, 128) == pytest.approx(2e-3)
+    assert train.effective_learning_rate(1e-3, 32) == pytest.approx(5e-4)
+
+
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16", "float32"])
 def test_loss_scale_optimizer_under_mixed_float16_only(run_dir: Path, precision: str) -> None:
     """mixed_float16 trains with a LossScaleOptimizer and float32 variables; others without."""
     before = keras.mixed_precision.dtype_policy().name
     metrics = train_here(
-        run_dir, epochs=1, precision=precision, strategy="one_device", jit_compile=True
+        run_dir,
+        epochs=1,
+        precision=precision,
+        strategy="one_device",
+        jit_compile=True,
+        batch_size=128,
     )
     assert metrics["strategy"] == "OneDeviceStrategy" and metrics["jit_compile"] is True
+    # The linear rule: twice the reference batch of 64, twice the learning rate.
+    assert metrics["global_batch_size"] == 128
+    assert metrics["effective_learning_rate"] == pytest.approx(2e-3)
     compute = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}.get(precision, "float32")
     assert metrics["precision"] == precision and metrics["compute_dtype"] == compute
     assert metrics["variable_dtype"] == "float32"

@@ -17,6 +17,7 @@ rescaling inside, and returns probabilities, class ids and class names.
 - rest: TF Serving's REST `:predict` request and answer, and a client for it
 """
 
+from ..env.devices import configure_memory_growth
 from .files import (
     INPUT_NAME,
     OUTPUTS,
@@ -47,6 +48,11 @@ from .savedmodel import (
     signature_text,
 )
 from .step import export_metrics, run
+
+# This step's TensorFlow shares the GPU with the parity process and TF Serving: grow GPU
+# memory as needed, not reserve nearly all of it at the first op. On import, so before any op
+# of a notebook or the CLI (TF_FORCE_GPU_ALLOW_GROWTH does it only where it is set).
+MEMORY_GROWTH = configure_memory_growth()
 
 __all__ = [
     "INPUT_NAME",

@@ -17,6 +17,7 @@ Modules: `params` (Params, check: the contract), `core` (the step), `base` (the 
 `onnx_backend`, `tensorrt_engine`, `tf_trt`.
 """
 
+from ..env.devices import configure_memory_growth
 from .base import (
     CALIBRATION_EXAMPLES,
     PRECISIONS,
@@ -39,6 +40,11 @@ from .core import (
 )
 from .params import Params, check, check_export_current, parse, plan
 from .registry import BACKEND_TABLE, BACKENDS
+
+# This step's TensorFlow shares the GPU with ONNX Runtime and TensorRT: grow GPU
+# memory as needed, not reserve nearly all of it at the first op. On import, so before any op
+# of a notebook or the CLI (TF_FORCE_GPU_ALLOW_GROWTH does it only where it is set).
+MEMORY_GROWTH = configure_memory_growth()
 
 __all__ = [
     "BACKENDS",

@@ -122,6 +122,7 @@ def run_backend(
     try:
         artifact = backend.convert(job)
         predict = backend.load(artifact, job)
+        reason = getattr(predict, "reason", reason)  # what really runs, where the backend knows
         got = predict_all(predict, images)
     except Exception as error:  # a conversion that breaks is a result, not a crash of the step
         return {**entry, "status": "failed", "reason": f"{backend.name} failed: {error}".strip()}

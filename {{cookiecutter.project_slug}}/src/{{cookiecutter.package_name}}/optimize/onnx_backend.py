@@ -17,6 +17,7 @@ ONNX Runtime picks its execution provider by what is installed: TensorRT, then C
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -61,12 +62,37 @@ def onnx_convert(job: Job) -> Path:
 
 
 def onnx_load(path: Path, job: Job) -> Predict:
-    """An ONNX Runtime session on the preferred providers; predict returns the probabilities."""
+    """An ONNX Runtime session on the preferred providers; predict returns the probabilities.
+
+    predict.reason names the providers the session really runs on (session.get_providers()),
+    and any asked for that did not load: ONNX Runtime falls back with a printed error only.
+    """
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=provider_options(job))
+    providers = provider_options(job, path)
+    asked = [item if isinstance(item, str) else item[0] for item in providers]
+    if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
+        import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ONNX Runtime finds it)
+    session = onnxruntime.InferenceSession(str(path), providers=providers)
     name = session.get_inputs()[0].name
-    return lambda batch: session.run(None, {name: batch})[0]
+
+    def predict(batch: np.ndarray) -> np.ndarray:
+        return session.run(None, {name: batch})[0]
+
+    predict.reason = running_sentence(asked, session.get_providers())  # type: ignore[attr-defined]
+    return predict
+
+
+def running_sentence(asked: list[str], running: list[str]) -> str:
+    """What the session runs on, and which providers asked for fell back."""
+    sentence = f"ONNX Runtime on {', '.join(running)}."
+    missing = [provider for provider in asked if provider not in running]
+    if missing:
+        sentence = sentence[:-1] + (
+            f"; {', '.join(missing)} was asked for but did not load, so ONNX Runtime fell "
+            "back (its log says why)."
+        )
+    return sentence
 
 
 def onnx_providers() -> list[str]:
@@ -77,8 +103,14 @@ def onnx_providers() -> list[str]:
     return [provider for provider in ORT_PROVIDERS if provider in present]
 
 
-def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
-    """Providers for a session; TensorRT's is told the precision and caches its engines."""
+def provider_options(
+    job: Job, model: Path | None = None
+) -> list[str | tuple[str, dict[str, object]]]:
+    """Providers for a session on `model` (optimized/model_<precision>.onnx by default);
+    TensorRT's is told the precision and caches its engines in a folder named by a hash of the
+    ONNX file. ONNX Runtime keys its cache by file name, node names and versions, not by weights,
+    so a retrained model under the same name would otherwise reuse the old engine."""
+    model = model or job.out_dir / f"model_{job.precision}.onnx"
     chosen: list[str | tuple[str, dict[str, object]]] = []
     for provider in onnx_providers():
         if provider == "TensorrtExecutionProvider":
@@ -86,12 +118,21 @@ def provider_options(job: Job) -> list[str | tuple[str, dict[str, object]]]:
                 "trt_fp16_enable": job.precision == "fp16",
                 "trt_int8_enable": job.precision == "int8",
                 "trt_engine_cache_enable": True,
-                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache"),
+                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache" / file_hash(model)),
             }
             chosen.append((provider, options))
         else:
             chosen.append(provider)
     return chosen
+
+
+def file_hash(path: Path) -> str:
+    """The first 16 hex digits of the file's SHA-256: changes whenever its weights do."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def export_onnx(run_dir: Path, out_dir: Path) -> Path:
@@ -138,7 +179,8 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: boo
     """source statically quantized to int8 (Q/DQ format), calibrated on `images`.
 
     Weights are int8 per channel. Activations are uint8 for ONNX Runtime's CPU and CUDA
-    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that.
+    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that; for
+    TensorRT biases also stay float32 (it cannot dequantize int32).
     """
     import onnx
     from onnxruntime.quantization import (
@@ -171,7 +213,13 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: boo
         per_channel=True,
         activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
         weight_type=QuantType.QInt8,
-        extra_options={"ActivationSymmetric": symmetric, "WeightSymmetric": True},
+        # TensorRT's ONNX parser dequantizes only 8-bit (or narrower) values, so for it biases
+        # stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
+        extra_options={
+            "ActivationSymmetric": symmetric,
+            "WeightSymmetric": True,
+            "QuantizeBias": not symmetric,
+        },
     )
     prepared.unlink()
     return target

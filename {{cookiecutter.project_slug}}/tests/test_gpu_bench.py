@@ -16,6 +16,7 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import cli
 from {{ cookiecutter.package_name }}.gpubench import bench, reference, verdicts
+from {{ cookiecutter.package_name }}.gpubench.command import describe
 
 NO_GPU = not tf.config.list_physical_devices("GPU")
 RATES = {"float32": 100.0, "mixed_float16": 250.0, "xla": 130.0, "scaled": 180.0}
@@ -87,6 +88,7 @@ def test_quick_writes_valid_json_and_full_table(
         return {"images_per_second": RATES[key], "replicas": spec["replicas"]}
 
     monkeypatch.setattr(bench, "run_one", given)
+    assert "gpu-bench --quick --run-dir" in describe(tmp_path)  # notebook 00: how to make it
     assert cli.main(["gpu-bench", "--quick", "--run-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     record = json.loads((tmp_path / "metrics" / "gpu_bench.json").read_text())
@@ -98,6 +100,7 @@ def test_quick_writes_valid_json_and_full_table(
         assert row["verdict"].startswith(verdicts.CANNOT), row
         assert row["claim"] in out
     assert "2.50x" in out and "90%" in out  # measured, shown, and still not confirmed
+    assert describe(tmp_path) in out  # notebook 00 shows the same table
 
 
 def test_one_quick_measurement_in_its_own_process() -> None:

@@ -108,3 +108,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     bench.write(run_dir, record)
     return record
+
+
+def describe(run_dir: str | Path) -> str:
+    """The claims table of the run folder's gpu_bench.json, or the command that makes it."""
+    import json
+
+    path = Path(run_dir) / bench.GPU_BENCH_METRICS
+    try:
+        return verdicts.format_table(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError):
+        return (
+            f"No {bench.GPU_BENCH_METRICS} in this run folder yet. Measure the seed's GPU claims "
+            f"on this machine with:\n  {PROG} gpu-bench --run-dir {run_dir}   (a GPU: minutes)\n"
+            f"  {PROG} gpu-bench --quick --run-dir {run_dir}   (any machine: seconds, proves "
+            "the code path only)"
+        )

@@ -55,8 +55,8 @@ def plan(
     base = dict(QUICK if quick else FULL, model=model or (QUICK if quick else FULL)["model"])
     per_device = batch or (QUICK_BATCH if quick else finder_batch or DEFAULT_BATCH)
     base.update(batch=per_device, replicas=1, jit=False, precision="float32")
-    if data_dir is not None:
-        base["data_dir"] = str(data_dir)
+    if data_dir is not None:  # the run's images and classes, not synthetic ones
+        base.update(data_dir=str(data_dir), image_size=None, num_classes=None)
     why: dict[str, str] = {}
     runs = [
         ("float32", {}),

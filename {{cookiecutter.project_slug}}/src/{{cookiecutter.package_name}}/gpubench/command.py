@@ -120,7 +120,8 @@ def describe(run_dir: str | Path) -> str:
     except (OSError, ValueError, KeyError):
         return (
             f"No {bench.GPU_BENCH_METRICS} in this run folder yet. Measure the seed's GPU claims "
-            f"on this machine with:\n  {PROG} gpu-bench --run-dir {run_dir}   (a GPU: minutes)\n"
+            f"on this machine with:\n  {PROG} gpu-bench --run-dir {run_dir}   "
+            "(a GPU: up to ~30 minutes)\n"
             f"  {PROG} gpu-bench --quick --run-dir {run_dir}   (any machine: seconds, proves "
             "the code path only)"
         )

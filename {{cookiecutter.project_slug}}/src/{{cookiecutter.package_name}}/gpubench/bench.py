@@ -1,6 +1,6 @@
 """`<package> gpu-bench`: plan the measurements, run each in its own process, judge, write.
 
-Full (a GPU): Keras ResNet50 (no weights) on synthetic 224x224x3 images, DEFAULT_BATCH per GPU
+Full (a GPU): Keras ResNet50 (no weights) on synthetic 224x224x3 images, 128 images per GPU
 (NVIDIA's reference runs 256 per GPU on 80 GB; 128 fits float32 on a 16 GB V100), or the
 batch-size finder's per-GPU batch when the run folder's own model and data are benchmarked
 (--data run). --quick (any machine, seconds): the project's small_cnn on 32x32 images, two

@@ -35,6 +35,7 @@ SERVING_MONITORING = "serving/monitoring.config"  # --monitoring_config_file: Pr
 OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json
 SERVE_METRICS = "metrics/serve.json"  # `serve-bench`: QPS, latency percentiles, errors, labels
+GPU_BENCH_METRICS = "metrics/gpu_bench.json"  # `gpu-bench`: the seed's GPU claims, measured
 FIGURES_DIR = "figures"  # every step: its figures
 NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
 LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)

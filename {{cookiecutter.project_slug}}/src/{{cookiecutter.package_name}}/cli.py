@@ -6,6 +6,7 @@
     <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
     <package> serve canary|promote|rollback|status --run-dir DIR [--version N]
     <package> serve-bench --run-dir DIR [--protocol rest|grpc] [--label stable=9 --label canary=1]
+    <package> gpu-bench --run-dir DIR [--quick] [--model NAME] [--data synthetic|run]
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
 130 interrupted (Ctrl-C).
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from . import quiet, steps
 from .artifacts import METRICS_DIR, StepError
+from .gpubench import command as gpubench_command
 
 PROG = __package__ or "project"
 PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for several"
@@ -91,6 +93,7 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     for step in steps.available():
         _step_parser(commands, step, full=step.name == chosen)
     _serving_parsers(commands)
+    gpubench_command.add_parser(commands)
     return parser
 
 

@@ -8,7 +8,9 @@ with ONNX Runtime, so a wrong graph is caught before a GPU ever sees it.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import onnx
@@ -19,7 +21,13 @@ from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
 from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
-from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import batch_profile, builder_flags, engine_source
+from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import (
+    batch_profiles,
+    builder_flags,
+    engine_source,
+    profile_index,
+    tensorrt_load,
+)
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 HAS_TRT = all(importlib.util.find_spec(name) for name in ("tensorrt", "polygraphy"))
@@ -30,13 +38,61 @@ needs_ort = pytest.mark.skipif(
 )
 
 
-def test_batch_profile_serves_batch_one_to_the_largest_batch() -> None:
-    """min and opt are batch 1 (latency); max covers the benchmark's and parity's batches."""
+def test_each_batch_size_gets_a_profile_tuned_for_it() -> None:
+    """One profile per batch size timed (and parity's 256), each with opt at its own batch."""
     shape = (8, 8, 1)
-    small = batch_profile(optimize.Job(Path("."), "fp32", (1, 32)), shape)
-    assert small == {"min": (1, 8, 8, 1), "opt": (1, 8, 8, 1), "max": (256, 8, 8, 1)}
-    large = batch_profile(optimize.Job(Path("."), "fp32", (1, 32, 1024)), shape)
-    assert large["max"] == (1024, 8, 8, 1)
+    profiles = batch_profiles(optimize.Job(Path("."), "fp32", (1, 32)), shape)
+    assert [(p["min"][0], p["opt"][0], p["max"][0]) for p in profiles] == [
+        (1, 1, 1),
+        (1, 32, 32),
+        (1, 256, 256),
+    ]
+    assert batch_profiles(optimize.Job(Path("."), "fp32", (1, 1024)), shape)[-1]["max"] == (
+        1024,
+        8,
+        8,
+        1,
+    )
+    assert [profile_index((1, 32, 256), batch) for batch in (1, 2, 32, 33, 256)] == [0, 1, 1, 2, 2]
+
+
+def test_the_engine_runs_each_batch_on_its_own_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """predict switches the runner to the profile tuned for the batch before inferring."""
+    switched: list[int] = []
+
+    class Runner:
+        def __init__(self, engine: object) -> None:
+            pass
+
+        def activate(self) -> None:
+            pass
+
+        def deactivate(self) -> None:
+            pass
+
+        def set_profile(self, index: int) -> None:
+            switched.append(index)
+
+        def infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {"probabilities": np.zeros((len(feed["images"]), 3), np.float32)}
+
+    trt = ModuleType("polygraphy.backend.trt")
+    trt.TrtRunner, trt.EngineFromBytes = Runner, lambda data: data  # type: ignore[attr-defined]
+    common = ModuleType("polygraphy.backend.common")
+    common.BytesFromPath = lambda path: path  # type: ignore[attr-defined]
+    for name, module in {
+        "polygraphy": ModuleType("polygraphy"),
+        "polygraphy.backend": ModuleType("polygraphy.backend"),
+        "polygraphy.backend.trt": trt,
+        "polygraphy.backend.common": common,
+    }.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    predict = tensorrt_load(tmp_path / "model.engine", optimize.Job(tmp_path, "fp32", (1, 32)))
+    for size in (1, 32, 32, 256, 1):
+        assert predict(np.zeros((size, 8, 8, 1), np.uint8)).shape == (size, 3)
+    assert switched == [1, 2, 0]  # profile 0 (batch 1) is the runner's own at the start
 
 
 @pytest.mark.parametrize(
@@ -114,7 +170,7 @@ def test_onnx_runtime_tensorrt_provider_is_told_the_precision(
     job.out_dir.mkdir()
     (job.out_dir / f"model_{precision}.onnx").write_bytes(b"weights")
     chosen = provider_options(job)
-    assert chosen[1:] == providers[1:]
+    assert chosen[1][0] == providers[1] and chosen[2] == providers[2]
     name, options = chosen[0]
     assert name == "TensorrtExecutionProvider"
     assert options["trt_fp16_enable"] == (precision == "fp16")
@@ -140,6 +196,107 @@ def test_tensorrt_engine_cache_follows_the_weights(
     first = cache_for(b"weights before retraining")
     assert cache_for(b"weights after retraining") != first
     assert cache_for(b"weights before retraining") == first
+
+
+def tiny_onnx(path: Path) -> Path:
+    """An ONNX graph taking uint8 images [N, 8, 8, 1] named like the export's input."""
+    node = onnx.helper.make_node("Identity", ["images"], ["probabilities"])
+    graph = onnx.helper.make_graph(
+        [node],
+        "tiny",
+        [onnx.helper.make_tensor_value_info("images", onnx.TensorProto.UINT8, ["N", 8, 8, 1])],
+        [onnx.helper.make_tensor_value_info("probabilities", onnx.TensorProto.UINT8, None)],
+    )
+    onnx.save(onnx.helper.make_model(graph), str(path))
+    return path
+
+
+class RecordingSession:
+    """onnxruntime.InferenceSession as far as onnx_load uses it. Like the TensorRT provider's
+    constructor, it creates only the last folder of trt_engine_cache_path (fs::create_directory)
+    and falls back to the next provider when that fails."""
+
+    made: list[RecordingSession] = []
+
+    def __init__(self, path: str, providers: list) -> None:
+        self.providers, self.ran = providers, 0
+        self.running = [p if isinstance(p, str) else p[0] for p in providers]
+        for name, options in (p for p in providers if not isinstance(p, str)):
+            cache = options.get("trt_engine_cache_path")
+            if name == "TensorrtExecutionProvider" and cache:
+                try:
+                    Path(str(cache)).mkdir(exist_ok=True)  # no parents=True, like the provider
+                except FileNotFoundError:
+                    self.running.remove(name)
+        RecordingSession.made.append(self)
+
+    def get_inputs(self) -> list:
+        return [SimpleNamespace(name="images")]
+
+    def get_providers(self) -> list[str]:
+        return self.running
+
+    def run(self, outputs: object, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.ran += 1
+        return [feed["images"]]
+
+
+@pytest.fixture
+def recorded_sessions(monkeypatch: pytest.MonkeyPatch) -> list[RecordingSession]:
+    providers = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: providers)
+    fake = ModuleType("onnxruntime")
+    fake.InferenceSession = RecordingSession  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "onnxruntime", fake)
+    monkeypatch.setattr(RecordingSession, "made", [])
+    return RecordingSession.made
+
+
+def test_tensorrt_provider_loads_with_its_engine_cache_folder(
+    recorded_sessions: list[RecordingSession], tmp_path: Path
+) -> None:
+    """The cache folder is two levels below optimized/: made before the session, or the
+    provider throws and ONNX Runtime falls back to CUDA."""
+    job = optimize.Job(tmp_path, "fp32", (1,))
+    model = tiny_onnx(tmp_path / "model_fp32.onnx")
+    predict = onnx_load(model, job)
+    assert all("TensorrtExecutionProvider" in s.get_providers() for s in recorded_sessions)
+    assert predict.reason.startswith("ONNX Runtime on TensorrtExecutionProvider, ")
+    for session in recorded_sessions:
+        assert Path(session.providers[0][1]["trt_engine_cache_path"]).is_dir()
+
+
+def test_onnx_runtime_times_each_batch_on_a_profile_tuned_for_it(
+    recorded_sessions: list[RecordingSession], tmp_path: Path
+) -> None:
+    """One session per batch size, each with an explicit TensorRT profile whose opt is that batch
+    and an engine cache of its own; a batch runs on the smallest profile that holds it."""
+    job = optimize.Job(tmp_path, "fp32", (1, 32))
+    predict = onnx_load(tiny_onnx(tmp_path / "model_fp32.onnx"), job)
+    options = [session.providers[0][1] for session in recorded_sessions]
+    assert [o["trt_profile_opt_shapes"] for o in options] == [
+        "images:1x8x8x1",
+        "images:32x8x8x1",
+        "images:256x8x8x1",
+    ]
+    assert {o["trt_profile_min_shapes"] for o in options} == {"images:1x8x8x1"}
+    assert [o["trt_profile_max_shapes"] for o in options] == [
+        o["trt_profile_opt_shapes"] for o in options
+    ]
+    assert len({o["trt_engine_cache_path"] for o in options}) == 3
+    for size in (1, 32, 20, 256):
+        predict(np.zeros((size, 8, 8, 1), np.uint8))
+    assert [session.ran for session in recorded_sessions] == [1, 2, 1]
+
+
+@pytest.mark.parametrize(("precision", "tf32"), [("fp32", 0), ("fp16", 1), ("int8", 1)])
+def test_cuda_provider_keeps_tf32_off_for_fp32(
+    recorded_sessions: list[RecordingSession], tmp_path: Path, precision: str, tf32: int
+) -> None:
+    """fp32 is compared with the SavedModel at float32's tolerance: TF32 would exceed it."""
+    job = optimize.Job(tmp_path, precision, (1,))
+    onnx_load(tiny_onnx(tmp_path / f"model_{precision}.onnx"), job)
+    assert recorded_sessions[0].providers[1] == ("CUDAExecutionProvider", {"use_tf32": tf32})
 
 
 @needs_ort

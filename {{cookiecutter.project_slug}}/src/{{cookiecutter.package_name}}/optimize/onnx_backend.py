@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,25 +63,41 @@ def onnx_convert(job: Job) -> Path:
 
 
 def onnx_load(path: Path, job: Job) -> Predict:
-    """An ONNX Runtime session on the preferred providers; predict returns the probabilities.
+    """ONNX Runtime sessions on the preferred providers; predict returns the probabilities.
 
+    With the TensorRT provider, one session per batch size the job serves, each given an explicit
+    TensorRT profile tuned for that batch (trt_profile_*_shapes: min 1, opt = max = the batch)
+    and its own engine cache folder: ONNX Runtime's execution context stays on a session's first
+    profile, and a profile tuned for batch 1 would time batch 256 on batch-1 kernels. A batch is
+    run by the session of the smallest size that holds it. Other providers: one session.
     predict.reason names the providers the session really runs on (session.get_providers()),
     and any asked for that did not load: ONNX Runtime falls back with a printed error only.
     """
     import onnxruntime
 
-    providers = provider_options(job, path)
-    asked = [item if isinstance(item, str) else item[0] for item in providers]
-    if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
-        import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ONNX Runtime finds it)
-    session = onnxruntime.InferenceSession(str(path), providers=providers)
-    name = session.get_inputs()[0].name
+    sizes = serving_sizes(job) if "TensorrtExecutionProvider" in onnx_providers() else (None,)
+    asked: list[str] = []
+    sessions: dict[int | None, Any] = {}
+    for size in sizes:
+        providers = provider_options(job, path, batch=size)
+        asked = [item if isinstance(item, str) else item[0] for item in providers]
+        if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
+            import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ORT finds it)
+        sessions[size] = onnxruntime.InferenceSession(str(path), providers=providers)
+    first = next(iter(sessions.values()))
+    name = first.get_inputs()[0].name
 
     def predict(batch: np.ndarray) -> np.ndarray:
-        return session.run(None, {name: batch})[0]
+        size = next((s for s in sizes if s is None or s >= len(batch)), sizes[-1])
+        return sessions[size].run(None, {name: batch})[0]
 
-    predict.reason = running_sentence(asked, session.get_providers())  # type: ignore[attr-defined]
+    predict.reason = running_sentence(asked, first.get_providers())  # type: ignore[attr-defined]
     return predict
+
+
+def serving_sizes(job: Job) -> tuple[int, ...]:
+    """The batch sizes that get a TensorRT profile of their own: the benchmark's and parity's."""
+    return tuple(sorted({*job.batch_sizes, job.max_batch}))
 
 
 def running_sentence(asked: list[str], running: list[str]) -> str:
@@ -104,26 +121,57 @@ def onnx_providers() -> list[str]:
 
 
 def provider_options(
-    job: Job, model: Path | None = None
+    job: Job, model: Path | None = None, *, batch: int | None = None
 ) -> list[str | tuple[str, dict[str, object]]]:
-    """Providers for a session on `model` (optimized/model_<precision>.onnx by default);
+    """Providers for a session on `model` (optimized/model_<precision>.onnx by default).
+
     TensorRT's is told the precision and caches its engines in a folder named by a hash of the
-    ONNX file. ONNX Runtime keys its cache by file name, node names and versions, not by weights,
-    so a retrained model under the same name would otherwise reuse the old engine."""
+    ONNX file (ONNX Runtime keys its cache by file name, node names and versions, not by
+    weights, so a retrained model under the same name would otherwise reuse the old engine),
+    and for `batch` a profile tuned for it, cached in a folder of its own. The folder is made
+    here: the provider creates only the last folder of the path, and throws (falling back to
+    CUDA) when its parent is missing. CUDA's is told to keep TF32 off for fp32, so that fp32
+    computes in float32 like the SavedModel it is compared with.
+    """
     model = model or job.out_dir / f"model_{job.precision}.onnx"
     chosen: list[str | tuple[str, dict[str, object]]] = []
     for provider in onnx_providers():
         if provider == "TensorrtExecutionProvider":
-            options = {
+            cache = job.out_dir / "ort_trt_cache" / file_hash(model)
+            options: dict[str, object] = {
                 "trt_fp16_enable": job.precision == "fp16",
                 "trt_int8_enable": job.precision == "int8",
                 "trt_engine_cache_enable": True,
-                "trt_engine_cache_path": str(job.out_dir / "ort_trt_cache" / file_hash(model)),
             }
+            if batch is not None:
+                cache = cache / f"batch_{batch}"
+                options.update(profile_shapes(model, batch))
+            cache.mkdir(parents=True, exist_ok=True)
+            options["trt_engine_cache_path"] = str(cache)
             chosen.append((provider, options))
+        elif provider == "CUDAExecutionProvider":
+            chosen.append((provider, {"use_tf32": int(job.precision != "fp32")}))
         else:
             chosen.append(provider)
     return chosen
+
+
+def profile_shapes(model: Path, batch: int) -> dict[str, str]:
+    """trt_profile_{min,opt,max}_shapes for the model's input: batches 1 to `batch`, tuned for
+    `batch` (the format is trtexec's, "name:1x32x32x3")."""
+    import onnx
+
+    graph_input = onnx.load(str(model), load_external_data=False).graph.input[0]
+    dims = [str(dim.dim_value) for dim in graph_input.type.tensor_type.shape.dim[1:]]
+
+    def shape(size: int) -> str:
+        return f"{graph_input.name}:" + "x".join([str(size), *dims])
+
+    return {
+        "trt_profile_min_shapes": shape(1),
+        "trt_profile_opt_shapes": shape(batch),
+        "trt_profile_max_shapes": shape(batch),
+    }
 
 
 def file_hash(path: Path) -> str:

@@ -8,8 +8,10 @@ The engine is built from the same ONNX export as the onnx backend, with a float3
 - int8: built from an explicitly quantized graph (Q/DQ nodes, symmetric int8), calibrated on
   training images by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
   calibrators, and it is the same calibration the onnx backend uses.
-- One dynamic batch profile: batches from 1 to the largest one sent (the benchmark's or
-  parity's), tuned for batch 1, because batch-1 latency is where TensorRT's gain matters.
+- One optimization profile per batch size the benchmark times (and parity's batch), each
+  tuned for its batch (opt = max = that batch, min 1): TensorRT picks its kernels at a profile's
+  opt shape, so a single profile tuned for batch 1 would time batch 256 on batch-1 kernels.
+  predict switches the runner to the profile of the smallest size that holds the batch.
 
 Polygraphy (NVIDIA's TensorRT toolkit) builds the network from the ONNX, sets the builder
 flags and the profile, and its TrtRunner owns the device buffers and the CUDA stream.
@@ -26,7 +28,7 @@ import numpy as np
 from ..export.files import INPUT_NAME
 from .base import Job, Predict, gpu_visible
 from .calibration import calibration_images
-from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, quantize_int8
+from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, quantize_int8, serving_sizes
 
 
 def tensorrt_available(precision: str) -> tuple[bool, str]:
@@ -41,13 +43,17 @@ def tensorrt_available(precision: str) -> tuple[bool, str]:
     return True, f"TensorRT {tensorrt.__version__} engine built from the ONNX ({precision})."
 
 
-def batch_profile(job: Job, image_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    """The engine's one dynamic batch profile: min 1, opt 1, max the largest batch sent."""
-    return {
-        "min": (1, *image_shape),
-        "opt": (1, *image_shape),
-        "max": (job.max_batch, *image_shape),
-    }
+def batch_profiles(job: Job, image_shape: tuple[int, ...]) -> list[dict[str, tuple[int, ...]]]:
+    """The engine's profiles, one per batch size served (ascending): min 1, opt = max = size."""
+    return [
+        {"min": (1, *image_shape), "opt": (size, *image_shape), "max": (size, *image_shape)}
+        for size in serving_sizes(job)
+    ]
+
+
+def profile_index(sizes: tuple[int, ...], batch: int) -> int:
+    """The profile that runs `batch`: the one of the smallest size that holds it."""
+    return next((index for index, size in enumerate(sizes) if size >= batch), len(sizes) - 1)
 
 
 def builder_flags(precision: str) -> dict[str, bool]:
@@ -79,9 +85,10 @@ def tensorrt_convert(job: Job) -> Path:
 
     source = engine_source(job)
     dims = onnx.load(str(source)).graph.input[0].type.tensor_type.shape.dim
-    profile = batch_profile(job, tuple(dim.dim_value for dim in dims[1:]))
+    profiles = batch_profiles(job, tuple(dim.dim_value for dim in dims[1:]))
     config = CreateConfig(
-        profiles=[Profile().add(INPUT_NAME, **profile)], **builder_flags(job.precision)
+        profiles=[Profile().add(INPUT_NAME, **shapes) for shapes in profiles],
+        **builder_flags(job.precision),
     )
     target = job.out_dir / f"model_{job.precision}.engine"
     SaveEngine(EngineFromNetwork(NetworkFromOnnxPath(str(source)), config=config), str(target))()
@@ -89,14 +96,20 @@ def tensorrt_convert(job: Job) -> Path:
 
 
 def tensorrt_load(path: Path, job: Job) -> Predict:
-    """Deserialize the engine into a TrtRunner; predict feeds float32 and copies the output."""
+    """Deserialize the engine into a TrtRunner; predict picks the batch's profile, feeds float32
+    and copies the output."""
     from polygraphy.backend.common import BytesFromPath
     from polygraphy.backend.trt import EngineFromBytes, TrtRunner
 
     runner = TrtRunner(EngineFromBytes(BytesFromPath(str(path))))
     runner.activate()
+    sizes, active = serving_sizes(job), [0]
 
     def predict(batch: np.ndarray) -> np.ndarray:
+        wanted = profile_index(sizes, len(batch))
+        if wanted != active[0]:
+            runner.set_profile(wanted)
+            active[0] = wanted
         outputs = runner.infer({INPUT_NAME: batch.astype(np.float32)})
         # The model has one output, the probabilities. The runner reuses its host buffers on
         # the next call, so copy before returning.

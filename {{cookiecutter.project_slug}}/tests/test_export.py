@@ -424,3 +424,30 @@ def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
     assert models["read_only"] is True and models["source"].startswith("${RUN_DIR")
     assert all(volume["read_only"] is True for volume in volumes.values())
     assert any(arg.startswith("--monitoring_config_file=") for arg in service["command"])
+
+
+def test_the_fresh_parity_process_predicts_with_tf32_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """TF32 (on by default on Ampere and newer) would move float32 probabilities by 1e-4-1e-3,
+    beyond the 1e-5 float32 tolerance: the reference predicts with it off, and restores it."""
+    from {{ cookiecutter.package_name }}.export import parity
+
+    seen: list[bool] = []
+
+    def signature(images: tf.Tensor) -> dict[str, tf.Tensor]:
+        seen.append(tf.config.experimental.tensor_float_32_execution_enabled())
+        count = int(images.shape[0])
+        return {
+            "probabilities": tf.zeros([count, 2]),
+            "class_ids": tf.zeros([count], tf.int64),
+            "class_names": tf.constant([b"a"] * count),
+        }
+
+    loaded = type("Loaded", (), {"signatures": {parity.SIGNATURE: signature}})()
+    monkeypatch.setattr(tf.saved_model, "load", lambda path: loaded)
+    np.save(tmp_path / "images.npy", np.zeros((3, 4, 4, 1), np.uint8))
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    parity.main(["predict", str(tmp_path), str(tmp_path / "images.npy"), str(tmp_path / "o.npz")])
+    assert seen == [False]
+    assert tf.config.experimental.tensor_float_32_execution_enabled() == before

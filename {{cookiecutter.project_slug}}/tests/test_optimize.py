@@ -24,7 +24,7 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
-from {{ cookiecutter.package_name }}.optimize import registry
+from {{ cookiecutter.package_name }}.optimize import core, registry
 from {{ cookiecutter.package_name }}.optimize.calibration import calibration_batches, calibration_images
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load, quantize_int8
 
@@ -322,3 +322,18 @@ def test_export_and_optimize_turn_on_memory_growth_when_imported(
     for step in (export, optimize):
         importlib.reload(step)
     assert grown == [(gpu.name, True)] * 2
+
+
+def test_the_parity_reference_is_computed_with_tf32_off() -> None:
+    """fp32 engines and ORT's CUDA provider compute in float32; the SavedModel reference must
+    too, or TF32's rounding (Ampere and newer) fails fp32 parity at its 1e-5 tolerance."""
+    seen: list[bool] = []
+
+    def reference(batch: np.ndarray) -> np.ndarray:
+        seen.append(tf.config.experimental.tensor_float_32_execution_enabled())
+        return np.zeros((len(batch), 2), np.float32)
+
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    got = core.reference_probabilities(reference, np.zeros((300, 4, 4, 1), np.uint8))
+    assert got.shape == (300, 2) and seen == [False, False]
+    assert tf.config.experimental.tensor_float_32_execution_enabled() == before

@@ -5,6 +5,11 @@ function, only what tf.saved_model.load finds on disk, the way TF Serving sees t
 sides predict the same validation images; the probabilities must agree within a tolerance set by
 the precision the model computes in (TOLERANCE), and the class names must be the names of the
 class ids.
+
+TensorFlow computes float32 matmuls and convolutions in TF32 on Ampere and newer GPUs by default
+(10 bits of mantissa): 1e-4 to 1e-3 apart from a float32 computation, more than float32's
+tolerance. Every parity reference (both sides here, and the SavedModel that 05_optimize compares
+its backends with) runs with TF32 off (exact_float32), so float32 is compared with float32.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +68,8 @@ def check_parity(
     classes = np.array(read_meta(folder)["classes"])
     images, labels = first_examples(folder, "validation", max_examples)
     served = predict_in_fresh_process(export_dir, images)  # and saved_model_cli's text
-    expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
+    with exact_float32():
+        expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
     tolerance = TOLERANCE["float32" if precision == "float32" else "mixed"]
     diff = float(np.max(np.abs(expected - served["probabilities"])))
@@ -83,6 +90,17 @@ def check_parity(
         **served_errors(labels, served["class_ids"], served["probabilities"], len(classes)),
         "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
     }
+
+
+@contextlib.contextmanager
+def exact_float32() -> Iterator[None]:
+    """TF32 off inside (float32 ops compute in float32 on every GPU), as it was after."""
+    enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        yield
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
 def served_errors(
@@ -162,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
     images = np.load(args.images)
     parts: dict[str, list[np.ndarray]] = {}
-    for start in range(0, len(images), PREDICT_BATCH):
-        batch = tf.constant(images[start : start + PREDICT_BATCH])
-        for name, value in signature(**{INPUT_NAME: batch}).items():
-            parts.setdefault(name, []).append(value.numpy())
+    with exact_float32():
+        for start in range(0, len(images), PREDICT_BATCH):
+            batch = tf.constant(images[start : start + PREDICT_BATCH])
+            for name, value in signature(**{INPUT_NAME: batch}).items():
+                parts.setdefault(name, []).append(value.numpy())
     outputs = {name: np.concatenate(values) for name, values in parts.items()}
     outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])
     np.savez(args.outputs, pid=np.int64(os.getpid()), **outputs)

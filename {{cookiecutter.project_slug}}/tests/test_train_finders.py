@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import tensorflow as tf
@@ -152,3 +153,75 @@ def test_the_runner_gives_auto_to_the_steps_that_take_it() -> None:
     assert plan.parameters["03_train"]["batch_size"] == "auto"
     assert plan.parameters["01_data"]["batch_size"] == 64  # a whole number there: the profile's
     assert any("batch_size='auto' goes to 03_train" in note for note in plan.notes)
+
+
+class RecordingTrainer:
+    """find.probes.Trainer as a probe uses it: records what it was built with, raises `error`."""
+
+    built: list[tuple[int, int]] = []
+    error: Exception | None = None
+
+    def __init__(self, folder, meta, params, strategy, batch, **kwargs) -> None:
+        RecordingTrainer.built.append((strategy.num_replicas_in_sync, batch))
+
+    def run(self, steps: int):
+        if RecordingTrainer.error is not None:
+            raise RecordingTrainer.error
+        return None
+
+
+@pytest.fixture
+def recording_trainer(monkeypatch) -> type[RecordingTrainer]:
+    monkeypatch.setattr(probes, "Trainer", RecordingTrainer)
+    monkeypatch.setattr(RecordingTrainer, "built", [])
+    monkeypatch.setattr(RecordingTrainer, "error", None)
+    return RecordingTrainer
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        tf.errors.InternalError(None, None, "Dst tensor is not initialized."),
+        tf.errors.UnknownError(
+            None,
+            None,
+            "Failed to get convolution algorithm. This is probably because cuDNN failed to "
+            "initialize, so try looking to see if a warning log message was printed above.",
+        ),
+        tf.errors.InternalError(
+            None, None, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 3.06GiB."
+        ),
+    ],
+)
+def test_every_kind_of_out_of_memory_is_an_answer_not_a_crash(recording_trainer, error) -> None:
+    """The host-to-device copy and cuDNN/XLA autotuning run out as Internal/UnknownError."""
+    recording_trainer.error = error
+    probe = probes.batch_probe(
+        Path("."), {}, None, tf.distribute.get_strategy(), loss_scaling=False, jit=False
+    )(64)
+    assert not probe.ok and probe.batch == 64
+    assert probe.note.startswith("out of memory (") and type(error).__name__ in probe.note
+
+
+def test_an_internal_error_that_is_not_memory_propagates(recording_trainer) -> None:
+    recording_trainer.error = tf.errors.InternalError(None, None, "a bug in a kernel")
+    probe = probes.batch_probe(
+        Path("."), {}, None, tf.distribute.get_strategy(), loss_scaling=False, jit=False
+    )
+    with pytest.raises(tf.errors.InternalError):
+        probe(64)
+
+
+def test_mirrored_gpus_are_probed_one_replica_at_the_per_replica_batch(
+    recording_trainer, monkeypatch
+) -> None:
+    """A replica out of memory while the others wait in NCCL's all-reduce would hang the probe:
+    one replica is probed alone (no collective) at batch / replicas, its rate x replicas."""
+    devices = tuple(f"/job:localhost/replica:0/task:0/device:CPU:{i}" for i in range(4))
+    mirrored = SimpleNamespace(
+        num_replicas_in_sync=4, extended=SimpleNamespace(worker_devices=devices)
+    )
+    monkeypatch.setattr(probes, "device_kind", lambda: "gpu")
+    probe = probes.batch_probe(Path("."), {}, None, mirrored, loss_scaling=False, jit=False)(256)
+    assert recording_trainer.built == [(1, 64)]
+    assert probe.ok and probe.batch == 256 and "one replica of 4" in probe.note

@@ -2,10 +2,23 @@
 
 A batch-size probe builds the model and its optimizer inside the strategy's scope (under the dtype
 policy in force), feeds it the run's own training pipeline at that global batch, runs one step to
-trace and warm up, then times a few more. Out of device memory (ResourceExhaustedError) is an
-answer, not a failure: the probe says so and the finder bisects. On GPUs the peak of device
-memory during the probe is read from TensorFlow's allocator. A learning-rate step is one real
-training step of a fresh copy of the model at the learning rate it is given.
+trace and warm up, then times a few more. Out of device memory is an answer, not a failure: the
+probe says so and the finder bisects. TensorFlow does not always call it ResourceExhaustedError:
+running out during the host-to-device copy is InternalError "Dst tensor is not initialized", and
+cuDNN or XLA autotuning that cannot allocate is UnknownError or InternalError (OOM_SIGNS); any
+other error is a bug and propagates. On GPUs the peak of device memory during the probe is read
+from TensorFlow's allocator.
+
+Under MirroredStrategy on GPUs a probe trains one replica (OneDeviceStrategy on the first GPU)
+at the per-replica batch, and its rate is multiplied by the replicas. Each GPU holds the same
+per-replica model, activations and optimizer state, so what fits one fits all; but a replica
+that runs out of memory while the others wait in NCCL's all-reduce hangs them, and no timeout
+reaches inside a collective (the time budget is checked between probes). One replica has no
+collective, so out of memory is raised at once. A probe in a subprocess with a timeout was the
+other way: it would start TensorFlow for every probe and share the GPUs with this process, which
+already holds them. NCCL's own buffers are not in the probe: the finder's 10 % margin covers
+them. A learning-rate step is one real training step of a fresh copy of the model at the learning
+rate it is given.
 
 Each probe builds and drops its own model, so nothing it made reaches the training that follows.
 """
@@ -31,6 +44,19 @@ from .batch import Probe
 
 PROBE_STEPS = 5  # timed steps per batch size, after one that traces
 HOST_SHARE = 0.5  # of the memory available now, what the CPU finder lets a batch's work take
+# Words in an InternalError's or UnknownError's message that mean the device ran out of memory:
+# the host-to-device copy that could not allocate its destination, cuDNN that could not
+# allocate its workspace or handle, XLA's allocator and autotuner, the CUDA driver.
+OOM_SIGNS = (
+    "dst tensor is not initialized",
+    "out of memory",
+    "resource_exhausted",
+    "resource exhausted",
+    "cudnn_status_alloc_failed",
+    "cudnn_status_not_initialized",
+    "cudnn failed to initialize",
+    "failed to allocate",
+)
 
 
 class Trainer:
@@ -112,8 +138,15 @@ def device_kind() -> str:
 def batch_probe(
     folder: Path, meta: dict[str, Any], params: Any, strategy: Any, *, loss_scaling: bool, jit: bool
 ) -> Callable[[int], Probe]:
-    """probe(batch) → Probe: examples/s of PROBE_STEPS steps, peak GPU memory, or out of memory."""
+    """probe(batch) → Probe: examples/s of PROBE_STEPS steps, peak GPU memory, or out of memory.
+
+    On GPUs with several replicas, one replica is probed at batch / replicas (module docstring).
+    """
     gpus = [f"GPU:{index}" for index, _ in enumerate(tf.config.list_logical_devices("GPU"))]
+    replicas = strategy.num_replicas_in_sync
+    single = one_replica(strategy) if replicas > 1 and device_kind() == "gpu" else None
+    probed, share = (single, replicas) if single is not None else (strategy, 1)
+    note = f"one replica of {replicas} probed, its rate x {replicas}" if share > 1 else ""
 
     def probe(batch: int) -> Probe:
         started = time.perf_counter()
@@ -122,7 +155,7 @@ def batch_probe(
             for device in gpus:
                 tf.config.experimental.reset_memory_stats(device)
             trainer = Trainer(
-                folder, meta, params, strategy, batch, loss_scaling=loss_scaling, jit=jit
+                folder, meta, params, probed, batch // share, loss_scaling=loss_scaling, jit=jit
             )
             trainer.run(1)  # traces the step function, fills the pipeline
             timed = time.perf_counter()
@@ -131,14 +164,37 @@ def batch_probe(
             peak = max(
                 (tf.config.experimental.get_memory_info(d)["peak"] for d in gpus), default=None
             )
-            return Probe(batch, True, rate, peak, time.perf_counter() - started)
-        except tf.errors.ResourceExhaustedError:
-            return Probe(batch, False, None, None, time.perf_counter() - started, "out of memory")
+            return Probe(batch, True, rate, peak, time.perf_counter() - started, note)
+        except (
+            tf.errors.ResourceExhaustedError,
+            tf.errors.InternalError,
+            tf.errors.UnknownError,
+        ) as error:
+            why = out_of_memory(error)
+            if why is None:
+                raise
+            return Probe(batch, False, None, None, time.perf_counter() - started, why)
         finally:
             del trainer
             gc.collect()
 
     return probe
+
+
+def out_of_memory(error: Exception) -> str | None:
+    """The probe's note when `error` means the device ran out of memory, else None (a bug)."""
+    if isinstance(error, tf.errors.ResourceExhaustedError):
+        return "out of memory"
+    message = str(getattr(error, "message", "") or error)
+    if any(sign in message.lower() for sign in OOM_SIGNS):
+        first = message.strip().splitlines()[0][:120] if message.strip() else ""
+        return f"out of memory ({type(error).__name__}: {first})"
+    return None
+
+
+def one_replica(strategy: Any) -> Any:
+    """A one-device strategy on the strategy's first replica's device."""
+    return tf.distribute.OneDeviceStrategy(strategy.extended.worker_devices[0])
 
 
 def lr_step(

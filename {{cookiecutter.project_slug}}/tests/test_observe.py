@@ -23,6 +23,7 @@ from {{ cookiecutter.package_name }}.observe import (
     verdict,
 )
 from {{ cookiecutter.package_name }}.observe import exporter as exporter_module
+from {{ cookiecutter.package_name }}.observe import gpu as gpu_module
 from {{ cookiecutter.package_name }}.observe.gpu import GpuCollector, visible_indices
 from {{ cookiecutter.package_name }}.observe.profiler import (
     ObserveError,
@@ -193,30 +194,57 @@ def test_workers_serve_their_own_numbers_and_leave_epochs_to_the_chief(monkeypat
 
 
 class FakeNvml:
-    """Two GPUs as pynvml describes them; the second cannot report its power."""
+    """GPUs as pynvml describes them (two by default); the second cannot report its power.
+    `lost` GPUs fell off the bus, `denied` ones belong to another job's cgroup; `count_error`
+    makes even the count fail."""
 
     NVML_TEMPERATURE_GPU = 0
 
     class NVMLError(Exception):
         pass
 
+    class NVMLError_GpuIsLost(NVMLError):  # noqa: N801 (pynvml's names)
+        pass
+
+    class NVMLError_NoPermission(NVMLError):  # noqa: N801
+        pass
+
+    def __init__(self, count=2, lost=(), denied=(), count_error=None) -> None:
+        self.count, self.lost, self.denied, self.count_error = count, lost, denied, count_error
+        self.bus_ids = [f"00000000:{0x19 + 0x20 * i:02X}:00.0" for i in range(count)]
+
     def nvmlDeviceGetCount(self) -> int:
-        return 2
+        if self.count_error:
+            raise self.count_error
+        return self.count
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        if index in self.lost:
+            raise self.NVMLError_GpuIsLost("GPU is lost")
+        if index in self.denied:
+            raise self.NVMLError_NoPermission("Insufficient Permissions")
         return index
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id: str) -> int:
+        return self.nvmlDeviceGetHandleByIndex(self.bus_ids.index(bus_id))
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
+        return self.nvmlDeviceGetHandleByIndex(int(uuid.rsplit("-", 1)[1]))
+
+    def nvmlDeviceGetUUID(self, handle: int) -> str:
+        return f"GPU-8a7c-{handle}"
 
     def nvmlDeviceGetName(self, handle: int) -> bytes:
         return b"NVIDIA H200"
 
     def nvmlDeviceGetUtilizationRates(self, handle: int):
-        return SimpleNamespace(gpu=[87, 12][handle], memory=40)
+        return SimpleNamespace(gpu=[87, 12, 50, 33][handle], memory=40)
 
     def nvmlDeviceGetMemoryInfo(self, handle: int):
-        return SimpleNamespace(used=[60, 10][handle] * 2**30, total=141 * 2**30)
+        return SimpleNamespace(used=[60, 10, 20, 30][handle] * 2**30, total=141 * 2**30)
 
     def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
-        return [71, 40][handle]
+        return [71, 40, 50, 60][handle]
 
     def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
         if handle == 1:
@@ -224,8 +252,16 @@ class FakeNvml:
         return 550_000
 
 
+def utilization(nvml: FakeNvml, bus_ids: list[str] | None = None) -> dict[str, float]:
+    """gpu label -> gpu_utilization_ratio, as one scrape of the collector gives them."""
+    collector = GpuCollector(nvml, {"run": "R"}, find_bus_ids=lambda: bus_ids)
+    family = next(f for f in collector.collect() if f.name == "gpu_utilization_ratio")
+    return {sample.labels["gpu"]: sample.value for sample in family.samples}
+
+
 def test_gpu_series_come_from_nvml_per_gpu(monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(gpu_module, "cuda_bus_ids", lambda: None)
     monkeypatch.setattr(exporter_module, "load_nvml", lambda: FakeNvml())
     exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
     exporter.start({"model": "m", "strategy": "S", "precision": "p"}, epochs=1, epoch=0)
@@ -248,6 +284,52 @@ def test_gpu_series_come_from_nvml_per_gpu(monkeypatch) -> None:
     assert ("gpu_power_watts", "1") not in by_gpu  # unsupported: left out, not 0
     sample = samples["gpu_utilization_ratio"][0]
     assert sample.labels["name"] == "NVIDIA H200" and sample.labels["run"] == "R"
+    assert sample.labels["uuid"] == "GPU-8a7c-0"
+
+
+def test_a_lost_gpu_leaves_the_others_and_the_training_series_served(monkeypatch) -> None:
+    """NVMLError_GpuIsLost on one GPU (fallen off the bus), or on the count itself: the scrape
+    still answers, without that GPU's series, instead of an HTTP 500 losing every series."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(gpu_module, "cuda_bus_ids", lambda: None)
+    nvml = FakeNvml(count=3, lost=(1,))
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: nvml)
+    exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
+    exporter.start({"model": "m", "strategy": "S", "precision": "p"}, epochs=1, epoch=0)
+    try:
+        samples = scrape(exporter.url)
+        assert {s.labels["gpu"] for s in samples["gpu_utilization_ratio"]} == {"0", "2"}
+        nvml.count_error = nvml.NVMLError_GpuIsLost("GPU is lost")
+        samples = scrape(exporter.url)
+    finally:
+        exporter.close()
+    assert "gpu_utilization_ratio" not in samples and "train_steps_total" in samples
+
+
+def test_gpus_of_another_cgroup_are_left_out(monkeypatch) -> None:
+    """Under SLURM's cgroups NVML counts every GPU but may not open the others (NoPermission)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = FakeNvml(count=4, denied=(0, 1))
+    assert utilization(nvml) == {"2": 0.5, "3": pytest.approx(0.33)}
+    assert utilization(nvml, bus_ids=[nvml.bus_ids[2], nvml.bus_ids[0]]) == {"0": 0.5}
+
+
+def test_cuda_indices_are_mapped_to_nvml_devices_by_pci_bus_id(monkeypatch) -> None:
+    """CUDA_VISIBLE_DEVICES=2,3 is CUDA's 0 and 1; with CUDA's fastest-first order its device
+    0 may be NVML's 3. The series follow CUDA's PCI bus ids, labelled as TensorFlow's GPU:N."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    nvml = FakeNvml(count=4)
+    got = utilization(nvml, bus_ids=[nvml.bus_ids[3], nvml.bus_ids[2]])
+    assert got == {"0": pytest.approx(0.33), "1": pytest.approx(0.50)}
+
+
+def test_gpus_named_by_uuid_are_looked_up_by_uuid(monkeypatch) -> None:
+    """Without the CUDA driver to ask, UUIDs in CUDA_VISIBLE_DEVICES are found by UUID."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8a7c-3,GPU-8a7c-1")
+    assert utilization(FakeNvml(count=4), bus_ids=None) == {
+        "0": pytest.approx(0.33),
+        "1": pytest.approx(0.12),
+    }
 
 
 def test_only_the_gpus_this_process_may_use_are_reported() -> None:
@@ -255,5 +337,5 @@ def test_only_the_gpus_this_process_may_use_are_reported() -> None:
     assert visible_indices(2, "0,5") == [0]
     assert visible_indices(2, "") == []
     assert visible_indices(3, "GPU-8a7c,GPU-11f2") == [0, 1, 2]
-    collector = GpuCollector(FakeNvml(), {"run": "R", "task": "chief/0"})
+    collector = GpuCollector(FakeNvml(), {"run": "R", "task": "chief/0"}, lambda: None)
     assert collector.nvml.nvmlDeviceGetCount() == 2

@@ -4,13 +4,24 @@ NVIDIA's own bindings (`nvidia-ml-py`, module `pynvml`, in the project's `gpu` e
 driver at every scrape, so the numbers are the device's, whoever uses it. Where NVML is missing or
 sees no GPU (a laptop CPU, CI), no GPU series exists at all: a dashboard then shows "no data"
 rather than a utilisation of 0 that would read as an idle GPU. A GPU that answers one query but
-not another (power on some boards) leaves out that one series.
+not another (power on some boards) leaves out that one series, and a GPU that does not answer at
+all (fallen off the bus: GpuIsLost; not this process's under SLURM's cgroups: NoPermission) is
+left out while the others are served: one bad GPU never turns the scrape into an HTTP 500.
+
+Which GPUs: the ones this process's CUDA sees. NVML counts every GPU of the machine in its own
+order; CUDA renumbers what CUDA_VISIBLE_DEVICES lists, in its order (fastest first unless
+CUDA_DEVICE_ORDER=PCI_BUS_ID), so a CUDA index is not an NVML index. The CUDA driver gives each
+visible device's PCI bus id and NVML is asked by that id (NVIDIA's advice: look devices up by
+PCI id or UUID). Where the CUDA driver cannot be asked, CUDA_VISIBLE_DEVICES is read: UUIDs are
+looked up by UUID, numbers taken as NVML indices (right where CUDA orders by PCI bus, as on
+machines of one GPU model). Series are labelled gpu (the index TensorFlow's GPU:N uses) and uuid.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -40,7 +51,7 @@ def load_nvml() -> ModuleType | None:
 
 
 def visible_indices(count: int, value: str | None = None) -> list[int]:
-    """The NVML indices this process may use: CUDA_VISIBLE_DEVICES when it lists numbers."""
+    """The NVML indices CUDA_VISIBLE_DEVICES lists when it lists numbers (all when unset)."""
     text = os.environ.get("CUDA_VISIBLE_DEVICES") if value is None else value
     if text is None or not text.strip():
         return list(range(count)) if text is None else []
@@ -51,23 +62,82 @@ def visible_indices(count: int, value: str | None = None) -> list[int]:
     return [index for index in chosen if 0 <= index < count]
 
 
-class GpuCollector(Collector):
-    """Collects METRICS for every visible GPU, labelled with the run's labels, gpu and name."""
+def cuda_bus_ids() -> list[str] | None:
+    """The PCI bus ids of the GPUs this process's CUDA sees, in CUDA's order, from the CUDA
+    driver (libcuda: cuInit, cuDeviceGet, cuDeviceGetPCIBusId); None where it cannot be asked.
 
-    def __init__(self, nvml: ModuleType, labels: dict[str, str]) -> None:
+    Written with ctypes: four calls of the driver's stable C API, where NVIDIA's Python bindings
+    (cuda-bindings) would be one more package whose major version must match the driver's.
+    """
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        status = cuda.cuInit(0)
+        if status != 0:
+            return [] if status == 100 else None  # 100: CUDA_ERROR_NO_DEVICE
+        count = ctypes.c_int()
+        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return None
+        ids = []
+        for index in range(count.value):
+            device, text = ctypes.c_int(), ctypes.create_string_buffer(64)
+            if cuda.cuDeviceGet(ctypes.byref(device), index) != 0:
+                return None
+            if cuda.cuDeviceGetPCIBusId(text, len(text), device) != 0:
+                return None
+            ids.append(text.value.decode())
+        return ids
+    except (OSError, AttributeError):  # no driver library (a CPU machine), or not this API
+        return None
+
+
+class GpuCollector(Collector):
+    """Collects METRICS for every visible GPU, labelled with the run's labels, gpu, uuid, name."""
+
+    def __init__(
+        self,
+        nvml: ModuleType,
+        labels: dict[str, str],
+        find_bus_ids: Callable[[], list[str] | None] = cuda_bus_ids,
+    ) -> None:
         self.nvml, self.labels = nvml, labels
+        self.bus_ids = find_bus_ids()  # once: CUDA's devices do not change during a run
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        names = [*self.labels, "gpu", "name"]
+        names = [*self.labels, "gpu", "uuid", "name"]
         families = {key: GaugeMetricFamily(key, doc, labels=names) for key, doc in METRICS.items()}
-        for index in visible_indices(self.nvml.nvmlDeviceGetCount()):
-            handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+        for label, handle in self.devices():
             name = _decode(self._ask(self.nvml.nvmlDeviceGetName, handle)) or "unknown"
-            values = [*self.labels.values(), str(index), name]
+            uuid = _decode(self._ask(self.nvml.nvmlDeviceGetUUID, handle)) or ""
+            values = [*self.labels.values(), label, uuid, name]
             for key, value in self._read(handle).items():
                 if value is not None:
                     families[key].add_metric(values, float(value))
         yield from families.values()
+
+    def devices(self) -> list[tuple[str, Any]]:
+        """(gpu label, NVML handle) of each visible GPU that answers; the others are left out."""
+        nvml, found = self.nvml, []
+        if self.bus_ids is not None:  # CUDA's own list: index i is TensorFlow's GPU:i
+            for index, bus_id in enumerate(self.bus_ids):
+                handle = self._ask(nvml.nvmlDeviceGetHandleByPciBusId, bus_id)
+                if handle is not None:
+                    found.append((str(index), handle))
+            return found
+        text = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if text is not None and text.strip() and not text.strip()[0].isdigit():
+            entries = [part.strip() for part in text.split(",") if part.strip()]
+            for index, uuid in enumerate(entries):
+                handle = self._ask(nvml.nvmlDeviceGetHandleByUUID, uuid)
+                if handle is not None:
+                    found.append((str(index), handle))
+            return found
+        count = self._ask(nvml.nvmlDeviceGetCount)
+        listed = visible_indices(count or 0)
+        for position, index in enumerate(listed):
+            handle = self._ask(nvml.nvmlDeviceGetHandleByIndex, index)
+            if handle is not None:
+                found.append((str(position if text is not None else index), handle))
+        return found
 
     def _read(self, handle: Any) -> dict[str, float | None]:
         nvml = self.nvml
@@ -84,6 +154,7 @@ class GpuCollector(Collector):
         }
 
     def _ask(self, query: Any, *args: Any) -> Any:
+        """query(*args), or None when NVML refuses (GpuIsLost, NoPermission, NotSupported...)."""
         try:
             return query(*args)
         except self.nvml.NVMLError:

@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
         results[name] = bench.run_one(spec, timeout)
     replicas = next((s["replicas"] for n, s in specs if n == "scaled"), 1)
-    measured, missing = bench.ratios(results, replicas)
+    scaled_on = next(("xla" if s["jit"] else "float32" for n, s in specs if n == "scaled"), "")
+    measured, missing = bench.ratios(results, replicas, scaled_on or "float32")
     served, unserved = bench.inference(run_dir)
     measured.update(served)
     why = {**why, **missing, **{k: v for k, v in unserved.items() if served.get(k) is None}}

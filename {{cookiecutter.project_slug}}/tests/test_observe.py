@@ -27,6 +27,7 @@ from {{ cookiecutter.package_name }}.observe import gpu as gpu_module
 from {{ cookiecutter.package_name }}.observe.gpu import GpuCollector, visible_indices
 from {{ cookiecutter.package_name }}.observe.profiler import (
     ObserveError,
+    Profiler,
     check_window,
     report_chunks,
 )
@@ -114,6 +115,46 @@ def test_calls_end_at_the_profile_window_edges() -> None:
     assert report_chunks(22, 23, {1, 4}, live=False) == [22]
     # A window in the second epoch (steps 30-31): cuts after 29 and 31.
     assert report_chunks(22, 23, {29, 31}, live=False) == [7, 2, 13]
+
+
+def traced(monkeypatch, tmp_path, planes: dict[str, int], errors=()) -> Profiler:
+    """A Profiler over steps 2-3 on a machine with a GPU, whose trace holds `planes` (name ->
+    kernel events) and the profiler's `errors`, as tf.profiler would write it."""
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    def stop() -> None:
+        space = xplane_pb2.XSpace(errors=list(errors))
+        for name, events in planes.items():
+            plane = space.planes.add(name=name)
+            plane.lines.add(name="stream").events.extend(
+                [xplane_pb2.XEvent(metadata_id=1)] * events
+            )
+        folder = tmp_path / "plugins" / "profile" / "2026_12_03_10_00_00"
+        folder.mkdir(parents=True)
+        (folder / "host.xplane.pb").write_bytes(space.SerializeToString())
+
+    monkeypatch.setattr(tf.profiler.experimental, "start", lambda logdir: None)
+    monkeypatch.setattr(tf.profiler.experimental, "stop", stop)
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind=None: ["GPU:0"])
+    profiler = Profiler((2, 3), tmp_path, enabled=True)
+    profiler.before(2)
+    profiler.after(3)
+    return profiler
+
+
+def test_a_gpu_trace_without_kernels_says_cupti_was_refused(monkeypatch, tmp_path) -> None:
+    """In the non-root container CUPTI needs a driver option: the summary says so and how."""
+    refused = "cupti_error_insufficient_privileges"
+    profiler = traced(monkeypatch, tmp_path, {"/host:CPU": 40}, errors=[refused])
+    note = profiler.summary()["note"]
+    assert note.startswith("The profile has no GPU kernels") and refused in note
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in note
+
+
+def test_a_gpu_trace_with_kernels_needs_no_note(monkeypatch, tmp_path) -> None:
+    profiler = traced(monkeypatch, tmp_path, {"/host:CPU": 40, "/device:GPU:0": 12})
+    assert profiler.summary() == {"steps": [2, 3], "logdir": str(tmp_path), "note": None}
 
 
 @pytest.mark.parametrize("port", [-1, 80, 1023, 65536, "9464", True, 1.5])

@@ -183,6 +183,25 @@ def test_serving_compose_passes_the_written_configs_and_loopback_ports():
     assert {port.split(":")[0] for port in service["ports"]} == {"127.0.0.1"}
 
 
+@needs_compose
+def test_the_gpu_serving_service_leaves_gpu_memory_to_others():
+    """serving-gpu (profile gpu) is the same server in the -gpu image, given the GPUs, growing
+    its memory on demand up to a fraction of each GPU instead of reserving nearly all of it."""
+    services = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
+    cpu, gpu = services["serving"], services["serving-gpu"]
+    assert gpu["profiles"] == ["gpu"] and "profiles" not in cpu  # `up` alone starts the CPU one
+    assert gpu["image"] == cpu["image"] + "-gpu"
+    flags = dict(arg.removeprefix("--").split("=", 1) for arg in gpu["command"])
+    fraction = flags.pop("per_process_gpu_memory_fraction")
+    assert fraction == "${SERVING_GPU_MEMORY_FRACTION:-0.3}"
+    assert 0 < float(fraction.split(":-")[1].rstrip("}")) < 1
+    assert gpu["command"][:-1] == cpu["command"]
+    assert gpu["environment"]["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+    assert (gpu["ports"], gpu["volumes"]) == (cpu["ports"], cpu["volumes"])
+    (device,) = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+
+
 # ----------------------------------------------------------------------------- versions, labels
 
 

@@ -7,6 +7,11 @@ host or for an all-reduce. Profiling slows the steps it covers, so it covers a f
 first (which traces the graph). Steps are counted from 1 in each call of train.run, across its
 epochs. The trace is written under the run's logs/ (plugins/profile/<time>/<host>.xplane.pb), by
 the chief alone in a multi-worker job.
+
+GPU kernels reach the trace through CUPTI, NVIDIA's profiling interface, which the driver by
+default lets only root use: in a non-root container (docker/compose.yml runs as your uid) the
+trace then holds host activity only. After tracing on a GPU machine the trace is read back, and
+when it has no GPU kernel the summary says so and why (cupti_note).
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from ..artifacts import StepError
 # MAX_REPORT_STEPS (so a long epoch still reports every few seconds to minutes).
 MIN_REPORT_STEPS = 50
 MAX_REPORT_STEPS = 200
+CUPTI_NOTE = (
+    "The profile has no GPU kernels: TensorFlow's profiler could not use CUPTI, which the NVIDIA "
+    "driver lets only root use by default (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES), as in a "
+    "non-root container; on the host set the nvidia module option "
+    "NVreg_RestrictProfilingToAdminUsers=0 (and reload the driver), or give the container "
+    "CAP_SYS_ADMIN, then profile again."
+)
 
 
 class ObserveError(StepError):
@@ -89,6 +101,7 @@ class Profiler:
         self.window, self.logdir, self.enabled = window, logdir, enabled
         self.active = False
         self.traced: tuple[int, int] | None = None
+        self.note: str | None = None  # CUPTI_NOTE when a GPU's trace came back without kernels
 
     def cuts(self) -> set[int]:
         """The steps after which a step-function call must end: before and at the window."""
@@ -105,6 +118,8 @@ class Profiler:
         if self.active and self.window and step >= self.window[1]:
             self.close()
             self.traced = self.window
+            if tf.config.list_logical_devices("GPU"):
+                self.note = cupti_note(self.logdir)
 
     def close(self) -> None:
         if self.active:
@@ -118,4 +133,27 @@ class Profiler:
         return {
             "steps": list(self.traced) if self.traced else None,
             "logdir": str(self.logdir) if self.traced else None,
+            "note": self.note,
         }
+
+
+def cupti_note(logdir: Path) -> str | None:
+    """CUPTI_NOTE (with the profiler's own errors) when the newest trace under logdir has no
+    event on a GPU plane; None when it has kernels, or when there is no trace to read."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    traces = sorted((logdir / "plugins" / "profile").glob("*/*.xplane.pb"))
+    if not traces:
+        return None
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(traces[-1].read_bytes())
+    kernels = sum(
+        len(line.events)
+        for plane in space.planes
+        if plane.name.startswith("/device:GPU:")
+        for line in plane.lines
+    )
+    if kernels:
+        return None
+    errors = "; ".join(dict.fromkeys(error.strip() for error in space.errors if error.strip()))
+    return CUPTI_NOTE + (f" The profiler said: {errors[:300]}." if errors else "")

@@ -66,7 +66,8 @@ class Watch:
             return None
         first, last = self.profiler.window
         if self.profiler.traced:
-            return f"Profile of steps {first}-{last} written under {self.profiler.logdir}."
+            written = f"Profile of steps {first}-{last} written under {self.profiler.logdir}."
+            return f"{written} {self.profiler.note}" if self.profiler.note else written
         if not self.profiler.enabled:
             return None
         return f"No profile was written: training ended before step {last}."

@@ -78,10 +78,17 @@ def test_every_action_is_pinned_to_a_sha_with_its_version(workflows):
     assert all(len(pins) == 1 for pins in shas.values()), shas
 
 
-def test_dependabot_watches_actions_and_pip(dependabot):
-    for path in dependabot:
+def test_dependabot_watches_actions_and_pip(dependabot, bake):
+    """Both watch the actions and pip; a bake with Docker also the images its compose files pin,
+    and one without has no such entry."""
+    template, baked = dependabot
+    for path, extra in ((template, set()), (baked, {"docker-compose"})):
         updates = yaml.safe_load(path.read_text(encoding="utf-8"))["updates"]
-        assert {update["package-ecosystem"] for update in updates} == {"github-actions", "pip"}
+        ecosystems = {update["package-ecosystem"] for update in updates}
+        assert ecosystems == {"github-actions", "pip", *extra}
+    without = bake({"include_docker": False}).root / ".github" / "dependabot.yml"
+    updates = yaml.safe_load(without.read_text(encoding="utf-8"))["updates"]
+    assert {update["package-ecosystem"] for update in updates} == {"github-actions", "pip"}
 
 
 def test_the_matrix_is_every_offered_pair_the_hook_accepts(template, pre_gen):

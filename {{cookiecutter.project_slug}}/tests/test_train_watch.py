@@ -117,7 +117,7 @@ def test_profile_steps_write_a_trace_under_logs(run_dir: Path, capsys) -> None:
     metrics = train.run(run_dir, Params(epochs=2, profile_steps="2,4"))
     traces = list((run_dir / "logs" / "plugins" / "profile").glob("*/*.xplane.pb"))
     assert len(traces) == 1 and traces[0].stat().st_size > 0
-    assert metrics["profile"] == {"steps": [2, 4], "logdir": str(run_dir / "logs")}
+    assert metrics["profile"] == {"steps": [2, 4], "logdir": str(run_dir / "logs"), "note": None}
     assert "Profile of steps 2-4 written" in capsys.readouterr().out
 
 

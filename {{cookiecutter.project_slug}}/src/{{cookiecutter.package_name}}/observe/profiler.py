@@ -129,7 +129,7 @@ class Profiler:
     def summary(self) -> dict[str, Any]:
         """What metrics/train.json says of the profile."""
         if self.window is None:
-            return {"steps": None, "logdir": None}
+            return {"steps": None, "logdir": None, "note": None}
         return {
             "steps": list(self.traced) if self.traced else None,
             "logdir": str(self.logdir) if self.traced else None,

@@ -25,8 +25,12 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
 from {{ cookiecutter.package_name }}.optimize import core, registry
-from {{ cookiecutter.package_name }}.optimize.calibration import calibration_batches, calibration_images
-from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load, quantize_int8
+from {{ cookiecutter.package_name }}.optimize.calibration import (
+    calibration_batches,
+    calibration_images,
+    quantize_int8,
+)
+from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 pytestmark = pytest.mark.skipif(

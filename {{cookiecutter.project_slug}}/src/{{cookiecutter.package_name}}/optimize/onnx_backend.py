@@ -27,7 +27,7 @@ import numpy as np
 from .. import lineage
 from ..export.files import INPUT_NAME, load_model
 from .base import Job, OptimizeError, Predict
-from .calibration import calibration_batches, calibration_images
+from .calibration import calibration_images, quantize_int8
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
@@ -220,54 +220,4 @@ def float_input_onnx(source: Path, target: Path) -> Path:
     model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     onnx.checker.check_model(model)
     onnx.save(model, str(target))
-    return target
-
-
-def quantize_int8(source: Path, target: Path, images: np.ndarray, symmetric: bool) -> Path:
-    """source statically quantized to int8 (Q/DQ format), calibrated on `images`.
-
-    Weights are int8 per channel. Activations are uint8 for ONNX Runtime's CPU and CUDA
-    providers, or symmetric int8 (zero point 0) for TensorRT, which only takes that; for
-    TensorRT biases also stay float32 (it cannot dequantize int32).
-    """
-    import onnx
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    graph = onnx.load(str(source)).graph.input[0]
-    name = graph.name
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(graph.type.tensor_type.elem_type)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.batches = calibration_batches(images, dtype=dtype)
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            batch = next(self.batches, None)
-            return None if batch is None else {name: batch}
-
-    prepared = target.with_suffix(".prepared.onnx")
-    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    quantize_static(
-        str(prepared),
-        str(target),
-        Reader(),
-        quant_format=QuantFormat.QDQ,
-        per_channel=True,
-        activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
-        # TensorRT's ONNX parser dequantizes only 8-bit (or narrower) values, so for it biases
-        # stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
-        extra_options={
-            "ActivationSymmetric": symmetric,
-            "WeightSymmetric": True,
-            "QuantizeBias": not symmetric,
-        },
-    )
-    prepared.unlink()
     return target

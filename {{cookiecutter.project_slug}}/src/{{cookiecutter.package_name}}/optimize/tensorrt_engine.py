@@ -27,8 +27,8 @@ import numpy as np
 
 from ..export.files import INPUT_NAME
 from .base import Job, Predict, gpu_visible
-from .calibration import calibration_images
-from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, quantize_int8, serving_sizes
+from .calibration import calibration_images, quantize_int8
+from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, serving_sizes
 
 
 def tensorrt_available(precision: str) -> tuple[bool, str]:

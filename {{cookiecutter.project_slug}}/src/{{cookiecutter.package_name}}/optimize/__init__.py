@@ -13,8 +13,8 @@ ran: warm-up first, then batch-1 latency (p50, p99) and throughput at larger bat
     metrics = optimize.run(run_dir, params)    # measures, writes metrics/optimize.json
 
 Modules: `params` (Params, check: the contract), `core` (the step), `base` (the interface),
-`registry` (the backends present), `calibration` (int8 data and quantization), and one module per backend:
-`onnx_backend`, `tensorrt_engine`, `tf_trt`.
+`registry` (the backends present), `calibration` (int8 data and quantization), and one module per
+backend: `onnx_backend`, `tensorrt_engine`, `tf_trt`.
 """
 
 from ..env.devices import configure_memory_growth

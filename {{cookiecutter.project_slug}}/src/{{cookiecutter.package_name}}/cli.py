@@ -155,7 +155,7 @@ def _step(args: argparse.Namespace) -> int:
         metrics = steps.module(step).run(folder, params, verbose=not args.json)
     except (StepError, runner.RunnerInputError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
+        return getattr(error, "exit_status", 2)  # 128 + signal when a stop signal ended it
     written = folder / METRICS_DIR / f"{step.name}.json"
     if args.json:
         print(json.dumps(metrics, indent=2, sort_keys=True, default=str))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line
-from . import report, resume
+from . import preempt, report, resume
 from .devices import worker_role
 from .params import effective_learning_rate
 from .replica import make_eval_step, make_train_steps
@@ -93,6 +94,7 @@ class Loop:
             self.checkpoint = tf.train.Checkpoint(
                 model=self.model, optimizer=optimizer, epoch=self.epoch
             )
+        self.stop = preempt.StopRequest()  # outside the scope: each worker's own flag
         self.train_steps = make_train_steps(
             distribution,
             self.model,
@@ -101,9 +103,11 @@ class Loop:
             loss_scaling=loss_scaling,
             jit=jit,
             timed=_TIMED[-1],
+            stop=self.stop.flag,
         )
         self.eval_step = make_eval_step(distribution, self.model)
         self.steps_done = 0  # training steps run by this call, for reports and the profiler
+        self.partial: dict[str, Any] | None = None  # an epoch cut short by a stop signal
 
     def run(
         self, state: dict[str, Any], *, latest: str | None, devices: dict[str, Any]
@@ -115,7 +119,11 @@ class Loop:
         )
         watch = Watch(self.folder, params, self.role)
         try:
+            self.stop.__enter__()
             initial_epoch, history = checkpoints.restore(latest)
+            iterations = int(self.optimizer.iterations.numpy())
+            self.partial = preempt.resumed(checkpoints.folder, latest, iterations)
+            resumed_step = self.partial["step"] if self.partial else 0
             resume.check_same_start(self.strategy, initial_epoch, self.folder)
             left = params.epochs - initial_epoch
             if left > 0:  # a finished run trains nothing, and says so below
@@ -131,16 +139,22 @@ class Loop:
             writers = report.writers(self)
             timings: list[tuple[int, float]] = []
             # A resumed run shuffles with another seed, rather than replaying epoch 1's order.
-            iterator = iter(self._dataset("train", seed=params.seed + initial_epoch))
+            # (and a run resumed mid-epoch with one more per step done, so its steps differ)
+            seed = params.seed + initial_epoch + resumed_step
+            iterator = iter(self._dataset("train", seed=seed))
             validation = self._dataset("validation")
-            epoch = initial_epoch
+            epoch, interrupted = initial_epoch, None
             while epoch < params.epochs and not stopped:
                 record = self._epoch(epoch, iterator, validation, timings)
+                if record is None:  # every worker agreed to stop: keep the steps done
+                    interrupted = self._interrupted(checkpoints, epoch, history)
+                    break
                 history.append(record)
                 epoch += 1
                 report.summaries(writers, record)
                 stopped, best = early_stopping(history, params.patience)
                 checkpoints.save(epoch, history)
+                preempt.clear(checkpoints.folder, chief=chief)
                 watch.exporter.report_epoch(record)
                 if self.verbose and chief:
                     line(report.describe_epoch(record, params.epochs))
@@ -150,12 +164,13 @@ class Loop:
             say(waiting["input_verdict"])
             if watch.closing():
                 say(watch.closing())
-            model_path = self._save_model() if chief else None
+            model_path = self._save_model() if chief and not interrupted else None
             metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
-            return {**metrics, **waiting, **watch.summary()}
+            return {**metrics, **waiting, **watch.summary(), "interrupted": interrupted}
         finally:
+            self.stop.__exit__()
             watch.close()
             checkpoints.close()
 
@@ -164,19 +179,37 @@ class Loop:
         if self.verbose and self.role.is_chief:
             print(text, flush=True)
 
-    def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any]:
+    def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any] | None:
         """One epoch: fixed steps from the repeating train set, then the whole validation set.
 
         The steps run in one call of the step function, or, when watched live, in about ten,
-        each reported to the exporter (and cut at the profiler's window)."""
+        each reported to the exporter (and cut at the profiler's window). An epoch resumed
+        mid-way (self.partial) runs the steps left and counts the saved ones' sums; one cut
+        short by a stop signal returns None and leaves its sums in self.partial."""
         watch, started = self.watch, time.perf_counter()
-        sums, waited = np.zeros(3), 0.0
+        carried, self.partial = self.partial or {}, None
+        sums, waited = np.array(carried.get("sums", np.zeros(3))), carried.get("waited", 0.0)
+        done, before = carried.get("step", 0), carried.get("seconds", 0.0)
         first = self.steps_done + 1
-        for steps in report_chunks(self.steps_per_epoch, first, watch.profiler.cuts(), watch.live):
+        left = self.steps_per_epoch - done
+        for steps in report_chunks(left, first, watch.profiler.cuts(), watch.live):
             watch.profiler.before(self.steps_done + 1)
             begun = time.perf_counter()
             chunk, wait = self.train_steps(iterator, tf.constant(steps))
             chunk, wait = chunk.numpy(), float(wait)
+            ran = round(float(chunk[2])) // self.global_batch
+            if ran < steps:  # a stop signal: these steps ran, the rest of the epoch did not
+                self.steps_done, done = self.steps_done + ran, done + ran
+                seconds = before + time.perf_counter() - started
+                self.partial = {
+                    "epoch": epoch + 1,
+                    "step": done,
+                    "sums": (sums + chunk).tolist(),
+                    "waited": waited + wait,
+                    "seconds": seconds,
+                }
+                return None
+            done += steps
             self.steps_done += steps
             watch.profiler.after(self.steps_done)
             sums, waited = sums + chunk, waited + wait
@@ -185,7 +218,7 @@ class Loop:
                 steps, time.perf_counter() - begun, wait, float(chunk[2]), running
             )
         loss, correct, count = (float(value) for value in sums)
-        seconds = time.perf_counter() - started
+        seconds = before + time.perf_counter() - started
         timings.append((int(count), seconds))
         started = time.perf_counter()
         val_sums = [self.eval_step(batch) for batch in validation]
@@ -208,6 +241,25 @@ class Loop:
         if self.loss_scaling:
             record["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
         return record
+
+    def _interrupted(self, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
+        """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes), and
+        say so: the record train.json keeps as `interrupted`."""
+        partial = {**self.partial, "iterations": int(self.optimizer.iterations.numpy())}
+        path = checkpoints.save(epoch, history)
+        preempt.save(checkpoints.folder, path, partial, chief=self.role.is_chief)
+        received = self.stop.received  # None: another worker's signal stopped this one
+        interrupted = {
+            "signal": received.name if received else "another worker's signal",
+            "exit_status": 128 + int(received or signal.SIGTERM),
+            "epoch": partial["epoch"],
+            "step": partial["step"],
+            "steps_per_epoch": self.steps_per_epoch,
+            "epochs_completed": epoch,
+            "checkpoint": path or str(checkpoints.folder),
+        }
+        self.say(preempt.sentence(interrupted))
+        return interrupted
 
     def _dataset(self, split: str, seed: int | None = None) -> tf.distribute.DistributedDataset:
         """Each input pipeline reads its part; training repeats, so every worker runs the same

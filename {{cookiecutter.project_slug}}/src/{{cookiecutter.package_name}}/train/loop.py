@@ -131,6 +131,8 @@ class Loop:
             if latest is None:
                 checkpoints.start()
             say(report.describe_start(self, initial_epoch))
+            if resumed_step:
+                say(preempt.resume_sentence(self.partial, self.steps_per_epoch))
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
@@ -168,7 +170,14 @@ class Loop:
             metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
-            return {**metrics, **waiting, **watch.summary(), "interrupted": interrupted}
+            return {
+                **metrics,
+                **waiting,
+                **watch.summary(),
+                "interrupted": interrupted,  # None, or where a stop signal ended this run
+                "resumed_at_step": resumed_step,  # steps of epoch initial_epoch + 1 done before
+                "optimizer_steps": int(self.optimizer.iterations.numpy()),  # in all, all runs
+            }
         finally:
             self.stop.__exit__()
             watch.close()

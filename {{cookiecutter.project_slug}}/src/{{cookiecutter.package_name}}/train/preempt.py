@@ -177,6 +177,15 @@ def sentence(interrupted: dict[str, Any]) -> str:
     )
 
 
+def resume_sentence(partial: dict[str, Any], steps_per_epoch: int) -> str:
+    """Where a run resumes mid-epoch, in one sentence."""
+    return (
+        f"Resuming epoch {partial['epoch']} after step {partial['step']} of {steps_per_epoch}, "
+        f"from the checkpoint {partial['checkpoint']} written on a stop signal (the rest of the "
+        "epoch reads the training data reshuffled with another seed)."
+    )
+
+
 def barrier(strategy: tf.distribute.Strategy) -> None:
     """Under MultiWorkerMirroredStrategy, wait until every worker gets here: no worker exits
     (and has its launcher end the others) while the chief still writes."""

@@ -1,0 +1,94 @@
+"""A stop signal ends training after the running step with a checkpoint of it (train/preempt.py).
+
+A real `<package> train` process gets SIGTERM mid-epoch, as a cluster sends it on preemption,
+eviction or scancel; the next `train` resumes after the step it saved. tests/test_slurm.py does
+the same with two workers under a real SLURM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_sentence
+
+from {{ cookiecutter.package_name }}.train import TrainError
+from {{ cookiecutter.package_name }}.train.preempt import INTERRUPTED_FILE, STOP_SIGNALS_ENV, stop_signals
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+
+
+def test_stop_signals_are_read_from_the_environment_and_refused_in_one_sentence() -> None:
+    """TERM and USR1 by default; names with or without SIG, any case; none; KILL is refused."""
+    assert stop_signals("TERM USR1") == [signal.SIGTERM, signal.SIGUSR1]
+    assert stop_signals("sigusr2,term") == [signal.SIGUSR2, signal.SIGTERM]
+    assert stop_signals("none") == []
+    with pytest.raises(TrainError) as refused:
+        stop_signals("TERM KILL")
+    assert STOP_SIGNALS_ENV in str(refused.value) and "'KILL'" in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+def train(run: Path, *params: str) -> subprocess.Popen:
+    """`<package> train` in its own process, its output in run/../train-<n>.log."""
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    log = run.parent / f"train-{len(list(run.parent.glob('train-*.log')))}.log"
+    command = [sys.executable, "-m", PACKAGE, "train", "--run-dir", str(run)]
+    for param in params:
+        command += ["-p", param]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+@pytest.mark.slow
+def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
+    run_dir: Path,
+) -> None:
+    """Two replicas (Mirrored over logical CPUs), 4 images a step: SIGTERM once the first epoch
+    is done ends the process with 143 after the step that was running; train.json says where,
+    and the checkpoint holds that step. The next train runs exactly the epoch's steps left: the
+    optimizer's step count comes out at epochs x steps per epoch, none lost or run twice."""
+    params = ["batch_size=4", "logical_cpus=2", "patience=0", "width=32"]
+    first = train(run_dir, "epochs=100", *params)
+    deadline = time.monotonic() + 300
+    while "Epoch 1/" not in first.log.read_text():
+        assert first.poll() is None and time.monotonic() < deadline, first.log.read_text()
+        time.sleep(0.1)
+    time.sleep(0.3)  # into epoch 2's steps
+    first.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    status = first.wait(timeout=120)
+    print(f"train exited with {status} {time.monotonic() - signalled:.1f} s after SIGTERM")
+    text = first.log.read_text()
+    assert status == 128 + signal.SIGTERM, text
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    stopped = metrics["interrupted"]
+    assert stopped["signal"] == "SIGTERM" and stopped["epoch"] >= 2, stopped
+    steps_per_epoch = stopped["steps_per_epoch"]
+    assert 1 <= stopped["step"] < steps_per_epoch
+    assert f"Stopped on SIGTERM after step {stopped['step']} of {steps_per_epoch}" in text
+    assert (run_dir / "checkpoints" / INTERRUPTED_FILE).is_file()
+    assert not (run_dir / "model.keras").exists()  # an unfinished run writes no model
+
+    epoch = stopped["epoch"]
+    second = train(run_dir, f"epochs={epoch}", *params)
+    assert second.wait(timeout=300) == 0, second.log.read_text()
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert metrics["interrupted"] is None
+    assert (metrics["initial_epoch"], metrics["resumed_at_step"]) == (epoch - 1, stopped["step"])
+    assert [record["epoch"] for record in metrics["history"]] == list(range(1, epoch + 1))
+    assert metrics["history"][-1]["examples"] == steps_per_epoch * 4  # the whole epoch counted
+    assert metrics["optimizer_steps"] == epoch * steps_per_epoch
+    assert not (run_dir / "checkpoints" / INTERRUPTED_FILE).exists()
+    print(
+        f"stopped after step {stopped['step']} of {steps_per_epoch} in epoch {epoch}; resumed "
+        f"with step {stopped['step'] + 1}: {metrics['optimizer_steps']} steps in all"
+    )

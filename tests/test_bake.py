@@ -139,6 +139,7 @@ FULL_BAKE = (
     "src/{pkg}/runner/record.py",
     "src/{pkg}/runner/report.py",
     "src/{pkg}/runner/summary.py",
+    "src/{pkg}/runner/terminate.py",
     "src/{pkg}/serve/__init__.py",
     "src/{pkg}/serve/bench.py",
     "src/{pkg}/serve/commands.py",

@@ -15,8 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from helpers import assert_one_sentence
+from test_runner import KERNELSPEC
+from test_runner_records import alive, one_line_error, record_of
 
 from {{ cookiecutter.package_name }}.train import TrainError
 from {{ cookiecutter.package_name }}.train.preempt import INTERRUPTED_FILE, STOP_SIGNALS_ENV, stop_signals
@@ -92,3 +95,63 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
         f"stopped after step {stopped['step']} of {steps_per_epoch} in epoch {epoch}; resumed "
         f"with step {stopped['step'] + 1}: {metrics['optimizer_steps']} steps in all"
     )
+
+
+def test_sigterm_to_the_runner_reaches_the_kernel_and_records_the_attempt_interrupted(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to `<package> run` during a notebook: the kernel gets it too (its cell, standing in
+    for training, finishes its work and stops), run.json records the attempt as interrupted,
+    and the runner exits 143, one line and no traceback."""
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "configs").mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
+    (project / "configs" / "test.yaml").write_text("description: stops on SIGTERM\n")
+    parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"')
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
+    notebook.cells = [
+        parameters,
+        nbformat.v4.new_code_cell(
+            "import os, signal, time\nfrom pathlib import Path\n"
+            "told = []\nsignal.signal(signal.SIGTERM, lambda *_: told.append(1))\n"
+            "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\n"
+            "while not told:\n    time.sleep(0.05)\n"
+            "Path(run_dir, 'saved').write_text('the last step')\n"
+            "raise RuntimeError('stopped on SIGTERM after saving')"
+        ),
+    ]
+    nbformat.write(notebook, project / "notebooks" / "00_train.ipynb")
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", PACKAGE, "run", "--profile", "test", "--project-dir", str(project),
+         "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        pid_file = run_dir / "kernel.pid"
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pid_file.exists(), "the notebook never started"
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert (run_dir / "saved").read_text() == "the last step"  # the kernel was told, and saved
+    message = one_line_error(stderr)
+    assert "interrupted during 00_train" in message
+    record = record_of(run_dir)
+    assert record["status"] == "interrupted"
+    (attempt,) = record["attempts"]
+    assert attempt["status"] == "interrupted" and attempt["error"]["ename"] == "Terminated"
+    assert "stopped on SIGTERM after saving" in attempt["error"]["evalue"]
+    kernel = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and alive(kernel):
+        time.sleep(0.2)
+    assert not alive(kernel), "the kernel outlived the run"

@@ -231,6 +231,6 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
         message = str(interrupted) or "interrupted before any notebook started."
         print(f"{PROG}: {message}", file=sys.stderr)
-        return 130
+        return getattr(interrupted, "exit_status", 130)
     print(f"Run folder: {result.run_dir}")
     return 0

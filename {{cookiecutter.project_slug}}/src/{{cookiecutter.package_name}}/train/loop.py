@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,7 +118,7 @@ class Loop:
         )
         watch = Watch(self.folder, params, self.role)
         try:
-            self.stop.__enter__()
+            self.stop.install()  # SIGTERM & co. now end the run after a step, saved
             initial_epoch, history = checkpoints.restore(latest)
             iterations = int(self.optimizer.iterations.numpy())
             self.partial = preempt.resumed(checkpoints.folder, latest, iterations)
@@ -140,8 +139,8 @@ class Loop:
             self.watch = watch
             writers = report.writers(self)
             timings: list[tuple[int, float]] = []
-            # A resumed run shuffles with another seed, rather than replaying epoch 1's order.
-            # (and a run resumed mid-epoch with one more per step done, so its steps differ)
+            # A resumed run shuffles with another seed, rather than replaying epoch 1's order
+            # (mid-epoch, one more per step done: the rest of the epoch is drawn afresh).
             seed = params.seed + initial_epoch + resumed_step
             iterator = iter(self._dataset("train", seed=seed))
             validation = self._dataset("validation")
@@ -149,7 +148,7 @@ class Loop:
             while epoch < params.epochs and not stopped:
                 record = self._epoch(epoch, iterator, validation, timings)
                 if record is None:  # every worker agreed to stop: keep the steps done
-                    interrupted = self._interrupted(checkpoints, epoch, history)
+                    interrupted = preempt.interrupt(self, checkpoints, epoch, history)
                     break
                 history.append(record)
                 epoch += 1
@@ -179,7 +178,7 @@ class Loop:
                 "optimizer_steps": int(self.optimizer.iterations.numpy()),  # in all, all runs
             }
         finally:
-            self.stop.__exit__()
+            self.stop.remove()
             watch.close()
             checkpoints.close()
 
@@ -208,15 +207,9 @@ class Loop:
             chunk, wait = chunk.numpy(), float(wait)
             ran = round(float(chunk[2])) // self.global_batch
             if ran < steps:  # a stop signal: these steps ran, the rest of the epoch did not
-                self.steps_done, done = self.steps_done + ran, done + ran
-                seconds = before + time.perf_counter() - started
-                self.partial = {
-                    "epoch": epoch + 1,
-                    "step": done,
-                    "sums": (sums + chunk).tolist(),
-                    "waited": waited + wait,
-                    "seconds": seconds,
-                }
+                self.steps_done, seconds = self.steps_done + ran, time.perf_counter() - started
+                sums, waited, done = (sums + chunk).tolist(), waited + wait, done + ran
+                self.partial = preempt.partial(epoch + 1, done, sums, waited, before + seconds)
                 return None
             done += steps
             self.steps_done += steps
@@ -250,25 +243,6 @@ class Loop:
         if self.loss_scaling:
             record["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
         return record
-
-    def _interrupted(self, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
-        """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes), and
-        say so: the record train.json keeps as `interrupted`."""
-        partial = {**self.partial, "iterations": int(self.optimizer.iterations.numpy())}
-        path = checkpoints.save(epoch, history)
-        preempt.save(checkpoints.folder, path, partial, chief=self.role.is_chief)
-        received = self.stop.received  # None: another worker's signal stopped this one
-        interrupted = {
-            "signal": received.name if received else "another worker's signal",
-            "exit_status": 128 + int(received or signal.SIGTERM),
-            "epoch": partial["epoch"],
-            "step": partial["step"],
-            "steps_per_epoch": self.steps_per_epoch,
-            "epochs_completed": epoch,
-            "checkpoint": path or str(checkpoints.folder),
-        }
-        self.say(preempt.sentence(interrupted))
-        return interrupted
 
     def _dataset(self, split: str, seed: int | None = None) -> tf.distribute.DistributedDataset:
         """Each input pipeline reads its part; training repeats, so every worker runs the same

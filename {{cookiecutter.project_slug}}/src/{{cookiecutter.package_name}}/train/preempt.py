@@ -32,12 +32,17 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
+from ..artifacts import write_json
 from ..quiet import PACKAGE
 from .errors import TrainError
+
+if TYPE_CHECKING:
+    from .loop import Loop
+    from .state import Checkpoints
 
 STOP_SIGNALS_ENV = f"{PACKAGE.upper()}_STOP_SIGNALS"  # e.g. "TERM USR1"; "none": catch nothing
 DEFAULT_SIGNALS = "TERM USR1"
@@ -82,10 +87,12 @@ class StopRequest:
         self._old_fd = -1
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> StopRequest:
+    def install(self) -> None:
+        """Catch the stop signals until remove(); from the main thread only, where Python runs
+        signal handlers (elsewhere, as in a thread of a notebook, training runs without)."""
         signals = stop_signals()
         if not signals or threading.current_thread() is not threading.main_thread():
-            return self  # handlers can only be set from the main thread: train on without
+            return
         read, write = os.pipe()
         os.set_blocking(write, False)
         self._pipe = (read, write)
@@ -94,9 +101,9 @@ class StopRequest:
         self._thread.start()
         for signum in signals:
             self._previous[signum] = signal.signal(signum, self._handle)
-        return self
 
-    def __exit__(self, *_: Any) -> None:
+    def remove(self) -> None:
+        """Give the signals back to the handlers they had before install()."""
         for signum, previous in self._previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
         self._previous.clear()
@@ -134,12 +141,35 @@ class StopRequest:
                 self.flag.assign(1)
 
 
+def partial(epoch: int, step: int, sums: list, waited: float, seconds: float) -> dict[str, Any]:
+    """An epoch cut short after `step` steps: what INTERRUPTED_FILE keeps of it."""
+    return {"epoch": epoch, "step": step, "sums": sums, "waited": waited, "seconds": seconds}
+
+
+def interrupt(loop: Loop, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
+    """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes the
+    checkpoint and INTERRUPTED_FILE) and say so; the record train.json keeps as `interrupted`."""
+    partial = {**loop.partial, "iterations": int(loop.optimizer.iterations.numpy())}
+    path = checkpoints.save(epoch, history)
+    save(checkpoints.folder, path, partial, chief=loop.role.is_chief)
+    received = loop.stop.received  # None: another worker's signal stopped this one
+    interrupted = {
+        "signal": received.name if received else "another worker's signal",
+        "exit_status": 128 + int(received or signal.SIGTERM),
+        "epoch": partial["epoch"],
+        "step": partial["step"],
+        "steps_per_epoch": loop.steps_per_epoch,
+        "epochs_completed": epoch,
+        "checkpoint": path or str(checkpoints.folder),
+    }
+    loop.say(sentence(interrupted))
+    return interrupted
+
+
 def save(folder: Path, path: str | None, partial: dict[str, Any], *, chief: bool) -> None:
     """Write INTERRUPTED_FILE beside checkpoint `path`, after it (the chief only): killed in
     between, a resume sees no file and repeats the epoch's steps, never skips any."""
     if chief and path is not None:
-        from ..artifacts import write_json
-
         write_json(folder / INTERRUPTED_FILE, {**partial, "checkpoint": Path(path).name})
 
 

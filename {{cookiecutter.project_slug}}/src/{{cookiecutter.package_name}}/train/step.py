@@ -77,6 +77,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     and lineage (what was read and written, with fingerprints).
     """
     check(run_dir, params, inputs=False)
+    preempt.stop_signals()  # a bad <PACKAGE>_STOP_SIGNALS is refused before any heavy work
     checked = _check(run_dir, params)
     folder, resolved = checked.folder, checked.resolved
     check_writable(folder)

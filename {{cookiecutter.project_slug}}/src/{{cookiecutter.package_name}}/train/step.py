@@ -73,8 +73,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     per epoch), checkpoint, model_path (None on workers other than the chief), logs,
     weights_sha256, restarted_because (None, or why old checkpoints were not resumed),
     interrupted (None, or where a stop signal ended the run: signal, epoch, step, checkpoint;
-    train.json is then written without lineage or figures, and run raises preempt.Interrupted)
-    and lineage (what was read and written, with fingerprints).
+    train.json is then written without lineage or figures, and run raises preempt.Interrupted),
+    resumed_at_step (steps of the first epoch a mid-epoch checkpoint held), optimizer_steps (in
+    all, over every run of this folder) and lineage (what was read and written, with fingerprints).
     """
     check(run_dir, params, inputs=False)
     preempt.stop_signals()  # a bad <PACKAGE>_STOP_SIGNALS is refused before any heavy work

@@ -22,19 +22,19 @@ from test_runner import KERNELSPEC
 from test_runner_records import alive, one_line_error, record_of
 
 from {{ cookiecutter.package_name }}.train import TrainError
-from {{ cookiecutter.package_name }}.train.preempt import INTERRUPTED_FILE, STOP_SIGNALS_ENV, stop_signals
+from {{ cookiecutter.package_name }}.train import preempt
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 
 def test_stop_signals_are_read_from_the_environment_and_refused_in_one_sentence() -> None:
     """TERM and USR1 by default; names with or without SIG, any case; none; KILL is refused."""
-    assert stop_signals("TERM USR1") == [signal.SIGTERM, signal.SIGUSR1]
-    assert stop_signals("sigusr2,term") == [signal.SIGUSR2, signal.SIGTERM]
-    assert stop_signals("none") == []
+    assert preempt.stop_signals("TERM USR1") == [signal.SIGTERM, signal.SIGUSR1]
+    assert preempt.stop_signals("sigusr2,term") == [signal.SIGUSR2, signal.SIGTERM]
+    assert preempt.stop_signals("none") == []
     with pytest.raises(TrainError) as refused:
-        stop_signals("TERM KILL")
-    assert STOP_SIGNALS_ENV in str(refused.value) and "'KILL'" in str(refused.value)
+        preempt.stop_signals("TERM KILL")
+    assert preempt.STOP_SIGNALS_ENV in str(refused.value) and "'KILL'" in str(refused.value)
     assert_one_sentence(str(refused.value))
 
 
@@ -78,7 +78,7 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     steps_per_epoch = stopped["steps_per_epoch"]
     assert 1 <= stopped["step"] < steps_per_epoch
     assert f"Stopped on SIGTERM after step {stopped['step']} of {steps_per_epoch}" in text
-    assert (run_dir / "checkpoints" / INTERRUPTED_FILE).is_file()
+    assert (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).is_file()
     assert not (run_dir / "model.keras").exists()  # an unfinished run writes no model
 
     epoch = stopped["epoch"]
@@ -90,7 +90,7 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     assert [record["epoch"] for record in metrics["history"]] == list(range(1, epoch + 1))
     assert metrics["history"][-1]["examples"] == steps_per_epoch * 4  # the whole epoch counted
     assert metrics["optimizer_steps"] == epoch * steps_per_epoch
-    assert not (run_dir / "checkpoints" / INTERRUPTED_FILE).exists()
+    assert not (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).exists()
     print(
         f"stopped after step {stopped['step']} of {steps_per_epoch} in epoch {epoch}; resumed "
         f"with step {stopped['step'] + 1}: {metrics['optimizer_steps']} steps in all"

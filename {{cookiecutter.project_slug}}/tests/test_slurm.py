@@ -1,9 +1,12 @@
-"""deploy/slurm_train.sh under a real SLURM: two workers on this machine train in sync.
+"""deploy/slurm_train.sh under a real SLURM: two workers on this machine train in sync, stop on
+a signal with their last step saved, and resume from it.
 
 The `slurm` fixture starts munged, slurmctld and slurmd (tests/slurm_cluster.py) and stops them
 by their PIDs; without Debian/Ubuntu's slurm-wlm and munge (.ci/run installs them) the tests
-skip with that sentence. Every job uses the script's CPU-only layout, two tasks on one node, on
-the 8x8 digits with a global batch of 64; tests/test_deploy.py covers other layouts (fake srun).
+skip with that sentence. Jobs use the script's CPU-only layout, two tasks on one node, on the
+8x8 digits with a global batch of 64 (of 8 to stop mid-epoch; one job has one task with two
+CPUs, for the CPU binding);
+tests/test_deploy.py covers other layouts (fake srun).
 """
 
 from __future__ import annotations
@@ -171,7 +174,8 @@ def test_slurm_job_stopped_by_a_signal_resumes_from_the_step_it_saved(
     warning (USR1 to the batch script, which passes it on): each time both workers finish their
     step, the chief writes a checkpoint of it and the job ends by itself with 128 + the signal;
     each resubmission resumes after the step saved, so no step is lost or run twice."""
-    params = "-p epochs=200 -p batch_size=64 -p patience=0"
+    # A batch of 8 (179 steps an epoch): most time goes to steps, so a signal lands mid-epoch.
+    params = "-p epochs=200 -p batch_size=8 -p patience=0"
     job, log = sbatch(slurm, run_dir, params, wait=False)
     first = stop_mid_run(slurm, run_dir, job, log, ["--signal=TERM"])
     assert (first["signal"], first["exit_status"]) == ("SIGTERM", 143)
@@ -191,7 +195,7 @@ def test_slurm_job_stopped_by_a_signal_resumes_from_the_step_it_saved(
     assert resumed["optimizer_steps"] == done
 
     last = second["epoch"]
-    sbatch(slurm, run_dir, f"-p epochs={last} -p batch_size=64 -p patience=0")
+    sbatch(slurm, run_dir, f"-p epochs={last} -p batch_size=8 -p patience=0")
     metrics = train_json(run_dir)
     assert metrics["interrupted"] is None and metrics["resumed_at_step"] == second["step"]
     assert (metrics["initial_epoch"], metrics["epochs_completed"]) == (last - 1, last)

@@ -21,8 +21,7 @@ from helpers import assert_one_sentence
 from test_runner import KERNELSPEC
 from test_runner_records import alive, one_line_error, record_of
 
-from {{ cookiecutter.package_name }}.train import TrainError
-from {{ cookiecutter.package_name }}.train import preempt
+from {{ cookiecutter.package_name }}.train import TrainError, preempt
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 

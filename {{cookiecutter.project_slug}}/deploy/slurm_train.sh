@@ -12,13 +12,19 @@
 #
 # The last line is the CPU-only layout: two workers on one node, no GPU. RUN_DIR must already hold
 # data/ (notebook 01_data, or `{{ cookiecutter.package_name }} run --only 01`). Submitting again with the same
-# RUN_DIR and parameters resumes after the last completed epoch.
+# RUN_DIR and parameters resumes from the last checkpoint: after the last completed epoch, or at the
+# step where a stop signal ended the job (scancel, preemption, or the time-limit warning below).
 #SBATCH --job-name={{ cookiecutter.project_slug }}-train
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=1
 #SBATCH --gres=gpu:1
 #SBATCH --cpus-per-task=8
 #SBATCH --time=02:00:00
+# 120 s before the time limit SLURM sends USR1 to this script, which passes it to every task: each
+# finishes its step, the chief writes a checkpoint of it, and the job ends with status 138
+# (128 + USR1) before the limit's SIGTERM and SIGKILL. Change the lead time to a few steps
+# plus a checkpoint's writing; a task stops likewise on SIGTERM (scancel, preemption): 143.
+#SBATCH --signal=B:USR1@120
 #SBATCH --output=%x-%j.out
 
 set -euo pipefail
@@ -87,7 +93,7 @@ print(json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "in
 train_task() {
     TF_CONFIG="$(tf_config)"
     export TF_CONFIG
-    echo "task ${SLURM_PROCID} on $(hostname) (GPUs: ${CUDA_VISIBLE_DEVICES:-none}): TF_CONFIG=${TF_CONFIG}" >&2
+    echo "task ${SLURM_PROCID} on $(hostname) (GPUs: ${CUDA_VISIBLE_DEVICES:-none}, CPUs: $(nproc)): TF_CONFIG=${TF_CONFIG}" >&2
     # shellcheck disable=SC2086  # TRAIN_PARAMS is a list of -p key=value words
     exec {{ cookiecutter.package_name }} train --run-dir "$RUN_DIR" -p strategy=multi_worker $TRAIN_PARAMS
 }
@@ -95,7 +101,31 @@ train_task() {
 export TASKS_PER_NODE
 BIND=()
 (( GPUS_PER_TASK == 0 )) || BIND=(--gpu-bind="per_task:$GPUS_PER_TASK")
+# Since Slurm 22.05 srun no longer inherits sbatch's --cpus-per-task: without it every task would
+# get one CPU, and tf.data's parallel stages would starve the GPU. Ask again for the job's value.
+CPUS=()
+[[ -z "${SLURM_CPUS_PER_TASK:-}" ]] || CPUS=(--cpus-per-task="$SLURM_CPUS_PER_TASK")
+# srun runs in the background so that this script can pass the time-limit warning (USR1, or
+# USR2 when asked for with --signal=B:USR2@T) on to srun, which forwards it to every task. A
+# SIGTERM here (scancel, the time limit) reaches the tasks from SLURM itself: the script only
+# keeps waiting, so the job lasts until the chief has written its checkpoint.
 # The functions travel inside the command, since the batch script itself is on one node only.
 srun --ntasks="$TASKS" --ntasks-per-node="$TASKS_PER_NODE" --distribution=block \
-    --kill-on-bad-exit=1 ${BIND[@]+"${BIND[@]}"} \
-    bash -c "set -euo pipefail; $(declare -f tf_config train_task); train_task"
+    --kill-on-bad-exit=1 ${CPUS[@]+"${CPUS[@]}"} ${BIND[@]+"${BIND[@]}"} \
+    bash -c "set -euo pipefail; $(declare -f tf_config train_task); train_task" &
+SRUN_PID=$!
+forward() {
+    echo "batch script: $1 received, passed on to the tasks" >&2
+    kill -s "$1" "$SRUN_PID" 2>/dev/null || true
+}
+trap 'forward USR1' USR1
+trap 'forward USR2' USR2
+trap 'echo "batch script: TERM received; waiting for the tasks to save and stop" >&2' TERM
+# `wait` returns early when a trapped signal arrives: wait again until srun has ended, then
+# end with its status (the highest of the tasks': 0, 143 or 138 after a stop signal).
+while true; do
+    STATUS=0
+    wait "$SRUN_PID" || STATUS=$?
+    kill -0 "$SRUN_PID" 2>/dev/null || break
+done
+exit "$STATUS"

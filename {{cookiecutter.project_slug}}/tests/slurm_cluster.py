@@ -81,7 +81,10 @@ class SlurmCluster:
             "SlurmctldLogFile": self.root / "slurmctld.log",
             "SlurmdLogFile": self.root / "slurmd.log",
             "ProctrackType": "proctrack/linuxproc",
-            "TaskPlugin": "task/none",
+            # Bind each task to its CPUs (sched_setaffinity, no cgroups needed), as clusters do
+            # with task/cgroup: a task's affinity then shows how many CPUs SLURM gave it.
+            "TaskPlugin": "task/affinity",
+            "TaskPluginParam": "Cores",
             "SelectType": "select/cons_tres",
             "SelectTypeParameters": "CR_CPU",
             "SchedulerType": "sched/builtin",
@@ -91,9 +94,10 @@ class SlurmCluster:
             "AccountingStorageType": "accounting_storage/none",
             "SlurmctldTimeout": 30,
             "SlurmdTimeout": 30,
-            # Seconds from scancel's SIGTERM to its SIGKILL: TensorFlow's multi-worker runtime
-            # catches SIGTERM (a preemption notice), so a cancelled task trains on until SIGKILL.
-            "KillWait": 2,
+            # Seconds from scancel's SIGTERM to its SIGKILL: enough for the tasks to finish their
+            # step and write its checkpoint (the tests signal with scancel --signal, which kills
+            # nothing).
+            "KillWait": 30,
         }
         text = "".join(f"{key}={value}\n" for key, value in lines.items())
         text += f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN\n"

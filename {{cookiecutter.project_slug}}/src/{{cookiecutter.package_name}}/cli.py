@@ -155,7 +155,7 @@ def _step(args: argparse.Namespace) -> int:
         metrics = steps.module(step).run(folder, params, verbose=not args.json)
     except (StepError, runner.RunnerInputError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
+        return getattr(error, "exit_status", 2)  # 128 + signal when a stop signal ended it
     written = folder / METRICS_DIR / f"{step.name}.json"
     if args.json:
         print(json.dumps(metrics, indent=2, sort_keys=True, default=str))
@@ -231,6 +231,6 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
         message = str(interrupted) or "interrupted before any notebook started."
         print(f"{PROG}: {message}", file=sys.stderr)
-        return 130
+        return getattr(interrupted, "exit_status", 130)
     print(f"Run folder: {result.run_dir}")
     return 0

@@ -75,14 +75,16 @@ def run_chain(
     except NotebookFailed:
         status = "failed"
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         # nbclient's cell tasks die with the kernel shut down on the way out; asyncio would log
         # each as "Task exception was never retrieved" with a traceback, after our one line.
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         during = f" during {name}" if name else ""
-        raise RunInterrupted(
+        interrupted = RunInterrupted(
             f"interrupted{during}; {folder / RUN_RECORD} records it.", folder
-        ) from None
+        )
+        interrupted.exit_status = getattr(error, "exit_status", 130)  # 143 after SIGTERM
+        raise interrupted from None
     finally:
         finish_record(record, status)
         save(folder, record, selected)

@@ -23,6 +23,7 @@ from ..artifacts import NOTEBOOKS_DIR
 from .live import NotebookProgress, register
 from .plan import literal
 from .profile import one_line
+from .terminate import ForwardTerm, Terminated
 
 KERNEL = "python3"
 
@@ -55,16 +56,18 @@ def execute(
     running.unlink(missing_ok=True)
     attempt["executed"] = f"{NOTEBOOKS_DIR}/{running.name}"
     started = time.perf_counter()
+    forward = ForwardTerm()  # SIGTERM to the runner: the kernel saves and stops (terminate.py)
     try:
-        with (folder / attempt["kernel_log"]).open("ab") as kernel_log:
-            papermill.execute_notebook(
+        with forward, (folder / attempt["kernel_log"]).open("ab") as kernel_log:
+            _execute(
+                forward,
                 literal(source),
                 literal(running),
                 parameters=attempt["parameters"],
                 kernel_name=KERNEL,
                 cwd=str(source.parent),
                 progress_bar=False,
-                kernel_manager_class=_kernel_manager(kernel_log),
+                kernel_manager_class=_kernel_manager(kernel_log, forward.kernels),
                 engine_name=register(),
                 live=live,
                 # Kill the kernel when the last cell is done instead of asking it to exit: a
@@ -88,6 +91,17 @@ def execute(
     os.replace(running, folder / success)
     _finish(attempt, "ok", started, success, None)
     live.finish("ok", attempt["seconds"])
+
+
+def _execute(forward: ForwardTerm, *args: Any, **kwargs: Any) -> None:
+    """papermill.execute_notebook; a cell that failed because SIGTERM reached the kernel raises
+    Terminated (an interruption, not a failure)."""
+    try:
+        papermill.execute_notebook(*args, **kwargs)
+    except Exception as error:
+        if forward.received:
+            raise Terminated(f"SIGTERM: {describe(error)['evalue']}") from error
+        raise
 
 
 def keep_failed(folder: Path, name: str, running: Path) -> str | None:
@@ -171,9 +185,10 @@ def _running_cell(path: Path) -> tuple[int | None, int] | None:
     return started[-1] if started else None
 
 
-def _kernel_manager(stderr: BinaryIO) -> type[AsyncKernelManager]:
+def _kernel_manager(stderr: BinaryIO, started: list) -> type[AsyncKernelManager]:
     """A kernel manager class (nbclient's kernel_manager_class): the project's quiet kernel
-    (kernel.py, whatever python3 spec is installed), writing its own stderr to `stderr`."""
+    (kernel.py, whatever python3 spec is installed), writing its own stderr to `stderr`; each
+    manager whose kernel started is added to `started`."""
 
     class KernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
@@ -187,6 +202,7 @@ def _kernel_manager(stderr: BinaryIO) -> type[AsyncKernelManager]:
             env = quiet.quiet_env(kw.get("env") or dict(os.environ))
             env.setdefault(progress.PROGRESS_ENV, "lines")  # the runner forwards whole lines
             await super().start_kernel(**{**kw, "stderr": stderr, "env": env})
+            started.append(self)
 
     return KernelManager
 

@@ -30,7 +30,7 @@ from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line
-from . import report, resume
+from . import preempt, report, resume
 from .devices import worker_role
 from .params import effective_learning_rate
 from .replica import make_eval_step, make_train_steps
@@ -93,6 +93,7 @@ class Loop:
             self.checkpoint = tf.train.Checkpoint(
                 model=self.model, optimizer=optimizer, epoch=self.epoch
             )
+        self.stop = preempt.StopRequest()  # outside the scope: each worker's own flag
         self.train_steps = make_train_steps(
             distribution,
             self.model,
@@ -101,9 +102,11 @@ class Loop:
             loss_scaling=loss_scaling,
             jit=jit,
             timed=_TIMED[-1],
+            stop=self.stop.flag,
         )
         self.eval_step = make_eval_step(distribution, self.model)
         self.steps_done = 0  # training steps run by this call, for reports and the profiler
+        self.partial: dict[str, Any] | None = None  # an epoch cut short by a stop signal
 
     def run(
         self, state: dict[str, Any], *, latest: str | None, devices: dict[str, Any]
@@ -115,7 +118,11 @@ class Loop:
         )
         watch = Watch(self.folder, params, self.role)
         try:
+            self.stop.install()  # SIGTERM & co. now end the run after a step, saved
             initial_epoch, history = checkpoints.restore(latest)
+            iterations = int(self.optimizer.iterations.numpy())
+            self.partial = preempt.resumed(checkpoints.folder, latest, iterations)
+            resumed_step = self.partial["step"] if self.partial else 0
             resume.check_same_start(self.strategy, initial_epoch, self.folder)
             left = params.epochs - initial_epoch
             if left > 0:  # a finished run trains nothing, and says so below
@@ -123,6 +130,8 @@ class Loop:
             if latest is None:
                 checkpoints.start()
             say(report.describe_start(self, initial_epoch))
+            if resumed_step:
+                say(preempt.resume_sentence(self.partial, self.steps_per_epoch))
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
@@ -130,17 +139,23 @@ class Loop:
             self.watch = watch
             writers = report.writers(self)
             timings: list[tuple[int, float]] = []
-            # A resumed run shuffles with another seed, rather than replaying epoch 1's order.
-            iterator = iter(self._dataset("train", seed=params.seed + initial_epoch))
+            # A resumed run shuffles with another seed, rather than replaying epoch 1's order
+            # (mid-epoch, one more per step done: the rest of the epoch is drawn afresh).
+            seed = params.seed + initial_epoch + resumed_step
+            iterator = iter(self._dataset("train", seed=seed))
             validation = self._dataset("validation")
-            epoch = initial_epoch
+            epoch, interrupted = initial_epoch, None
             while epoch < params.epochs and not stopped:
                 record = self._epoch(epoch, iterator, validation, timings)
+                if record is None:  # every worker agreed to stop: keep the steps done
+                    interrupted = preempt.interrupt(self, checkpoints, epoch, history)
+                    break
                 history.append(record)
                 epoch += 1
                 report.summaries(writers, record)
                 stopped, best = early_stopping(history, params.patience)
                 checkpoints.save(epoch, history)
+                preempt.clear(checkpoints.folder, chief=chief)
                 watch.exporter.report_epoch(record)
                 if self.verbose and chief:
                     line(report.describe_epoch(record, params.epochs))
@@ -150,12 +165,20 @@ class Loop:
             say(waiting["input_verdict"])
             if watch.closing():
                 say(watch.closing())
-            model_path = self._save_model() if chief else None
+            model_path = self._save_model() if chief and not interrupted else None
             metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
-            return {**metrics, **waiting, **watch.summary()}
+            return {
+                **metrics,
+                **waiting,
+                **watch.summary(),
+                "interrupted": interrupted,  # None, or where a stop signal ended this run
+                "resumed_at_step": resumed_step,  # steps of epoch initial_epoch + 1 done before
+                "optimizer_steps": int(self.optimizer.iterations.numpy()),  # in all, all runs
+            }
         finally:
+            self.stop.remove()
             watch.close()
             checkpoints.close()
 
@@ -164,19 +187,31 @@ class Loop:
         if self.verbose and self.role.is_chief:
             print(text, flush=True)
 
-    def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any]:
+    def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any] | None:
         """One epoch: fixed steps from the repeating train set, then the whole validation set.
 
         The steps run in one call of the step function, or, when watched live, in about ten,
-        each reported to the exporter (and cut at the profiler's window)."""
+        each reported to the exporter (and cut at the profiler's window). An epoch resumed
+        mid-way (self.partial) runs the steps left and counts the saved ones' sums; one cut
+        short by a stop signal returns None and leaves its sums in self.partial."""
         watch, started = self.watch, time.perf_counter()
-        sums, waited = np.zeros(3), 0.0
+        carried, self.partial = self.partial or {}, None
+        sums, waited = np.array(carried.get("sums", np.zeros(3))), carried.get("waited", 0.0)
+        done, before = carried.get("step", 0), carried.get("seconds", 0.0)
         first = self.steps_done + 1
-        for steps in report_chunks(self.steps_per_epoch, first, watch.profiler.cuts(), watch.live):
+        left = self.steps_per_epoch - done
+        for steps in report_chunks(left, first, watch.profiler.cuts(), watch.live):
             watch.profiler.before(self.steps_done + 1)
             begun = time.perf_counter()
             chunk, wait = self.train_steps(iterator, tf.constant(steps))
             chunk, wait = chunk.numpy(), float(wait)
+            ran = round(float(chunk[2])) // self.global_batch
+            if ran < steps:  # a stop signal: these steps ran, the rest of the epoch did not
+                self.steps_done, seconds = self.steps_done + ran, time.perf_counter() - started
+                sums, waited, done = (sums + chunk).tolist(), waited + wait, done + ran
+                self.partial = preempt.partial(epoch + 1, done, sums, waited, before + seconds)
+                return None
+            done += steps
             self.steps_done += steps
             watch.profiler.after(self.steps_done)
             sums, waited = sums + chunk, waited + wait
@@ -185,7 +220,7 @@ class Loop:
                 steps, time.perf_counter() - begun, wait, float(chunk[2]), running
             )
         loss, correct, count = (float(value) for value in sums)
-        seconds = time.perf_counter() - started
+        seconds = before + time.perf_counter() - started
         timings.append((int(count), seconds))
         started = time.perf_counter()
         val_sums = [self.eval_step(batch) for batch in validation]

@@ -34,9 +34,12 @@ def make_train_steps(
     loss_scaling: bool,
     jit: bool,
     timed: bool = True,
+    stop: tf.Variable | None = None,
 ) -> Callable[[Any, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
     """`train_steps(iterator, steps)`: that many steps, returning ([loss sum, correct, examples],
-    seconds waited for the input; 0.0 when not `timed`)."""
+    seconds waited for the input; 0.0 when not `timed`). With `stop` (preempt.StopRequest.flag),
+    fewer when it is set on any replica: every replica sums it with its numbers, so all of them
+    leave after the same step (examples / global batch says how many ran)."""
     agree = loss_scaling and strategy.num_replicas_in_sync > 1
 
     def gradients(images: tf.Tensor, labels: tf.Tensor):
@@ -61,6 +64,8 @@ def make_train_steps(
         optimizer.apply(grads, model.trainable_variables)
         if timed:  # read after the update: the totals, and the next step's clock, wait for it
             totals += 0.0 * tf.cast(optimizer.iterations, tf.float32)
+        if stop is not None:  # the step runs to its end either way; the loop leaves after it
+            totals = tf.concat([totals, [tf.cast(stop.read_value() > 0, tf.float32)]], 0)
         return totals
 
     @tf.function
@@ -75,7 +80,10 @@ def make_train_steps(
             else:
                 batch = next(iterator)
             per_replica = strategy.run(replica_step, args=batch)
-            totals += strategy.reduce(SUM, per_replica, axis=None)
+            reduced = strategy.reduce(SUM, per_replica, axis=None)
+            totals += reduced[:3]
+            if stop is not None and reduced[3] > 0:
+                break
         return totals, waited
 
     return train_steps

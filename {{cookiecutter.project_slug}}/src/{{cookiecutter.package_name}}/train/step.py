@@ -21,7 +21,7 @@ from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
-from . import auto, resume
+from . import auto, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
@@ -71,10 +71,14 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     process), stopped_early, loss, accuracy, val_loss, val_accuracy, best_epoch, best_val_loss,
     examples_per_sec (the first epoch of this process left out when more ran), history (one dict
     per epoch), checkpoint, model_path (None on workers other than the chief), logs,
-    weights_sha256, restarted_because (None, or why old checkpoints were not resumed) and
-    lineage (what was read and written, with fingerprints).
+    weights_sha256, restarted_because (None, or why old checkpoints were not resumed),
+    interrupted (None, or where a stop signal ended the run: signal, epoch, step, checkpoint;
+    train.json is then written without lineage or figures, and run raises preempt.Interrupted),
+    resumed_at_step (steps of the first epoch a mid-epoch checkpoint held), optimizer_steps (in
+    all, over every run of this folder) and lineage (what was read and written, with fingerprints).
     """
     check(run_dir, params, inputs=False)
+    preempt.stop_signals()  # a bad <PACKAGE>_STOP_SIGNALS is refused before any heavy work
     checked = _check(run_dir, params)
     folder, resolved = checked.folder, checked.resolved
     check_writable(folder)
@@ -121,6 +125,12 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         )
         metrics = loop.run(state, latest=checked.resume.latest, devices=devices)
     metrics["restarted_because"] = restarted
+    if metrics["interrupted"]:  # a stop signal: the checkpoint holds the work, no new model
+        if loop.role.is_chief:
+            write_metrics(folder, "train", metrics)
+        preempt.barrier(distribution)  # no worker exits while the chief writes
+        interrupted = metrics["interrupted"]
+        raise preempt.Interrupted(preempt.sentence(interrupted), interrupted["exit_status"])
     if loop.role.is_chief:
         lineage.record(folder, "model", "train", {"data": checked.state[resume.DATA_KEY]})
         metrics["lineage"] = lineage.summary(folder, reads=["data", "tuning"], writes=["model"])

@@ -1,0 +1,156 @@
+"""A stop signal ends training after the running step with a checkpoint of it (train/preempt.py).
+
+A real `<package> train` process gets SIGTERM mid-epoch, as a cluster sends it on preemption,
+eviction or scancel; the next `train` resumes after the step it saved. tests/test_slurm.py does
+the same with two workers under a real SLURM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from helpers import assert_one_sentence
+from test_runner import KERNELSPEC
+from test_runner_records import alive, one_line_error, record_of
+
+from {{ cookiecutter.package_name }}.train import TrainError, preempt
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+
+
+def test_stop_signals_are_read_from_the_environment_and_refused_in_one_sentence() -> None:
+    """TERM and USR1 by default; names with or without SIG, any case; none; KILL is refused."""
+    assert preempt.stop_signals("TERM USR1") == [signal.SIGTERM, signal.SIGUSR1]
+    assert preempt.stop_signals("sigusr2,term") == [signal.SIGUSR2, signal.SIGTERM]
+    assert preempt.stop_signals("none") == []
+    with pytest.raises(TrainError) as refused:
+        preempt.stop_signals("TERM KILL")
+    assert preempt.STOP_SIGNALS_ENV in str(refused.value) and "'KILL'" in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+def train(run: Path, *params: str) -> subprocess.Popen:
+    """`<package> train` in its own process, its output in run/../train-<n>.log."""
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    log = run.parent / f"train-{len(list(run.parent.glob('train-*.log')))}.log"
+    command = [sys.executable, "-m", PACKAGE, "train", "--run-dir", str(run)]
+    for param in params:
+        command += ["-p", param]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+@pytest.mark.slow
+def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
+    run_dir: Path,
+) -> None:
+    """Two replicas (Mirrored over logical CPUs), 4 images a step: SIGTERM once the first epoch
+    is done ends the process with 143 after the step that was running; train.json says where,
+    and the checkpoint holds that step. The next train runs exactly the epoch's steps left: the
+    optimizer's step count comes out at epochs x steps per epoch, none lost or run twice."""
+    params = ["batch_size=4", "logical_cpus=2", "patience=0", "width=32"]
+    first = train(run_dir, "epochs=100", *params)
+    deadline = time.monotonic() + 300
+    while "Epoch 1/" not in first.log.read_text():
+        assert first.poll() is None and time.monotonic() < deadline, first.log.read_text()
+        time.sleep(0.1)
+    time.sleep(0.3)  # into epoch 2's steps
+    first.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    status = first.wait(timeout=120)
+    print(f"train exited with {status} {time.monotonic() - signalled:.1f} s after SIGTERM")
+    text = first.log.read_text()
+    assert status == 128 + signal.SIGTERM, text
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    stopped = metrics["interrupted"]
+    assert stopped["signal"] == "SIGTERM" and stopped["epoch"] >= 2, stopped
+    steps_per_epoch = stopped["steps_per_epoch"]
+    assert 1 <= stopped["step"] < steps_per_epoch
+    assert f"Stopped on SIGTERM after step {stopped['step']} of {steps_per_epoch}" in text
+    assert (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).is_file()
+    assert not (run_dir / "model.keras").exists()  # an unfinished run writes no model
+
+    epoch = stopped["epoch"]
+    second = train(run_dir, f"epochs={epoch}", *params)
+    assert second.wait(timeout=300) == 0, second.log.read_text()
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert metrics["interrupted"] is None
+    assert (metrics["initial_epoch"], metrics["resumed_at_step"]) == (epoch - 1, stopped["step"])
+    assert [record["epoch"] for record in metrics["history"]] == list(range(1, epoch + 1))
+    assert metrics["history"][-1]["examples"] == steps_per_epoch * 4  # the whole epoch counted
+    assert metrics["optimizer_steps"] == epoch * steps_per_epoch
+    assert not (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).exists()
+    print(
+        f"stopped after step {stopped['step']} of {steps_per_epoch} in epoch {epoch}; resumed "
+        f"with step {stopped['step'] + 1}: {metrics['optimizer_steps']} steps in all"
+    )
+
+
+def test_sigterm_to_the_runner_reaches_the_kernel_and_records_the_attempt_interrupted(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to `<package> run` during a notebook: the kernel gets it too (its cell, standing in
+    for training, finishes its work and stops), run.json records the attempt as interrupted,
+    and the runner exits 143, one line and no traceback."""
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "configs").mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
+    (project / "configs" / "test.yaml").write_text("description: stops on SIGTERM\n")
+    parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"')
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
+    notebook.cells = [
+        parameters,
+        nbformat.v4.new_code_cell(
+            "import os, signal, time\nfrom pathlib import Path\n"
+            "told = []\nsignal.signal(signal.SIGTERM, lambda *_: told.append(1))\n"
+            "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\n"
+            "while not told:\n    time.sleep(0.05)\n"
+            "Path(run_dir, 'saved').write_text('the last step')\n"
+            "raise RuntimeError('stopped on SIGTERM after saving')"
+        ),
+    ]
+    nbformat.write(notebook, project / "notebooks" / "00_train.ipynb")
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", PACKAGE, "run", "--profile", "test", "--project-dir", str(project),
+         "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        pid_file = run_dir / "kernel.pid"
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pid_file.exists(), "the notebook never started"
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert (run_dir / "saved").read_text() == "the last step"  # the kernel was told, and saved
+    message = one_line_error(stderr)
+    assert "interrupted during 00_train" in message
+    record = record_of(run_dir)
+    assert record["status"] == "interrupted"
+    (attempt,) = record["attempts"]
+    assert attempt["status"] == "interrupted" and attempt["error"]["ename"] == "Terminated"
+    assert "stopped on SIGTERM after saving" in attempt["error"]["evalue"]
+    kernel = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and alive(kernel):
+        time.sleep(0.2)
+    assert not alive(kernel), "the kernel outlived the run"

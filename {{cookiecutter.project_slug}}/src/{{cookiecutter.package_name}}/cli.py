@@ -1,12 +1,14 @@
 """The command line mirrors the notebooks: one set of parameter names for notebooks, profiles, CLI.
 
     <package> doctor [--json]
-    <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01] [--verbose]
+    <package> run --profile NAME [-p key=value | -p 03_train.key=value ...] [--plan]
+                  [--run-dir DIR] [--only 00,01] [--verbose]
     <package> report --run-dir DIR [--headline]
     <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
     <package> serve canary|promote|rollback|status --run-dir DIR [--version N]
     <package> serve-bench --run-dir DIR [--protocol rest|grpc] [--label stable=9 --label canary=1]
     <package> gpu-bench --run-dir DIR [--quick] [--model NAME] [--data synthetic|run]
+    <package> --version
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
 130 interrupted (Ctrl-C).
@@ -15,6 +17,7 @@ Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -22,13 +25,18 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from . import quiet, steps
-from .artifacts import METRICS_DIR, StepError
+from . import __version__, quiet, steps
+from .artifacts import METRICS_DIR, StepError, project_root
 from .gpubench import command as gpubench_command
 
 PROG = __package__ or "project"
 PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for several"
+RUN_PARAM_HELP = (
+    "KEY=VALUE for every notebook that declares KEY, or NOTEBOOK.KEY=VALUE for one "
+    "(03_train.epochs=20); value read as YAML (3, 0.1, true, text); repeat for several"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[quiet.VERBOSE_ENV] = "1"
     try:  # Ctrl-C, even while a step's module (TensorFlow) loads for --help: one line, 130
         command = next((arg for arg in argv if not arg.startswith("-")), "report")
-        if command != "report":  # a command that loads TensorFlow: load it quietly first
+        if command not in ("report", "run"):  # loads TensorFlow: quietly, first (run: later,
+            # after its values are checked, so that a typo is refused in a fraction of a second)
             quiet.import_tensorflow()
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
@@ -50,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen step's module is imported (for its parameters' help)."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     doctor = commands.add_parser(
@@ -67,12 +77,18 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         "--profile", default="default", help="a profile in configs/ (smoke, default, gpu)"
     )
     run.add_argument(
-        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=PARAM_HELP
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=RUN_PARAM_HELP
     )
     run.add_argument(
         "--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)"
     )
     run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="print each notebook's values and where each came from (default, profile, -p); "
+        "run nothing",
+    )
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
     run.add_argument(
         "--verbose",
@@ -84,7 +100,12 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write a run folder's report.md and report.html again, or print its headline"
     )
-    report.add_argument("--run-dir", type=Path, required=True, help="a run folder with run.json")
+    report.add_argument(
+        "--run-dir",
+        type=Path,
+        required=True,
+        help="a run folder: one `run` wrote (run.json), or artifacts/interactive from JupyterLab",
+    )
     report.add_argument(
         "--headline", action="store_true", help="print the headline as markdown (CI job summaries)"
     )
@@ -166,13 +187,22 @@ def _step(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from .artifacts import RUN_RECORD
-    from .runner.chain import write_report_html
-    from .runner.report import write_report
+    from .runner.record import interactive_record
     from .runner.summary import headline
 
-    folder = args.run_dir.expanduser().resolve()
+    folder = _existing(args.run_dir)
     try:
         record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        try:  # notebooks run in JupyterLab write metrics, but no run.json
+            record = interactive_record(folder)
+        except FileNotFoundError:
+            print(
+                f"{PROG}: {folder} holds neither {RUN_RECORD} nor {METRICS_DIR}/: pass a run "
+                f"folder that `{PROG} run` or the notebooks wrote.",
+                file=sys.stderr,
+            )
+            return 2
     except (OSError, ValueError) as error:
         reason = getattr(error, "strerror", None) or type(error).__name__
         print(
@@ -185,11 +215,24 @@ def _report(args: argparse.Namespace) -> int:
         print(f"### Run {folder.name}: {record.get('status')}\n")
         print("\n".join(headline(folder, record)))
         return 0
+    from .runner.chain import write_report_html
+    from .runner.report import write_report
+
     print(f"Wrote {write_report(folder, record)}")
     html = write_report_html(folder, record)
     if html:
         print(f"Wrote {html}")
     return 0
+
+
+def _existing(run_dir: Path) -> Path:
+    """The folder as given; a relative one missing here is taken from the project root, as the
+    notebooks take their run_dir (artifacts/interactive)."""
+    folder = run_dir.expanduser().resolve()
+    if not folder.exists() and not run_dir.is_absolute():
+        with contextlib.suppress(FileNotFoundError):
+            folder = project_root() / run_dir
+    return folder
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -212,9 +255,20 @@ def _doctor(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from . import runner
 
+    started = time.perf_counter()
     try:
         overrides = runner.parse_overrides(args.param)
         only = [part.strip() for part in args.only.split(",")] if args.only else None
+        # Names, types and the profile are checked from the notebooks' cells alone: no
+        # TensorFlow, no papermill yet, so a typo is answered at once.
+        plan = runner.plan_run(args.profile, overrides, project_dir=args.project_dir, only=only)
+        if args.plan:
+            from .runner.console import plan_lines
+
+            print("\n".join(plan_lines(plan)))
+            return 0
+        if any(steps.for_notebook(name) for name in plan.notebooks):
+            quiet.import_tensorflow()  # the steps' own checks (preflight) load it
         result = runner.run_chain(
             profile=args.profile,
             overrides=overrides,
@@ -226,11 +280,21 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     except runner.NotebookFailed as error:
+        _close(error.run_dir, started)
         print(f"{PROG}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
+        if isinstance(interrupted, runner.RunInterrupted):
+            _close(interrupted.run_dir, started)
         message = str(interrupted) or "interrupted before any notebook started."
         print(f"{PROG}: {message}", file=sys.stderr)
         return 130
-    print(f"Run folder: {result.run_dir}")
+    _close(result.run_dir, started, result.record)
     return 0
+
+
+def _close(run_dir: Path, started: float, record: dict[str, Any] | None = None) -> None:
+    """The run's last lines: its headline, the total time, both report paths."""
+    from .runner.console import closing_lines
+
+    print("", *closing_lines(run_dir, time.perf_counter() - started, record), sep="\n", flush=True)

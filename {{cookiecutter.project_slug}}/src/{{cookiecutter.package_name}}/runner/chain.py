@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import steps
 from ..artifacts import RUN_RECORD, StepError, check_writable
+from .console import show
 from .execute import NotebookFailed, execute
 from .html import write_html
 from .live import NotebookProgress
@@ -64,6 +65,15 @@ def run_chain(
     print(f"Profile {plan.profile}: {len(selected)} notebook(s) into {folder}", flush=True)
     for note in plan.notes:
         print(note, flush=True)
+    given = show(plan, everything=False)
+    print(
+        "Values other than the notebooks' defaults (`run --plan` shows all):"
+        if given
+        else "Every notebook runs with its own defaults.",
+        *given,
+        sep="\n",
+        flush=True,
+    )
     status, name = "interrupted", ""
     try:
         for number, name in enumerate(selected, start=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import runner
+from {{ cookiecutter.package_name }}.progress import MARK
+from {{ cookiecutter.package_name }}.runner.live import NotebookProgress
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -529,3 +532,28 @@ def test_a_refusal_loads_neither_tensorflow_nor_papermill(project: Path) -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("did you mean 'size'") == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_each_notebooks_lines_print_under_its_own_header() -> None:
+    """The header `[2/3] 01_second …` comes before the progress lines of 01_second, not after
+    them under the previous notebook's result; the bar moves below them and is gone at the end."""
+    out = _Terminal()
+    for number, name in ((1, "00_first"), (2, "01_second")):
+        live = NotebookProgress(number, 3, name, out)
+        live.start(cells=2)
+        live.cell_start("step.run(run_dir, params)")
+        live.write(f"{MARK}{name} working: 1/2\n")
+        live.cell_complete("step.run(run_dir, params)")
+        live.finish("ok", 1.0)
+    text = out.getvalue()
+    for name, number in (("00_first", 1), ("01_second", 2)):
+        header = text.index(f"[{number}/3] {name} …\n")
+        line = text.index(f"{MARK}{name} working")
+        result = text.index(f"[{number}/3] {name} … ok (1.0 s)")
+        assert header < line < result, text
+    assert text.index("00_first … ok") < text.index("[2/3] 01_second …\n")

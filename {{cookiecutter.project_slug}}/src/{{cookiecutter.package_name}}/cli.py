@@ -267,8 +267,6 @@ def _run(args: argparse.Namespace) -> int:
 
             print("\n".join(plan_lines(plan)))
             return 0
-        if any(steps.for_notebook(name) for name in plan.notebooks):
-            quiet.import_tensorflow()  # the steps' own checks (preflight) load it
         result = runner.run_chain(
             profile=args.profile,
             overrides=overrides,

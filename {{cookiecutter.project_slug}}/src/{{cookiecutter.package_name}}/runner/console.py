@@ -31,6 +31,19 @@ def plan_lines(plan: Plan) -> list[str]:
     ]
 
 
+def announce(plan: Plan) -> list[str]:
+    """What `run` says before anything else: the profile, the runner's notes, the values given."""
+    given = show(plan, everything=False)
+    return [
+        f"Profile {plan.profile}: {len(plan.notebooks)} notebook(s).",
+        *plan.notes,
+        "Values other than the notebooks' defaults (`run --plan` shows all):"
+        if given
+        else "Every notebook runs with its own defaults.",
+        *given,
+    ]
+
+
 def show(plan: Plan, everything: bool = True) -> list[str]:
     """The plan as lines: per notebook, each value and where it came from. everything=False
     shows only values that are not the notebook's default (what `run` prints before it starts)."""

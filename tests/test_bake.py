@@ -132,6 +132,7 @@ FULL_BAKE = (
     "src/{pkg}/runner/__init__.py",
     "src/{pkg}/runner/cells.py",
     "src/{pkg}/runner/chain.py",
+    "src/{pkg}/runner/commands.py",
     "src/{pkg}/runner/console.py",
     "src/{pkg}/runner/execute.py",
     "src/{pkg}/runner/html.py",

@@ -17,7 +17,6 @@ Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -25,10 +24,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from . import __version__, quiet, steps
-from .artifacts import METRICS_DIR, StepError, project_root
+from .artifacts import METRICS_DIR, StepError
 from .gpubench import command as gpubench_command
 
 PROG = __package__ or "project"
@@ -185,56 +183,6 @@ def _step(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    from .artifacts import RUN_RECORD
-    from .runner.record import interactive_record
-    from .runner.summary import headline
-
-    folder = _existing(args.run_dir)
-    try:
-        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        try:  # notebooks run in JupyterLab write metrics, but no run.json
-            record = interactive_record(folder)
-        except FileNotFoundError:
-            print(
-                f"{PROG}: {folder} holds neither {RUN_RECORD} nor {METRICS_DIR}/: pass a run "
-                f"folder that `{PROG} run` or the notebooks wrote.",
-                file=sys.stderr,
-            )
-            return 2
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "strerror", None) or type(error).__name__
-        print(
-            f"{PROG}: {folder / RUN_RECORD} cannot be read ({reason}): pass a run folder "
-            f"that `{PROG} run` wrote.",
-            file=sys.stderr,
-        )
-        return 2
-    if args.headline:
-        print(f"### Run {folder.name}: {record.get('status')}\n")
-        print("\n".join(headline(folder, record)))
-        return 0
-    from .runner.chain import write_report_html
-    from .runner.report import write_report
-
-    print(f"Wrote {write_report(folder, record)}")
-    html = write_report_html(folder, record)
-    if html:
-        print(f"Wrote {html}")
-    return 0
-
-
-def _existing(run_dir: Path) -> Path:
-    """The folder as given; a relative one missing here is taken from the project root, as the
-    notebooks take their run_dir (artifacts/interactive)."""
-    folder = run_dir.expanduser().resolve()
-    if not folder.exists() and not run_dir.is_absolute():
-        with contextlib.suppress(FileNotFoundError):
-            folder = project_root() / run_dir
-    return folder
-
-
 def _doctor(args: argparse.Namespace) -> int:
     from . import env
 
@@ -253,46 +201,12 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import runner
+    from .runner.commands import run
 
-    started = time.perf_counter()
-    try:
-        overrides = runner.parse_overrides(args.param)
-        only = [part.strip() for part in args.only.split(",")] if args.only else None
-        # Names, types and the profile are checked from the notebooks' cells alone: no
-        # TensorFlow, no papermill yet, so a typo is answered at once.
-        plan = runner.plan_run(args.profile, overrides, project_dir=args.project_dir, only=only)
-        if args.plan:
-            from .runner.console import plan_lines
-
-            print("\n".join(plan_lines(plan)))
-            return 0
-        result = runner.run_chain(
-            profile=args.profile,
-            overrides=overrides,
-            run_dir=args.run_dir,
-            project_dir=args.project_dir,
-            only=only,
-        )
-    except (runner.RunnerInputError, StepError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
-    except runner.NotebookFailed as error:
-        _close(error.run_dir, started)
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
-        if isinstance(interrupted, runner.RunInterrupted):
-            _close(interrupted.run_dir, started)
-        message = str(interrupted) or "interrupted before any notebook started."
-        print(f"{PROG}: {message}", file=sys.stderr)
-        return 130
-    _close(result.run_dir, started, result.record)
-    return 0
+    return run(args, PROG)
 
 
-def _close(run_dir: Path, started: float, record: dict[str, Any] | None = None) -> None:
-    """The run's last lines: its headline, the total time, both report paths."""
-    from .runner.console import closing_lines
+def _report(args: argparse.Namespace) -> int:
+    from .runner.commands import report
 
-    print("", *closing_lines(run_dir, time.perf_counter() - started, record), sep="\n", flush=True)
+    return report(args, PROG)

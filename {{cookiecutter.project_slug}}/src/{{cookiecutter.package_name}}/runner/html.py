@@ -52,7 +52,7 @@ OFFLINE = """{%- extends 'lab/index.html.j2' -%}
 OPEN_TARGET = """<script>
 function openTarget() {
   var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
-  if (target && target.tagName === "DETAILS") { target.open = true; }
+  if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView(); }
 }
 addEventListener("hashchange", openTarget); openTarget();
 </script>"""

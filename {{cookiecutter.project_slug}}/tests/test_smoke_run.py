@@ -82,7 +82,7 @@ def test_smoke_run_succeeds(smoke: Smoke) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Run folder: {run_dir}" in done.stdout
     # It ends with the headline (a line per notebook), the total time and both reports.
-    out = done.stdout.rstrip().splitlines()
+    out = [line for line in done.stdout.splitlines() if not line.startswith("make")]  # make -C
     last = out[out.index(f"Run {run_dir.name}: ok") + 1 :]
     assert [line.split(":")[0].strip() for line in last[: len(NOTEBOOKS)]] == [
         path.stem for path in NOTEBOOKS

@@ -48,17 +48,20 @@ def run_chain(
     run_dir: str | Path | None = None,
     project_dir: str | Path | None = None,
     only: list[str] | None = None,
+    announced: bool = False,
 ) -> RunResult:
     """Validate everything, then execute the notebooks in order into one run folder.
 
     Writes <run>/notebooks/<name>.ipynb (the latest success), run.json and report.md, also when
     a notebook fails (NotebookFailed names the notebook, the cell and the kept failed copy) or
-    Ctrl-C stops it (RunInterrupted, a KeyboardInterrupt).
+    Ctrl-C stops it (RunInterrupted, a KeyboardInterrupt). Says the profile and the values given
+    first, unless the caller has (`announced`).
     """
     plan = plan_run(profile, overrides, project_dir=project_dir, only=only)
     folder = run_dir_path(plan.project, plan.profile, run_dir)
     check_run_dir(folder, given=run_dir is not None)
-    print(*announce(plan), sep="\n", flush=True)  # before the seconds the step checks take
+    if not announced:  # the CLI says it before it imports this module (papermill, nbconvert)
+        print(*announce(plan), sep="\n", flush=True)  # before the seconds the checks take
     preflight(plan, folder)
     folder = _make(folder, fresh=run_dir is None)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import METRICS_DIR, RUN_RECORD, StepError, project_root
+from .console import announce, closing_lines, plan_lines
 
 
 def run(args: argparse.Namespace, prog: str) -> int:
@@ -30,17 +31,16 @@ def run(args: argparse.Namespace, prog: str) -> int:
         # Names, types and the profile are checked from the notebooks' cells alone: no
         # TensorFlow, no papermill yet, so a typo is answered at once.
         plan = runner.plan_run(args.profile, overrides, project_dir=args.project_dir, only=only)
+        print("\n".join(plan_lines(plan) if args.plan else announce(plan)), flush=True)
         if args.plan:
-            from .console import plan_lines
-
-            print("\n".join(plan_lines(plan)))
             return 0
-        result = runner.run_chain(
+        result = runner.run_chain(  # imports papermill and nbconvert: seconds on a busy machine
             profile=args.profile,
             overrides=overrides,
             run_dir=args.run_dir,
             project_dir=args.project_dir,
             only=only,
+            announced=True,
         )
     except (runner.RunnerInputError, StepError) as error:
         print(f"{prog}: {error}", file=sys.stderr)
@@ -111,6 +111,4 @@ def _existing(run_dir: Path) -> Path:
 
 def _close(run_dir: Path, started: float, record: dict[str, Any] | None = None) -> None:
     """The run's last lines: its headline, the total time, both report paths."""
-    from .console import closing_lines
-
     print("", *closing_lines(run_dir, time.perf_counter() - started, record), sep="\n", flush=True)

@@ -77,6 +77,15 @@ def test_every_parameter_is_visible_to_papermill(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_papermill_shows_a_type_for_every_parameter(path: Path) -> None:
+    """`papermill --help-notebook` says "Unknown type" for a parameter without an annotation it
+    can read (it skips `X | None`: the cells write Optional[X])."""
+    found = papermill.inspect_notebook(str(path))
+    untyped = [name for name, info in found.items() if info["inferred_type_name"] == "None"]
+    assert not untyped, f"{path.name}: no type papermill can read for {', '.join(untyped)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_kernelspec_is_pinned(path: Path) -> None:
     """The python3 kernelspec, so JupyterLab, papermill and nbval all pick the venv's kernel."""
     assert dict(_read(path).metadata.get("kernelspec", {})) == KERNELSPEC

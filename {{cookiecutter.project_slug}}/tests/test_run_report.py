@@ -3,15 +3,20 @@ and a report that still says what happened when a step failed. Built from metric
 
 from __future__ import annotations
 
+import html
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from helpers import assert_one_sentence
 from matplotlib.figure import Figure
 
+from {{ cookiecutter.package_name }} import __version__
 from {{ cookiecutter.package_name }}.runner.html import write_html
 from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline
@@ -189,3 +194,96 @@ def test_cli_without_a_readable_run_json_says_so(tmp_path: Path, content: str | 
     done = _cli("--run-dir", str(tmp_path), "--headline")
     assert done.returncode == 2 and done.stdout == ""
     assert_one_sentence(done.stderr.strip())
+
+
+def _executed(path: Path) -> None:
+    """A small executed notebook: a markdown cell and a code cell with an output."""
+    cell = nbformat.v4.new_code_cell("print('hello')", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello\n")]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Step"), cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "P", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+
+
+def test_the_html_report_works_offline_with_contents_and_links_to_its_notebooks(
+    tmp_path: Path,
+) -> None:
+    """No script or stylesheet from the network (nbconvert's lab template loads require.js and
+    MathJax from a CDN); a table of contents; the report's notebook links jump to the embedded
+    copies lower on the page instead of raw .ipynb files."""
+    run_dir, record = _run_folder(tmp_path)
+    for entry in record["notebooks"]:
+        entry["executed"] = f"notebooks/{entry['name']}.ipynb"
+        _executed(run_dir / entry["executed"])
+    write_report(run_dir, record)
+    page = write_html(run_dir, record).read_text()
+    frames = re.findall(r'srcdoc="([^"]*)"', page)
+    assert len(frames) == len(NOTEBOOKS) and "hello" in html.unescape(frames[0])
+    for text in [page, *(html.unescape(frame) for frame in frames)]:
+        remote = re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=[\"']?https?:", text, re.I)
+        assert not remote, remote
+        assert "cdnjs" not in text and "require.min.js" not in text
+    assert "<nav class='toc'>" in page and 'href="#toc_1"' in page and 'id="toc_1"' in page
+    assert 'href="notebooks/' not in page
+    for name in NOTEBOOKS:
+        assert f'href="#notebook-{name}"' in page and f'<details id="notebook-{name}">' in page
+
+
+def test_the_html_report_is_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch) -> None:
+    """report.html is written to a temporary name and renamed: a failure leaves the old one."""
+    run_dir, record = _run_folder(tmp_path)
+    write_report(run_dir, record)
+    (run_dir / "report.html").write_text("the previous report")
+
+    def fail(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_html(run_dir, record)
+    assert (run_dir / "report.html").read_text() == "the previous report"
+    left = sorted(path.name for path in run_dir.iterdir())
+    assert left == ["metrics", "report.html", "report.md"]  # no temporary file stays behind
+
+
+def test_report_works_for_notebooks_run_in_jupyterlab(tmp_path: Path) -> None:
+    """artifacts/interactive has the steps' metrics but no run.json (no runner ran): the report
+    is built from what is there, with the notebooks saved with outputs embedded."""
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    run_dir, _ = _run_folder(tmp_path, failed_at="03_train")
+    interactive = project / "artifacts" / "interactive"
+    interactive.parent.mkdir()
+    run_dir.rename(interactive)
+    for name in NOTEBOOKS:
+        path = project / "notebooks" / f"{name}.ipynb"
+        _executed(path)
+        if name == "01_data":  # saved without outputs: listed, not embedded
+            notebook = nbformat.read(path, as_version=4)
+            notebook.cells[1].outputs = []
+            nbformat.write(notebook, path)
+    done = subprocess.run(
+        [sys.executable, "-m", PACKAGE, "report", "--run-dir", "artifacts/interactive"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    report = (interactive / "report.md").read_text()
+    assert "Profile **interactive**" in report and "Status: **partial**" in report
+    assert "- **00_environment**: no GPU, ran on the CPU" in report
+    assert "- **03_train**: not run: no metrics written by this run." in report
+    page = (interactive / "report.html").read_text()
+    assert '<details id="notebook-00_environment">' in page
+    assert '<details id="notebook-01_data">' not in page
+    assert not (interactive / "run.json").exists()
+
+
+def test_version_is_printed() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", PACKAGE, "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == f"{PACKAGE} {__version__}"

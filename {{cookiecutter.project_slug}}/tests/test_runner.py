@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import runner
+from {{ cookiecutter.package_name }}.progress import MARK
+from {{ cookiecutter.package_name }}.runner.live import NotebookProgress
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -399,8 +402,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         (["-p", "size"], "'size' is not of the form key=value"),
         (["--only", "07"], "'07'"),
         (["--profile", "nope"], "'nope'"),
+        (["-p", "sise=3", "--plan"], "'sise'"),
     ],
-    ids=["unknown-param", "wrong-type", "malformed", "unknown-only", "unknown-profile"],
+    ids=["unknown-param", "wrong-type", "malformed", "unknown-only", "unknown-profile", "plan"],
 )
 def test_cli_exits_2_on_bad_input(project: Path, args: list[str], expected: str) -> None:
     """Bad input exits 2 with the reason on stderr, and no run folder is made."""
@@ -417,9 +421,139 @@ def test_cli_exits_1_when_a_notebook_fails(project: Path) -> None:
     assert "01_second failed" in done.stderr and "ValueError" in done.stderr
     assert re.search(r"^\[1/3\] 00_first … ok \(\d+\.\d s\)$", done.stdout, re.M), done.stdout
     assert re.search(r"^\[2/3\] 01_second … FAILED", done.stdout, re.M), done.stdout
-    assert "02_third" not in done.stdout
+    assert "[3/3] 02_third" not in done.stdout
     assert "kernel stderr of 00_first" not in done.stdout + done.stderr
     (run_dir,) = (project / "artifacts").iterdir()
     assert re.fullmatch(r"\d{8}-\d{6}-test", run_dir.name)
     assert str(run_dir / "notebooks" / "01_second.failed-1.ipynb") in done.stderr
     assert "Traceback" not in done.stderr
+    # The values given are shown before the first notebook; the run closes with its headline,
+    # the total and both report paths, and the cause follows as the very last line (stderr).
+    assert re.search(r"^    fail +True +-p$", done.stdout, re.M), done.stdout
+    assert done.stdout.index("fail ") < done.stdout.index("[1/3] 00_first")
+    last = done.stdout.rstrip().splitlines()[-5:]
+    assert re.fullmatch(r"  01_second: failed in cell \[\d\]: ValueError: boom from \w+", last[0])
+    assert last[1].startswith("  02_third: not run") and last[2].startswith("  Total: "), last
+    assert "status failed" in last[2], last
+    assert last[3:] == [
+        f"Report: {run_dir / 'report.md'}",
+        f"Report (HTML, works offline): {run_dir / 'report.html'}",
+    ]
+
+
+def test_cli_closes_a_run_with_headline_total_and_report_paths(project: Path) -> None:
+    """A finished run ends with one line per notebook, the total time and the two reports."""
+    done = run_cli("--profile", "test", "--project-dir", str(project), "--only", "02")
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (project / "artifacts").iterdir()
+    last = done.stdout.rstrip().splitlines()[-6:]
+    assert last[0] == "" and last[1] == f"Run {run_dir.name}: ok", last
+    assert last[2].startswith("  02_third: ")
+    assert re.fullmatch(r"  Total: \d+\.\d s for the whole command; .*status ok\.", last[3])
+    assert last[4] == f"Report: {run_dir / 'report.md'}", last
+    assert done.stdout.rstrip().endswith(f"Report (HTML, works offline): {run_dir / 'report.html'}")
+
+
+def test_plan_prints_every_value_and_its_source_and_runs_nothing(project: Path) -> None:
+    """run --plan names each notebook's values: default, profile or -p; nothing is written."""
+    args = ["--profile", "test", "--project-dir", str(project), "--plan"]
+    done = run_cli(*args, "-p", "01_second.size=9", "-p", "label=cli")
+    assert done.returncode == 0, done.stderr
+    rows = {tuple(line.split()) for line in done.stdout.splitlines() if line.startswith("    ")}
+    assert ("size", "3", "profile", "test") in rows  # 00_first keeps the shared value
+    assert ("size", "9", "-p", "01_second.size") in rows
+    assert ("label", "'cli'", "-p") in rows
+    assert ("rate", "0.25", "profile", "test", "(00_first)") in rows
+    assert ("fail", "False", "default") in rows and ("note", "None", "default") in rows
+    assert not (project / "artifacts").exists()
+
+
+def test_a_notebook_scoped_value_reaches_only_that_notebook(project: Path) -> None:
+    """-p 01_second.size=9 (or 01.size=9) sets 01_second's size and leaves 00_first's alone."""
+    for key in ("01_second.size", "01.size"):
+        plan = runner.plan_run("test", {key: 9}, project_dir=project)
+        assert plan.parameters["01_second"]["size"] == 9
+        assert plan.parameters["00_first"]["size"] == 3
+        assert plan.sources["01_second"]["size"] == "-p 01_second.size"
+        assert plan.sources["00_first"]["size"] == "profile test"
+        assert plan.sources["00_first"]["rate"] == "profile test (00_first)"
+        assert plan.sources["01_second"]["fail"] == "default"
+    plan = runner.plan_run("test", {"size": 5, "00_first.size": 6}, project_dir=project)
+    assert plan.parameters["00_first"]["size"] == 6 and plan.parameters["01_second"]["size"] == 5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "only", "expected"),
+    [
+        ({"01_secnd.size": 1}, None, r"'01_secnd' names no single notebook \(did you mean "),
+        ({"0.size": 1}, None, "'0' names no single notebook"),
+        ({"01_second.sise": 1}, None, r"'sise' from -p 01_second.sise \(did you mean 'size'\?\)"),
+        ({"01_second.size": "x"}, None, r"size='x' from -p 01_second.size is str"),
+        ({"01_second.size": 1}, ["00"], "01_second, which this run does not select"),
+    ],
+    ids=["unknown-notebook", "ambiguous-prefix", "unknown-name", "wrong-type", "unselected"],
+)
+def test_a_bad_notebook_scoped_value_is_refused(
+    project: Path, overrides: dict, only: list[str] | None, expected: str
+) -> None:
+    with pytest.raises(runner.RunnerInputError, match=expected) as refused:
+        runner.plan_run("test", overrides, project_dir=project, only=only)
+    assert_one_sentence(str(refused.value))
+
+
+def test_a_near_miss_is_answered_with_did_you_mean(project: Path) -> None:
+    """A misspelt parameter, profile or notebook gets the close name, in the same sentence."""
+    cases = [
+        (("test", {"sise": 3}), "(did you mean 'size'?)"),
+        (("tset", {}), "(did you mean 'test'?)"),
+    ]
+    for (profile, overrides), hint in cases:
+        with pytest.raises(runner.RunnerInputError) as refused:
+            runner.plan_run(profile, overrides, project_dir=project)
+        assert hint in str(refused.value)
+        assert_one_sentence(str(refused.value))
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.plan_run("test", {"zzz": 3}, project_dir=project)
+    assert "did you mean" not in str(refused.value)  # nothing close: no guess
+
+
+def test_a_refusal_loads_neither_tensorflow_nor_papermill(project: Path) -> None:
+    """Names, types and profiles are refused before the heavy imports (seconds each), so the
+    answer comes at once; the check runs in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        f"from {PACKAGE}.cli import main\n"
+        f"base = ['run', '--project-dir', {str(project)!r}, '--profile', 'test']\n"
+        "for args in (['--profile', 'nosuch'], ['-p', 'sise=3'], ['-p', 'size=x']):\n"
+        "    assert main([*base, *args]) == 2\n"
+        "heavy = {'tensorflow', 'papermill', 'nbclient'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("did you mean 'size'") == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_each_notebooks_lines_print_under_its_own_header() -> None:
+    """The header `[2/3] 01_second …` comes before the progress lines of 01_second, not after
+    them under the previous notebook's result; the bar moves below them and is gone at the end."""
+    out = _Terminal()
+    for number, name in ((1, "00_first"), (2, "01_second")):
+        live = NotebookProgress(number, 3, name, out)
+        live.start(cells=2)
+        live.cell_start("step.run(run_dir, params)")
+        live.write(f"{MARK}{name} working: 1/2\n")
+        live.cell_complete("step.run(run_dir, params)")
+        live.finish("ok", 1.0)
+    text = out.getvalue()
+    for name, number in (("00_first", 1), ("01_second", 2)):
+        header = text.index(f"[{number}/3] {name} …\n")
+        line = text.index(f"{MARK}{name} working")
+        result = text.index(f"[{number}/3] {name} … ok (1.0 s)")
+        assert header < line < result, text
+    assert text.index("00_first … ok") < text.index("[2/3] 01_second …\n")

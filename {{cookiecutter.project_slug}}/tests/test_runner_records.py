@@ -312,7 +312,8 @@ def test_project_notebooks_refuse_a_bad_value_before_any_notebook(
     message = one_line_error(done.stderr, only=False)
     assert value in message
     assert_one_sentence(message)
-    assert not run_dir.exists() and done.stdout == ""
+    assert not run_dir.exists(), done.stdout  # the values were shown, no notebook started
+    assert "Run folder" not in done.stdout and "[1/" not in done.stdout, done.stdout
     assert seconds < 60, f"the refusal took {seconds:.0f} s"
 
 

@@ -81,6 +81,17 @@ def test_smoke_run_succeeds(smoke: Smoke) -> None:
     run_dir, done = smoke
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Run folder: {run_dir}" in done.stdout
+    # It ends with the headline (a line per notebook), the total time and both reports.
+    out = [line for line in done.stdout.splitlines() if not line.startswith("make")]  # make -C
+    last = out[out.index(f"Run {run_dir.name}: ok") + 1 :]
+    assert [line.split(":")[0].strip() for line in last[: len(NOTEBOOKS)]] == [
+        path.stem for path in NOTEBOOKS
+    ], last
+    assert last[-3].startswith("  Total: ") and "status ok" in last[-3], last
+    assert last[-2:] == [
+        f"Report: {run_dir / 'report.md'}",
+        f"Report (HTML, works offline): {run_dir / 'report.html'}",
+    ]
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from nbclient import NotebookClient
 
 from {{ cookiecutter.package_name }} import artifacts, lineage, runner, steps
 from {{ cookiecutter.package_name }}.artifacts import StaleInputError, StepError
+from {{ cookiecutter.package_name }}.runner import cells
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -31,6 +32,49 @@ def test_each_notebooks_parameters_cell_is_its_steps_params(name: str) -> None:
     in_cell = {key: ast.literal_eval(info["default"]) for key, info in declared.items()}
     assert in_cell.pop("run_dir") == "artifacts/interactive"
     assert in_cell == steps.defaults(step)
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_each_parameter_is_annotated_with_its_params_type(name: str) -> None:
+    """`epochs: int = 5`: the cell's annotations are the Params types (the runner checks values
+    against the cell, papermill --help-notebook shows them). A failure names the cell and line;
+    `python -m <package>.runner.cells --write notebooks/*.ipynb` rewrites them."""
+    path = NOTEBOOKS / f"{steps.BY_NAME[name].notebook}.ipynb"
+    hints = cells.step_hints(path.stem)
+    assert hints is not None and set(hints) == {"run_dir", *steps.defaults(name)}
+    assert cells.drift(path, hints) == []
+
+
+def test_the_annotation_rewriter_fixes_drift_and_keeps_values_and_comments(tmp_path: Path) -> None:
+    """annotate() gives each line its Params type, keeps what follows `=`, and adds the typing
+    import a cell with Optional or Union needs; drift() then finds nothing."""
+    cell = nbformat.v4.new_code_cell(
+        'run_dir = "artifacts/interactive"  # folder\n'
+        "epochs: float = 5  # epochs (a = b)\n"
+        "rate = None  # None: tuned"
+    )
+    cell.metadata["tags"] = ["parameters"]
+    path = tmp_path / "03_train.ipynb"
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[cell], metadata={"kernelspec": kernelspec}), path
+    )
+    hints = {"run_dir": str, "epochs": int, "rate": float | str | None}
+    drifted = cells.drift(path, hints)
+    assert len(drifted) == 3 and "cell 0 line 2: epochs is annotated float" in drifted[1]
+    assert cells.annotate(path, hints) == 4  # three lines and the import
+    source = nbformat.read(path, as_version=4).cells[0].source
+    assert source.splitlines() == [
+        "from typing import Optional, Union",
+        "",
+        'run_dir: str = "artifacts/interactive"  # folder',
+        "epochs: int = 5  # epochs (a = b)",
+        "rate: Union[float, str, None] = None  # None: tuned",
+    ]
+    assert cells.drift(path, hints) == [] and cells.annotate(path, hints) == 0
+    found = papermill.inspect_notebook(str(path))
+    assert found["rate"]["inferred_type_name"] == "Union[float, str, None]"
+    exec(source, {})  # the cell still runs as Python
 
 
 @pytest.mark.parametrize("name", STEP_NAMES)

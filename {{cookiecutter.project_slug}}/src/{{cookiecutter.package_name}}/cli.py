@@ -1,12 +1,14 @@
 """The command line mirrors the notebooks: one set of parameter names for notebooks, profiles, CLI.
 
     <package> doctor [--json]
-    <package> run --profile NAME [-p key=value ...] [--run-dir DIR] [--only 00,01] [--verbose]
+    <package> run --profile NAME [-p key=value | -p 03_train.key=value ...] [--plan]
+                  [--run-dir DIR] [--only 00,01] [--verbose]
     <package> report --run-dir DIR [--headline]
     <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
     <package> serve canary|promote|rollback|status --run-dir DIR [--version N]
     <package> serve-bench --run-dir DIR [--protocol rest|grpc] [--label stable=9 --label canary=1]
     <package> gpu-bench --run-dir DIR [--quick] [--model NAME] [--data synthetic|run]
+    <package> --version
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
 130 interrupted (Ctrl-C).
@@ -23,12 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-from . import quiet, steps
+from . import __version__, quiet, steps
 from .artifacts import METRICS_DIR, StepError
 from .gpubench import command as gpubench_command
 
 PROG = __package__ or "project"
 PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for several"
+RUN_PARAM_HELP = (
+    "KEY=VALUE for every notebook that declares KEY, or NOTEBOOK.KEY=VALUE for one "
+    "(03_train.epochs=20); value read as YAML (3, 0.1, true, text); repeat for several"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[quiet.VERBOSE_ENV] = "1"
     try:  # Ctrl-C, even while a step's module (TensorFlow) loads for --help: one line, 130
         command = next((arg for arg in argv if not arg.startswith("-")), "report")
-        if command != "report":  # a command that loads TensorFlow: load it quietly first
+        if command not in ("report", "run"):  # loads TensorFlow: quietly, first (run: later,
+            # after its values are checked, so that a typo is refused in a fraction of a second)
             quiet.import_tensorflow()
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
@@ -50,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen step's module is imported (for its parameters' help)."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     doctor = commands.add_parser(
@@ -67,12 +75,18 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         "--profile", default="default", help="a profile in configs/ (smoke, default, gpu)"
     )
     run.add_argument(
-        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=PARAM_HELP
+        "-p", "--param", action="append", default=[], metavar="KEY=VALUE", help=RUN_PARAM_HELP
     )
     run.add_argument(
         "--run-dir", type=Path, help="run folder (default: artifacts/<time>-<profile>)"
     )
     run.add_argument("--only", help="comma-separated notebook prefixes to run, e.g. 00,01")
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="print each notebook's values and where each came from (default, profile, -p); "
+        "run nothing",
+    )
     run.add_argument("--project-dir", type=Path, help="project root (default: found from here)")
     run.add_argument(
         "--verbose",
@@ -84,7 +98,12 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write a run folder's report.md and report.html again, or print its headline"
     )
-    report.add_argument("--run-dir", type=Path, required=True, help="a run folder with run.json")
+    report.add_argument(
+        "--run-dir",
+        type=Path,
+        required=True,
+        help="a run folder: one `run` wrote (run.json), or artifacts/interactive from JupyterLab",
+    )
     report.add_argument(
         "--headline", action="store_true", help="print the headline as markdown (CI job summaries)"
     )
@@ -164,34 +183,6 @@ def _step(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    from .artifacts import RUN_RECORD
-    from .runner.chain import write_report_html
-    from .runner.report import write_report
-    from .runner.summary import headline
-
-    folder = args.run_dir.expanduser().resolve()
-    try:
-        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "strerror", None) or type(error).__name__
-        print(
-            f"{PROG}: {folder / RUN_RECORD} cannot be read ({reason}): pass a run folder "
-            f"that `{PROG} run` wrote.",
-            file=sys.stderr,
-        )
-        return 2
-    if args.headline:
-        print(f"### Run {folder.name}: {record.get('status')}\n")
-        print("\n".join(headline(folder, record)))
-        return 0
-    print(f"Wrote {write_report(folder, record)}")
-    html = write_report_html(folder, record)
-    if html:
-        print(f"Wrote {html}")
-    return 0
-
-
 def _doctor(args: argparse.Namespace) -> int:
     from . import env
 
@@ -210,27 +201,12 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import runner
+    from .runner.commands import run
 
-    try:
-        overrides = runner.parse_overrides(args.param)
-        only = [part.strip() for part in args.only.split(",")] if args.only else None
-        result = runner.run_chain(
-            profile=args.profile,
-            overrides=overrides,
-            run_dir=args.run_dir,
-            project_dir=args.project_dir,
-            only=only,
-        )
-    except (runner.RunnerInputError, StepError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
-    except runner.NotebookFailed as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
-        message = str(interrupted) or "interrupted before any notebook started."
-        print(f"{PROG}: {message}", file=sys.stderr)
-        return getattr(interrupted, "exit_status", 130)
-    print(f"Run folder: {result.run_dir}")
-    return 0
+    return run(args, PROG)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .runner.commands import report
+
+    return report(args, PROG)

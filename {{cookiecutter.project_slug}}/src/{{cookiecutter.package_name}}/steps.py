@@ -70,16 +70,6 @@ def module(step: Step | str) -> types.ModuleType:
     return importlib.import_module(f".{step.module}", __package__)
 
 
-def takes(stem: str, name: str, value: Any) -> bool | None:
-    """Whether the step of notebook `stem` takes `value` for parameter `name` by type (batch_size
-    "auto" for training, not for data); None when the notebook has no step or no such field."""
-    step = for_notebook(stem)
-    if step is None or step not in available():
-        return None
-    hints = typing.get_type_hints(module(step).Params)
-    return _fits(value, hints[name]) if name in hints else None
-
-
 def available() -> list[Step]:
     """The steps this project has: a declined part (tuning) has no module and no notebook."""
     return [step for step in CHAIN if importlib.util.find_spec(f"{__package__}.{step.module}")]

@@ -6,46 +6,46 @@ by each step's own checker — so a typo costs a second, not the minutes the cha
 the notebook that reads it. Each attempt is recorded in run.json; no attempt erases a success.
 
     profile   configs/<name>.yaml and -p items, read strictly
-    plan      the notebooks and values of one run, checked
+    cells     the notebooks' parameters cells: names, annotated types, defaults
+    plan      the notebooks and values of one run, checked, and where each value came from
     chain     run_chain: check, make the folder, execute, record
     execute   one notebook: hidden running copy, success or kept failed copy
     record    run.json: every attempt, each notebook's latest success
-    report    report.md
+    report    report.md;  html: report.html;  console: what `run` prints first and last
 """
 
-from .chain import (
-    RunInterrupted,
-    RunResult,
-    check_run_dir,
-    create_run_dir,
-    preflight,
-    run_chain,
-    run_dir_path,
-)
-from .execute import KERNEL, NotebookFailed
-from .plan import NOTEBOOK_GLOB, Declared, Plan, declared_parameters, discover_notebooks, plan_run
-from .profile import PROFILE_KEYS, RunnerInputError, load_profile, parse_overrides
-from .report import write_report
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "KERNEL",
-    "NOTEBOOK_GLOB",
-    "PROFILE_KEYS",
-    "Declared",
-    "NotebookFailed",
-    "Plan",
-    "RunInterrupted",
-    "RunResult",
-    "RunnerInputError",
-    "check_run_dir",
-    "create_run_dir",
-    "declared_parameters",
-    "discover_notebooks",
-    "load_profile",
-    "parse_overrides",
-    "plan_run",
-    "preflight",
-    "run_chain",
-    "run_dir_path",
-    "write_report",
-]
+# Where each public name lives. Loaded on first use (PEP 562), so that checking a plan imports
+# neither papermill nor TensorFlow: a refusal takes a fraction of a second, not ten.
+_HOMES = {
+    "RunInterrupted": "chain",
+    "RunResult": "chain",
+    "check_run_dir": "chain",
+    "create_run_dir": "chain",
+    "preflight": "chain",
+    "run_chain": "chain",
+    "run_dir_path": "chain",
+    "KERNEL": "execute",
+    "NotebookFailed": "execute",
+    "NOTEBOOK_GLOB": "plan",
+    "Plan": "plan",
+    "discover_notebooks": "plan",
+    "plan_run": "plan",
+    "show": "console",
+    "Declared": "cells",
+    "declared_parameters": "cells",
+    "PROFILE_KEYS": "profile",
+    "RunnerInputError": "profile",
+    "load_profile": "profile",
+    "parse_overrides": "profile",
+    "write_report": "report",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_HOMES[name]}", __name__), name)

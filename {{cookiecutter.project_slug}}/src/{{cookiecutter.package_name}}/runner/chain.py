@@ -9,13 +9,15 @@ steps.preflight. Only then is the folder made and the first notebook started.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import steps
+from .. import quiet, steps
 from ..artifacts import RUN_RECORD, StepError, check_writable
+from .console import announce
 from .execute import NotebookFailed, execute
 from .html import write_html
 from .live import NotebookProgress
@@ -46,24 +48,26 @@ def run_chain(
     run_dir: str | Path | None = None,
     project_dir: str | Path | None = None,
     only: list[str] | None = None,
+    announced: bool = False,
 ) -> RunResult:
     """Validate everything, then execute the notebooks in order into one run folder.
 
     Writes <run>/notebooks/<name>.ipynb (the latest success), run.json and report.md, also when
     a notebook fails (NotebookFailed names the notebook, the cell and the kept failed copy) or
-    Ctrl-C stops it (RunInterrupted, a KeyboardInterrupt).
+    Ctrl-C stops it (RunInterrupted, a KeyboardInterrupt). Says the profile and the values given
+    first, unless the caller has (`announced`).
     """
     plan = plan_run(profile, overrides, project_dir=project_dir, only=only)
     folder = run_dir_path(plan.project, plan.profile, run_dir)
     check_run_dir(folder, given=run_dir is not None)
+    if not announced:  # the CLI says it before it imports this module (papermill, nbconvert)
+        print(*announce(plan), sep="\n", flush=True)  # before the seconds the checks take
     preflight(plan, folder)
     folder = _make(folder, fresh=run_dir is None)
 
     record = start_record(folder, plan, only)
     selected = list(plan.notebooks)
-    print(f"Profile {plan.profile}: {len(selected)} notebook(s) into {folder}", flush=True)
-    for note in plan.notes:
-        print(note, flush=True)
+    print(f"Run folder: {folder}", flush=True)
     status, name = "interrupted", ""
     try:
         for number, name in enumerate(selected, start=1):
@@ -102,7 +106,13 @@ def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:
 
 
 def preflight(plan: Plan, folder: Path) -> None:
-    """Each selected step's own checker (steps.preflight) on the plan's values; runs nothing."""
+    """Each selected step's own checker (steps.preflight) on the plan's values; runs nothing.
+    The checkers import their steps, so TensorFlow: a line says so while it loads."""
+    if any(steps.for_notebook(name) for name in plan.notebooks):
+        started = time.perf_counter()
+        print("Checking each step's values and inputs (loading TensorFlow) …", flush=True)
+        quiet.import_tensorflow()
+        print(f"TensorFlow loaded in {time.perf_counter() - started:.1f} s.", flush=True)
     try:
         steps.preflight(folder, {name: plan.parameters[name] for name in plan.notebooks})
     except StepError as error:

@@ -1,8 +1,9 @@
 """What the runner shows while a notebook runs: cell k of n, the time, the notebook's own progress.
 
-On a terminal, one tqdm bar per notebook (cells done, elapsed, the running cell) with the
-notebook's progress lines (progress.MARK) printed above it. Elsewhere (CI, a redirected log) only
-whole lines: the notebook's progress lines as they come, one line per cell that took SLOW_CELL
+Each notebook opens with its header line (`[2/6] 01_data …`) and closes with its result; its own
+progress lines (progress.MARK) come between the two. On a terminal a tqdm bar per notebook (cells
+done, elapsed, the running cell) stays below them while it runs. Elsewhere (CI, a redirected log)
+only whole lines: the notebook's progress lines as they come, one line per cell that took SLOW_CELL
 seconds or more, and the notebook's result. The kernels print progress as lines too
 (progress.PROGRESS_ENV), so an executed notebook holds no bar either.
 """
@@ -35,13 +36,14 @@ class NotebookProgress:
         self.partial = ""  # the start of a progress line whose end has not arrived
 
     def start(self, cells: int) -> None:
+        """The notebook's header line first, so its progress lines print under it, not under
+        the previous notebook's result; on a terminal its bar then moves below them."""
         self.cells = cells
+        self._print(f"{self.title} …")
         if self.tty:
             from tqdm.std import tqdm
 
             self.bar = tqdm(total=cells, desc=self.title, unit="cell", file=self.out, leave=False)
-        else:
-            self._print(f"{self.title} …")
 
     def cell_start(self, source: str) -> None:
         self.current += 1

@@ -1,24 +1,28 @@
 """Which notebooks run, with which values: every value checked before the first notebook starts.
 
-Values are checked against the parameters the notebooks declare (names and types), so a typo in a
-profile or a `-p key=value` costs a second, not the minutes the chain takes to reach the notebook
-that reads it. Ranges and relations are the steps' own checks (steps.preflight), run afterwards.
+Values are checked against the parameters the notebooks declare (names and annotated types, read
+from the cells without papermill or TensorFlow), so a typo in a profile or a `-p key=value` costs
+well under a second, not the minutes the chain takes to reach the notebook that reads it. Ranges
+and relations are the steps' own checks (steps.preflight), run afterwards.
+
+Where a value comes from, weakest first: the notebook's default, the profile's `shared`, the
+profile's `notebooks.<name>`, `-p key=value` (every selected notebook declaring key), and
+`-p <notebook>.key=value` (that notebook only). Plan.sources says it for every value.
 """
 
 from __future__ import annotations
 
-import ast
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import papermill
-
-from .. import steps
 from ..artifacts import project_root
-from .profile import RunnerInputError, load_profile, one_line
+from .cells import Declared, declared_parameters, fits
+from .profile import RunnerInputError, load_profile, near
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+DEFAULT = "default"
 
 
 @dataclass(frozen=True)
@@ -29,16 +33,11 @@ class Plan:
     profile: str
     description: str
     notebooks: dict[str, Path]
-    parameters: dict[str, dict[str, Any]]
+    parameters: dict[str, dict[str, Any]]  # the values given (not the defaults), per notebook
     overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the runner decided and says first
-
-
-class Declared(NamedTuple):
-    """A parameter as a notebook declares it: the type its value must have (None: any)."""
-
-    expected: str | None
-    default: str
+    declared: dict[str, dict[str, Declared]] = field(default_factory=dict)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> where from
 
 
 def plan_run(
@@ -64,25 +63,40 @@ def plan_run(
     for name, values in spec["notebooks"].items():
         if name not in chain:
             raise RunnerInputError(
-                f"Unknown notebook {name!r} in {source} (notebooks): "
+                f"Unknown notebook {name!r} in {source} (notebooks){near(name, chain)}: "
                 f"the project has {', '.join(chain)}."
             )
-        where = f"in {source} (notebooks.{name})"
-        _check(values, {name: declared[name]}, where, f"{name} declares")
-    scope = "the notebooks declare" if only is None else "the selected notebooks declare"
+        _check(
+            values, {name: declared[name]}, f"in {source} (notebooks.{name})", f"{name} declares"
+        )
     chosen = {name: declared[name] for name in selected}
-    takers, notes = _takers(overrides, chosen)
-    for key, value in overrides.items():
-        to = {name: chosen[name] for name in takers[key]} or chosen
-        _check({key: value}, to, "from -p", scope)
+    general, scoped = _split(overrides, chain, selected)
+    scope = "the notebooks declare" if only is None else "the selected notebooks declare"
+    takers, notes = _takers(general, chosen)
+    for key, value in general.items():
+        _check(
+            {key: value}, {name: chosen[name] for name in takers[key]} or chosen, "from -p", scope
+        )
+    for name, values in scoped.items():
+        for key, value in values.items():
+            _check({key: value}, {name: chosen[name]}, f"from -p {name}.{key}", f"{name} declares")
 
-    parameters = {}
+    parameters: dict[str, dict[str, Any]] = {}
+    sources: dict[str, dict[str, str]] = {}
     for name in selected:
         own = declared[name]
-        values = {key: value for key, value in spec["shared"].items() if key in own}
-        values.update(spec["notebooks"].get(name, {}))
-        values.update({key: value for key, value in overrides.items() if name in takers[key]})
-        parameters[name] = {key: _coerce(value, own[key].expected) for key, value in values.items()}
+        layers = [
+            ({k: v for k, v in spec["shared"].items() if k in own}, f"profile {profile}"),
+            (spec["notebooks"].get(name, {}), f"profile {profile} ({name})"),
+            ({k: v for k, v in general.items() if name in takers[k]}, "-p"),
+            (scoped.get(name, {}), f"-p {name}."),
+        ]
+        values, where = {}, {}
+        for layer, said in layers:
+            values.update(layer)
+            where.update({key: said + (key if said.endswith(".") else "") for key in layer})
+        parameters[name] = {key: _coerce(value, own[key].hint) for key, value in values.items()}
+        sources[name] = {key: where.get(key, DEFAULT) for key in own if key != "run_dir"}
     return Plan(
         project=project,
         profile=profile,
@@ -91,7 +105,37 @@ def plan_run(
         parameters=parameters,
         overrides=overrides,
         notes=notes,
+        declared={name: declared[name] for name in selected},
+        sources=sources,
     )
+
+
+def _split(
+    overrides: dict[str, Any], chain: dict[str, Path], selected: list[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """-p values for every notebook declaring the name, and `<notebook>.name` ones, by notebook.
+    A notebook is named in full or by a prefix that only it has (03.epochs)."""
+    general: dict[str, Any] = {}
+    scoped: dict[str, dict[str, Any]] = {}
+    for key, value in overrides.items():
+        prefix, dot, name = key.rpartition(".")
+        if not dot:
+            general[key] = value
+            continue
+        matches = [stem for stem in chain if stem == prefix] or [
+            stem for stem in chain if stem.startswith(prefix)
+        ]
+        if len(matches) != 1 or not name:
+            raise RunnerInputError(
+                f"-p {key}: {prefix!r} names no single notebook{near(prefix, chain)}; "
+                f"the project has {', '.join(chain)}."
+            )
+        if matches[0] not in selected:
+            raise RunnerInputError(
+                f"-p {key} is for {matches[0]}, which this run does not select (--only)."
+            )
+        scoped.setdefault(matches[0], {})[name] = value
+    return general, scoped
 
 
 def _takers(
@@ -106,14 +150,19 @@ def _takers(
     takers, notes = {}, []
     for key, value in overrides.items():
         declaring = [name for name, own in declared.items() if key in own]
-        fitting = [name for name in declaring if _accepts(name, key, value, declared)]
+        fitting = [name for name in declaring if fits(value, declared[name][key].hint)]
         takers[key] = fitting or declaring
         left = [name for name in declaring if name not in takers[key]]
         if left:
-            kinds = sorted({declared[name][key].expected or "any" for name in left})
+            kinds = sorted({declared[name][key].expected for name in left})
             notes.append(
                 f"-p {key}={value!r} goes to {', '.join(takers[key])}; {', '.join(left)} "
                 f"take {' or '.join(kinds)} and keep their own {key}."
+            )
+        elif len(declaring) > 1:
+            notes.append(
+                f"-p {key}={value!r} goes to {', '.join(declaring)}; -p <notebook>.{key}=… "
+                "sets one of them."
             )
     return takers, notes
 
@@ -126,34 +175,15 @@ def discover_notebooks(project: Path) -> dict[str, Path]:
     return found
 
 
-def declared_parameters(path: Path) -> dict[str, Declared]:
-    """The parameters cell of a notebook, as papermill reads it, with the type of each default."""
-    try:
-        found = papermill.inspect_notebook(literal(path))
-    except Exception as error:  # nbformat and papermill raise several kinds for a broken file
-        raise RunnerInputError(f"{path} cannot be read as a notebook: {one_line(error)}.") from None
-    return {name: _declared(info) for name, info in found.items()}
-
-
 def literal(path: Path) -> str:
     """A path papermill will not treat as a format string (it calls str.format on paths)."""
     return str(path).replace("{", "{{").replace("}", "}}")
 
 
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "int": int,
-    "float": (int, float),
-    "str": str,
-    "bool": bool,
-    "list": list,
-    "dict": dict,
-}
-
-
 def _check(
     values: dict[str, Any], declared: dict[str, dict[str, Declared]], where: str, scope: str
 ) -> None:
-    """Refuse run_dir, a key no notebook declares, or a value unlike the notebook's default."""
+    """Refuse run_dir, a key no notebook declares, or a value the notebook's type does not take."""
     allowed = sorted({key for own in declared.values() for key in own} - {"run_dir"})
     for key, value in values.items():
         if key == "run_dir":
@@ -164,52 +194,23 @@ def _check(
         takers = [name for name, own in declared.items() if key in own]
         if not takers:
             raise RunnerInputError(
-                f"Unknown parameter {key!r} {where}: {scope} "
+                f"Unknown parameter {key!r} {where}{near(key, allowed)}; {scope} "
                 f"{', '.join(allowed) or 'no parameters'}."
             )
         for name in takers:
-            expected = declared[name][key].expected
-            if not _accepts(name, key, value, declared):
-                hint = "; quote it to keep it text" if expected == "str" else ""
+            own = declared[name][key]
+            if not fits(value, own.hint):
+                hint = "; quote it to keep it text" if own.expected == "str" else ""
                 raise RunnerInputError(
                     f"Parameter {key}={value!r} {where} is {type(value).__name__}, but {name} "
-                    f"expects {expected} (default {declared[name][key].default}){hint}."
+                    f"expects {own.expected} (default {own.default}){hint}."
                 )
 
 
-def _declared(info: dict[str, str]) -> Declared:
-    """The expected type: the annotation if papermill found one, else the default's literal type."""
-    annotation = info["inferred_type_name"]
-    if annotation != "None":  # papermill writes the string "None" when there is no annotation
-        base = annotation.split("[")[0].strip()
-        return Declared(base if base in _TYPES else None, info["default"])
-    try:
-        default = ast.literal_eval(info["default"])
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return Declared(None, info["default"])
-    kind = type(default).__name__
-    return Declared(kind if kind in _TYPES else None, info["default"])
-
-
-def _accepts(stem: str, key: str, value: Any, declared: dict[str, dict[str, Declared]]) -> bool:
-    """The step's own type for the parameter when the notebook has a step (its Params may take
-    more than the default's type: batch_size "auto"), else the type of the notebook's default."""
-    verdict = steps.takes(stem, key, value)
-    return _fits(value, declared[stem][key].expected) if verdict is None else verdict
-
-
-def _fits(value: Any, expected: str | None) -> bool:
-    """True when value may replace a default of the expected type; bool is not a number here."""
-    if expected is None:
-        return True
-    if isinstance(value, bool) and expected != "bool":
-        return False
-    return isinstance(value, _TYPES[expected])
-
-
-def _coerce(value: Any, expected: str | None) -> Any:
-    """An int given for a float parameter reaches the notebook as a float."""
-    if expected == "float" and isinstance(value, int) and not isinstance(value, bool):
+def _coerce(value: Any, hint: Any) -> Any:
+    """An int given for a float parameter reaches the notebook as a float (3 → 3.0)."""
+    args = typing.get_args(hint) or (hint,)
+    if float in args and int not in args and type(value) is int:
         return float(value)
     return value
 
@@ -224,7 +225,8 @@ def _select(chain: dict[str, Path], only: list[str] | None) -> list[str]:
     for prefix in prefixes:
         if not any(name.startswith(prefix) for name in chain):
             raise RunnerInputError(
-                f"--only {prefix!r} matches no notebook: the project has {', '.join(chain)}."
+                f"--only {prefix!r} matches no notebook{near(prefix, chain)}: the project has "
+                f"{', '.join(chain)}."
             )
     return [name for name in chain if any(name.startswith(prefix) for prefix in prefixes)]
 

@@ -6,7 +6,9 @@ the values; both are refused in one sentence instead, before anything runs.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,8 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise RunnerInputError(
-                f"Parameter {item!r} is not of the form key=value, e.g. epochs=3."
+                f"Parameter {item!r} is not of the form key=value or notebook.key=value, e.g. "
+                "epochs=3 or 03_train.epochs=3."
             )
         if key in given:
             raise RunnerInputError(
@@ -54,7 +57,8 @@ def load_profile(project: Path, name: str) -> dict[str, Any]:
     available = sorted(path.stem for path in (project / "configs").glob("*.yaml"))
     if name not in available:
         raise RunnerInputError(
-            f"Unknown profile {name!r}: configs/ holds {', '.join(available) or 'no profiles'}."
+            f"Unknown profile {name!r}{near(name, available)}: configs/ holds "
+            f"{', '.join(available) or 'no profiles'}."
         )
     path = project / "configs" / f"{name}.yaml"
     try:
@@ -122,6 +126,12 @@ Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+$"),
     list("-+0123456789."),
 )
+
+
+def near(word: str, choices: Iterable[str]) -> str:
+    """ " (did you mean 'epochs'?)" for a near miss among choices (difflib), else ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def one_line(error: object) -> str:

@@ -12,12 +12,13 @@ A run.json that cannot be read is set aside as run.json.corrupt-<n>, never silen
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import NOTEBOOKS_DIR, RUN_RECORD, write_json
-from .plan import Plan
+from ..artifacts import METRICS_DIR, NOTEBOOKS_DIR, RUN_RECORD, project_root, write_json
+from .plan import Plan, discover_notebooks
 from .profile import one_line
 from .report import write_report
 
@@ -127,6 +128,54 @@ def read_earlier(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], str | N
         if attempt["status"] == "running":  # that process was killed before it could say so
             attempt["status"] = "interrupted"
     return earlier, None
+
+
+def interactive_record(folder: Path) -> dict[str, Any]:
+    """A record for a folder the notebooks wrote themselves (Run All in JupyterLab): no runner,
+    so no run.json. A step whose metrics/<step>.json is there ran; the project's notebook, if it
+    was saved with outputs, is its executed copy. Raises FileNotFoundError without metrics/."""
+    from .summary import step_of
+
+    if not (folder / METRICS_DIR).is_dir():
+        raise FileNotFoundError(folder / METRICS_DIR)
+    try:
+        chain = discover_notebooks(project_root(folder))
+    except (FileNotFoundError, ValueError):  # a run folder copied out of its project
+        chain = {}
+    entries, times = [], []
+    for name, path in chain.items():
+        metrics = folder / METRICS_DIR / f"{step_of(name)}.json"
+        entry = {"name": name, "status": "not run", "seconds": None, "executed": None}
+        entry.update(parameters={}, error=None, latest_success=None)
+        if metrics.is_file():
+            finished = datetime.fromtimestamp(metrics.stat().st_mtime).astimezone()
+            times.append(finished)
+            entry.update(status="ok", finished=finished.isoformat(timespec="seconds"))
+            if _has_outputs(path):
+                entry["executed"] = os.path.relpath(path, folder)
+        entries.append(entry)
+    ran = [entry for entry in entries if entry["status"] == "ok"]
+    stamp = [min(times).isoformat(timespec="seconds"), max(times).isoformat(timespec="seconds")]
+    return {
+        "profile": "interactive",
+        "description": "notebooks run by hand (JupyterLab); saved notebooks with outputs are shown",
+        "overrides": {},
+        "run_dir": str(folder),
+        "started": stamp[0] if times else "-",
+        "finished": stamp[1] if times else None,
+        "status": "ok" if ran and len(ran) == len(entries) else "partial",
+        "invocations": [],
+        "attempts": [],
+        "notebooks": entries,
+    }
+
+
+def _has_outputs(path: Path) -> bool:
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return any(cell.get("outputs") for cell in cells)
 
 
 def _attempts_of(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

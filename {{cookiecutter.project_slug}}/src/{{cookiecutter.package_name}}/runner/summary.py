@@ -52,9 +52,9 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         said = [f"{name} ({', '.join(kinds)}): {why}" for (name, why), kinds in skipped.items()]
         lines.append("- **Skipped**: " + "; ".join(said) + ".")
     count = len(record.get("notebooks", []))
-    lines.append(
-        f"- **Total**: {seconds:.1f} s over {count} notebook(s), status **{record['status']}**."
-    )
+    timed = any(entry.get("seconds") is not None for entry in record.get("notebooks", []))
+    spent = f"{seconds:.1f} s over " if timed else "no times recorded (run by hand) for "
+    lines.append(f"- **Total**: {spent}{count} notebook(s), status **{record['status']}**.")
     return lines
 
 

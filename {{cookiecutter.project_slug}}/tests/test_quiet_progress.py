@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -64,13 +65,39 @@ def test_kernel_spec_runs_the_quiet_kernel(tmp_path: Path) -> None:
 def test_track_in_line_mode_prints_whole_lines(monkeypatch, capsys) -> None:
     """Where a log reads it (CI): no carriage returns, no bar; every line carries the mark."""
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
-    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
     assert list(progress.track(range(3), what="Shards", unit="shard")) == [0, 1, 2]
     out = capsys.readouterr().out
     assert "\r" not in out
     lines = out.splitlines()
     assert lines and all(line.startswith(progress.MARK) for line in lines)
     assert lines[-1].startswith(f"{progress.MARK}Shards: 3/3 shard(s) in ")
+
+
+def test_a_long_item_still_gets_lines_but_at_most_one_per_interval(monkeypatch, capsys) -> None:
+    """One item that runs long (a training chunk, a conversion) keeps a log moving: the clock
+    prints a line each LINE_EVERY seconds, with the count, the time left and what runs now."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.1)
+    started = time.perf_counter()
+    with progress.task("Epoch 1/2", total=4, unit="step") as work:
+        work.update(1)
+        work.note("chunk 2")
+        time.sleep(0.55)
+    seconds = time.perf_counter() - started
+    lines = capsys.readouterr().out.splitlines()
+    clock = [text for text in lines if ", ~" in text]
+    assert clock and clock[0] == f"{progress.MARK}Epoch 1/2: 1/4 step(s), 0 s, ~0 s left (chunk 2)"
+    assert len(lines) - 1 <= seconds / 0.1 + 1  # the clock's lines, at most one per interval
+    assert lines[-1].startswith(f"{progress.MARK}Epoch 1/2: 1/4 step(s) in ")
+
+
+def test_a_bar_is_redrawn_while_an_item_runs(monkeypatch, capsys) -> None:
+    """In a notebook the bar's elapsed time moves though no item finished."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "bar")
+    monkeypatch.setattr(progress, "REDRAW_EVERY", 0.05)
+    with progress.task("Convert", total=1):
+        time.sleep(0.4)
+    assert capsys.readouterr().out.count("\r") >= 4
 
 
 def test_track_on_a_terminal_draws_a_bar(monkeypatch, capsys) -> None:

@@ -68,20 +68,31 @@ def track(
 
 class Task:
     """Long work with a bar or lines kept moving by a clock; `update(n)` counts, `note(text)` says
-    what runs now. As a context manager it ends with one summary line (`done` adds to it)."""
+    what runs now. As a context manager it ends with one summary line (`done` adds to it; none
+    with summary=False, where the step prints its own result). shown=False: all of it silent."""
 
-    def __init__(self, what: str, total: int | None = None, unit: str = "item") -> None:
+    def __init__(
+        self,
+        what: str,
+        total: int | None = None,
+        unit: str = "item",
+        *,
+        shown: bool = True,
+        summary: bool = True,
+    ) -> None:
         self.what, self.total, self.unit = what, total, unit
         self.count, self.now, self.done = 0, "", ""
+        self.shown, self.summary = shown, summary
         self.started = time.perf_counter()
         self.bar: Any = None
-        if bars():
+        if shown and bars():
             from tqdm.std import tqdm  # a text bar on stdout: no widget, nothing on stderr
 
             self.bar = tqdm(total=total, desc=what, unit=unit, file=sys.stdout, leave=False)
         self._stop = threading.Event()
         self._clock = threading.Thread(target=self._tick, name=f"progress: {what}", daemon=True)
-        self._clock.start()
+        if shown:
+            self._clock.start()
 
     def update(self, count: int = 1) -> None:
         self.count += count
@@ -96,10 +107,14 @@ class Task:
 
     def close(self) -> None:
         """Stop the clock and the bar; print the summary line."""
+        if not self.shown or self._stop.is_set():
+            return
         self._stop.set()
         self._clock.join()
         if self.bar is not None:
             self.bar.close()
+        if not self.summary:
+            return
         seconds = time.perf_counter() - self.started
         counted = f"{_fraction(self.count, self.total)} {self.unit}(s)"
         line(f"{self.what}: {counted} in {seconds:.1f} s" + (f"; {self.done}" if self.done else ""))
@@ -132,9 +147,16 @@ class Task:
         self.close()
 
 
-def task(what: str, total: int | None = None, unit: str = "item") -> Task:
+def task(
+    what: str,
+    total: int | None = None,
+    unit: str = "item",
+    *,
+    shown: bool = True,
+    summary: bool = True,
+) -> Task:
     """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`."""
-    return Task(what, total, unit)
+    return Task(what, total, unit, shown=shown, summary=summary)
 
 
 def _fraction(count: int, total: int | None) -> str:

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from {{ cookiecutter.package_name }} import kernel, progress, quiet
+from {{ cookiecutter.package_name }}.runner import live as live_module
 from {{ cookiecutter.package_name }}.runner.live import SLOW_CELL, NotebookProgress
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -128,6 +129,24 @@ def test_runner_progress_without_a_terminal_is_line_based() -> None:
     assert lines[2].endswith("metrics = data.run(run_dir, params)")
     assert lines[3] == "[2/6] 01_data … ok (12.3 s)"
     assert len(lines) == 4  # "plain output" and the fast cell are not forwarded
+
+
+def test_a_silent_cell_gets_a_line_in_line_mode(monkeypatch) -> None:
+    """A cell that prints nothing (TensorFlow loading, a kernel starting) still shows in a log,
+    at most one line per SILENT seconds; a cell that prints progress gets no extra line."""
+    monkeypatch.setattr(live_module, "SILENT", 0.3)
+    out = io.StringIO()  # not a TTY
+    live = NotebookProgress(1, 6, "00_environment", out)
+    live.start(cells=2)
+    live.cell_start("import tensorflow as tf")
+    time.sleep(1.0)
+    live.cell_complete("import tensorflow as tf")
+    live.finish("ok", 1.0)
+    lines = out.getvalue().splitlines()
+    silent = [text for text in lines if "still running" in text]
+    assert silent and silent[0].startswith("    cell 1/2 still running (")
+    assert silent[0].endswith("): import tensorflow as tf")
+    assert 2 <= len(silent) <= 4, lines
 
 
 @pytest.mark.slow

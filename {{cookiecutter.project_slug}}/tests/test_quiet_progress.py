@@ -48,6 +48,26 @@ def test_import_tensorflow_drops_its_load_time_lines_and_verbose_keeps_them() ->
     assert loud_run.returncode == 0 and loud_run.stderr.strip(), "TensorFlow printed nothing at all"
 
 
+@pytest.mark.skipif(quiet.has_gpu_driver(), reason="this machine has a GPU driver: cuInit works")
+def test_level_2_users_get_no_cuinit_line_without_a_gpu_driver() -> None:
+    """TF_CPP_MIN_LOG_LEVEL=2 (common advice) still prints TensorFlow's ERROR that cuInit failed
+    on a machine without a driver; the quiet import drops that line, and only that line."""
+    code = (
+        f"from {PACKAGE} import quiet; quiet.import_tensorflow(); "
+        "import tensorflow as tf; tf.config.list_physical_devices(); print(float(tf.ones([])))"
+    )
+    done = _fresh_python(code, TF_CPP_MIN_LOG_LEVEL="2")
+    assert done.returncode == 0 and done.stdout.strip() == "1.0", done.stderr
+    assert "cuInit" not in done.stderr and done.stderr == ""
+
+
+def test_a_machine_with_a_driver_keeps_its_cuinit_line() -> None:
+    """There a failing cuInit is a broken driver: the line is passed on."""
+    text = "E0000 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)\nW other\n"
+    assert quiet.device_lines(text, driver=True) == text
+    assert quiet.device_lines(text, driver=False) == "W other\n"
+
+
 def test_kernel_loads_tensorflow_only_for_cells_that_import_it() -> None:
     find = kernel.NEEDS_TENSORFLOW.search
     assert find("import os\nimport tensorflow as tf") and find(f"from {PACKAGE} import env")

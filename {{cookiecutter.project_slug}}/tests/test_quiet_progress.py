@@ -76,6 +76,19 @@ def test_kernel_loads_tensorflow_only_for_cells_that_import_it() -> None:
     assert not find(f"import {PACKAGE}_extra")
 
 
+def test_kernel_shows_tensorflow_loading_as_a_task(monkeypatch, capsys) -> None:
+    """The 5-15 s TensorFlow load before a notebook's first cell is a task: lines or a bar."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.setattr(quiet, "import_tensorflow", lambda: time.sleep(0.05))
+
+    class Cell:
+        raw_cell = "import tensorflow as tf"
+
+    kernel._before_cell(Cell())
+    assert capsys.readouterr().out.startswith(f"{progress.MARK}Loading TensorFlow: done in ")
+
+
 def test_kernel_spec_runs_the_quiet_kernel(tmp_path: Path) -> None:
     where = kernel.install(prefix=str(tmp_path))
     spec = json.loads((where / "kernel.json").read_text())

@@ -88,7 +88,10 @@ class Task:
         if shown and bars():
             from tqdm.std import tqdm  # a text bar on stdout: no widget, nothing on stderr
 
-            self.bar = tqdm(total=total, desc=what, unit=unit, file=sys.stdout, leave=False)
+            timed = "{desc}: {elapsed}{postfix}" if not unit else None  # nothing to count
+            self.bar = tqdm(
+                total=total, desc=what, unit=unit, file=sys.stdout, leave=False, bar_format=timed
+            )
         self._stop = threading.Event()
         self._clock = threading.Thread(target=self._tick, name=f"progress: {what}", daemon=True)
         if shown:
@@ -116,13 +119,14 @@ class Task:
         if not self.summary:
             return
         seconds = time.perf_counter() - self.started
-        counted = f"{_fraction(self.count, self.total)} {self.unit}(s)"
+        counted = f"{_fraction(self.count, self.total)} {self.unit}(s)" if self.unit else "done"
         line(f"{self.what}: {counted} in {seconds:.1f} s" + (f"; {self.done}" if self.done else ""))
 
     def status(self) -> str:
         """The clock's line: count, elapsed time, the time left where it can be told, what runs."""
         seconds = time.perf_counter() - self.started
-        text = f"{self.what}: {_fraction(self.count, self.total)} {self.unit}(s), {seconds:.0f} s"
+        counted = f"{_fraction(self.count, self.total)} {self.unit}(s), " if self.unit else ""
+        text = f"{self.what}: {counted}{seconds:.0f} s"
         if self.total and 0 < self.count < self.total:
             text += f", ~{seconds / self.count * (self.total - self.count):.0f} s left"
         return text + (f" ({self.now})" if self.now else "")
@@ -155,7 +159,8 @@ def task(
     shown: bool = True,
     summary: bool = True,
 ) -> Task:
-    """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`."""
+    """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`.
+    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`)."""
     return Task(what, total, unit, shown=shown, summary=summary)
 
 

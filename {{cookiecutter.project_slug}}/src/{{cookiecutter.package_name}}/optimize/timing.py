@@ -115,10 +115,10 @@ def latency_text(line: dict[str, Any], size: str = "1") -> str:
     p99 = figures.get("p99", line.get("p99_ms") if size == "1" else None)
     if p50 is None:
         return "-"
-    calls = f"{count} calls" if count else "calls not recorded"
+    calls = f" from {count} calls" if count else ""
     if p99 is None:
-        return f"p50 {p50:.3g} ms, no p99 ({calls}, fewer than {P99_MIN_CALLS})"
-    return f"p50 {p50:.3g} ms, p99 {p99:.3g} ms ({calls})"
+        return f"p50 {p50:.3g} ms{calls} (too few for a p99)"
+    return f"p50 {p50:.3g} ms, p99 {p99:.3g} ms{calls}"
 
 
 def _batch(images: np.ndarray, size: int) -> np.ndarray:

@@ -205,11 +205,11 @@ def _optimize_rows(m: dict[str, Any]) -> Rows:
 def _latency(line: dict[str, Any]) -> str:
     """optimize.timing's figures as text (not imported: that would load TensorFlow)."""
     calls = (line.get("calls") or {}).get("1")
-    counted = f" ({calls} calls)" if calls else ""
+    counted = f" from {calls} calls" if calls else ""
     if line.get("p50_ms") is None:
         return "-"
     if line.get("p99_ms") is None:
-        return f"p50 {line['p50_ms']:.3f} ms, no p99 (fewer than 100 calls){counted}"
+        return f"p50 {line['p50_ms']:.3f} ms{counted} (too few for a p99)"
     return f"p50 {line['p50_ms']:.3f} ms, p99 {line['p99_ms']:.3f} ms{counted}"
 
 

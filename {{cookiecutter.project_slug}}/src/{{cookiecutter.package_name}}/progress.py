@@ -33,11 +33,20 @@ REDRAW_EVERY = 1.0  # seconds between two redraws of a bar while nothing else mo
 _WRITE = threading.Lock()  # a clock's line and the step's own never share a line
 
 
+_BARS: list[Any] = []  # the bars drawn now: a line is written above them, not into one
+
+
 def line(text: str) -> None:
     """One progress line, flushed at once: in the notebook, on the terminal, and in the runner."""
     with _WRITE:
-        sys.stdout.write(f"{MARK}{text}\n")  # one write: a line whole, even from two threads
+        # One write, a line whole even from two threads; over a bar, "\r" and blanks clear it
+        # first, in the same write (a notebook applies "\r" only within what arrives together).
+        width = max((len(str(bar)) for bar in _BARS), default=0)
+        clear = f"\r{' ' * width}\r" if width else ""
+        sys.stdout.write(f"{clear}{MARK}{text}\n")
         sys.stdout.flush()
+        for bar in _BARS:  # drawn again, under the line
+            bar.refresh()
 
 
 def bars() -> bool:
@@ -92,6 +101,7 @@ class Task:
             self.bar = tqdm(
                 total=total, desc=what, unit=unit, file=sys.stdout, leave=False, bar_format=timed
             )
+            _BARS.append(self.bar)
         self._stop = threading.Event()
         self._clock = threading.Thread(target=self._tick, name=f"progress: {what}", daemon=True)
         if shown:
@@ -116,6 +126,7 @@ class Task:
         self._clock.join()
         if self.bar is not None:
             self.bar.close()
+            _BARS.remove(self.bar)
         if not self.summary:
             return
         seconds = time.perf_counter() - self.started

@@ -424,3 +424,18 @@ def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
     assert models["read_only"] is True and models["source"].startswith("${RUN_DIR")
     assert all(volume["read_only"] is True for volume in volumes.values())
     assert any(arg.startswith("--monitoring_config_file=") for arg in service["command"])
+
+
+def test_the_signature_is_shown_as_a_table_not_a_json_dump() -> None:
+    """04_export shows each input and output with its dtype and shape; None is the open batch."""
+    signature = {
+        "name": "serving_default",
+        "inputs": {"images": {"dtype": "uint8", "shape": [None, 8, 8, 1]}},
+        "outputs": {"probabilities": {"dtype": "float32", "shape": [None, 10]}},
+    }
+    lines = export.signature_table(signature).splitlines()
+    assert lines[0] == "Signature `serving_default`:"
+    assert lines[4:] == [
+        "| input | `images` | uint8 | [None, 8, 8, 1] |",
+        "| output | `probabilities` | float32 | [None, 10] |",
+    ]

@@ -125,6 +125,7 @@ FULL_BAKE = (
     "src/{pkg}/optimize/onnx_backend.py",
     "src/{pkg}/optimize/params.py",
     "src/{pkg}/optimize/registry.py",
+    "src/{pkg}/optimize/timing.py",
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
     "src/{pkg}/progress.py",

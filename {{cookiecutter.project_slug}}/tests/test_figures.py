@@ -155,6 +155,14 @@ def test_latency_labels_give_p99_only_from_a_hundred_calls() -> None:
     assert "per-call overhead" in optimize_figures._label(few)
 
 
+def test_show_returns_nothing_so_a_cell_echoes_no_paths(tmp_path: Path, capsys) -> None:
+    """A notebook cell ending in figures.show(...) shows the figure only: no [PosixPath(...)]."""
+    figures.draw(tmp_path, "optimize_latency", OPTIMIZE, say=pytest.fail)
+    metrics = {"figures": [f"{artifacts.FIGURES_DIR}/optimize_latency.png"]}
+    assert figures.show(tmp_path, metrics, "optimize_latency") is None
+    assert "PosixPath" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("name", "metrics"), DRAWN, ids=[name for name, _ in DRAWN])
 def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]) -> None:
     path = figures.draw(tmp_path, name, metrics, say=pytest.fail)

@@ -438,3 +438,12 @@ def _fake_report(gpus: list[dict[str, str]], driver_version: str | None) -> dict
     }
     report["verdict"] = env.verdict(report)
     return report
+
+
+def test_the_xla_check_is_a_table_not_a_raw_list():
+    """00_environment shows it as a table: a row per device, ok or failed, and why."""
+    report = _fake_report(gpus=[], driver_version=None)
+    report["xla"].append({"device": "GPU:0", "ok": False, "reason": "no kernel | for op\nFoo"})
+    lines = env.report.xla_table(report).splitlines()
+    assert lines[:3] == ["| device | XLA | why |", "|---|---|---|", "| CPU:0 | ok | compiled |"]
+    assert lines[3] == "| GPU:0 | failed | no kernel \\| for op Foo |"

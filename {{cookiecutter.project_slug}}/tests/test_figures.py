@@ -19,6 +19,7 @@ from {{ cookiecutter.package_name }} import artifacts, env, figures
 from {{ cookiecutter.package_name }}.figures import data as data_figures
 from {{ cookiecutter.package_name }}.figures import environment as environment_figures
 from {{ cookiecutter.package_name }}.figures import export as export_figures
+from {{ cookiecutter.package_name }}.figures import optimize as optimize_figures
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -143,6 +144,23 @@ def assert_png(path: Path, min_width: int = 400) -> None:
     width, height = struct.unpack(">II", head[16:24])
     assert width >= min_width and 150 <= height <= 3000, (width, height)
     assert path.stat().st_size > 8_000, f"{path} is nearly empty ({path.stat().st_size} bytes)"
+
+
+def test_latency_labels_give_p99_only_from_a_hundred_calls() -> None:
+    """The plot's numbers: p99 where 100 calls or more were timed, the number of calls always."""
+    many = _line("onnx", 0.41, precision="fp32", status="ran", calls={"1": 200})
+    few = {**_line("model.predict", 31.0, calls={"1": 12}), "p99_ms": None}
+    assert optimize_figures._numbers(many) == "p50 0.41 ms, p99 0.656 ms\n200 calls"
+    assert optimize_figures._numbers(few) == "p50 31 ms, no p99\n12 calls"
+    assert "per-call overhead" in optimize_figures._label(few)
+
+
+def test_show_returns_nothing_so_a_cell_echoes_no_paths(tmp_path: Path, capsys) -> None:
+    """A notebook cell ending in figures.show(...) shows the figure only: no [PosixPath(...)]."""
+    figures.draw(tmp_path, "optimize_latency", OPTIMIZE, say=pytest.fail)
+    metrics = {"figures": [f"{artifacts.FIGURES_DIR}/optimize_latency.png"]}
+    assert figures.show(tmp_path, metrics, "optimize_latency") is None
+    assert "PosixPath" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "metrics"), DRAWN, ids=[name for name, _ in DRAWN])

@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from {{ cookiecutter.package_name }} import kernel, progress, quiet
+from {{ cookiecutter.package_name }}.runner import live as live_module
 from {{ cookiecutter.package_name }}.runner.live import SLOW_CELL, NotebookProgress
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -46,12 +48,45 @@ def test_import_tensorflow_drops_its_load_time_lines_and_verbose_keeps_them() ->
     assert loud_run.returncode == 0 and loud_run.stderr.strip(), "TensorFlow printed nothing at all"
 
 
+@pytest.mark.skipif(quiet.has_gpu_driver(), reason="this machine has a GPU driver: cuInit works")
+def test_level_2_users_get_no_cuinit_line_without_a_gpu_driver() -> None:
+    """TF_CPP_MIN_LOG_LEVEL=2 (common advice) still prints TensorFlow's ERROR that cuInit failed
+    on a machine without a driver; the quiet import drops that line, and only that line."""
+    code = (
+        f"from {PACKAGE} import quiet; quiet.import_tensorflow(); "
+        "import tensorflow as tf; tf.config.list_physical_devices(); print(float(tf.ones([])))"
+    )
+    done = _fresh_python(code, TF_CPP_MIN_LOG_LEVEL="2")
+    assert done.returncode == 0 and done.stdout.strip() == "1.0", done.stderr
+    assert "cuInit" not in done.stderr and done.stderr == ""
+
+
+def test_a_machine_with_a_driver_keeps_its_cuinit_line() -> None:
+    """There a failing cuInit is a broken driver: the line is passed on."""
+    text = "E0000 cuda_platform.cc:52] failed call to cuInit: UNKNOWN ERROR (303)\nW other\n"
+    assert quiet.device_lines(text, driver=True) == text
+    assert quiet.device_lines(text, driver=False) == "W other\n"
+
+
 def test_kernel_loads_tensorflow_only_for_cells_that_import_it() -> None:
     find = kernel.NEEDS_TENSORFLOW.search
     assert find("import os\nimport tensorflow as tf") and find(f"from {PACKAGE} import env")
     assert find("from keras import layers")
     assert not find("model = None  # small_cnn, or a keras.applications name")
     assert not find(f"import {PACKAGE}_extra")
+
+
+def test_kernel_shows_tensorflow_loading_as_a_task(monkeypatch, capsys) -> None:
+    """The 5-15 s TensorFlow load before a notebook's first cell is a task: lines or a bar."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.setattr(quiet, "import_tensorflow", lambda: time.sleep(0.05))
+
+    class Cell:
+        raw_cell = "import tensorflow as tf"
+
+    kernel._before_cell(Cell())
+    assert capsys.readouterr().out.startswith(f"{progress.MARK}Loading TensorFlow: done in ")
 
 
 def test_kernel_spec_runs_the_quiet_kernel(tmp_path: Path) -> None:
@@ -64,13 +99,39 @@ def test_kernel_spec_runs_the_quiet_kernel(tmp_path: Path) -> None:
 def test_track_in_line_mode_prints_whole_lines(monkeypatch, capsys) -> None:
     """Where a log reads it (CI): no carriage returns, no bar; every line carries the mark."""
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
-    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
     assert list(progress.track(range(3), what="Shards", unit="shard")) == [0, 1, 2]
     out = capsys.readouterr().out
     assert "\r" not in out
     lines = out.splitlines()
     assert lines and all(line.startswith(progress.MARK) for line in lines)
     assert lines[-1].startswith(f"{progress.MARK}Shards: 3/3 shard(s) in ")
+
+
+def test_a_long_item_still_gets_lines_but_at_most_one_per_interval(monkeypatch, capsys) -> None:
+    """One item that runs long (a training chunk, a conversion) keeps a log moving: the clock
+    prints a line each LINE_EVERY seconds, with the count, the time left and what runs now."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.1)
+    started = time.perf_counter()
+    with progress.task("Epoch 1/2", total=4, unit="step") as work:
+        work.update(1)
+        work.note("chunk 2")
+        time.sleep(0.55)
+    seconds = time.perf_counter() - started
+    lines = capsys.readouterr().out.splitlines()
+    clock = [text for text in lines if ", ~" in text]
+    assert clock and clock[0] == f"{progress.MARK}Epoch 1/2: 1/4 step(s), 0 s, ~0 s left (chunk 2)"
+    assert len(lines) - 1 <= seconds / 0.1 + 1  # the clock's lines, at most one per interval
+    assert lines[-1].startswith(f"{progress.MARK}Epoch 1/2: 1/4 step(s) in ")
+
+
+def test_a_bar_is_redrawn_while_an_item_runs(monkeypatch, capsys) -> None:
+    """In a notebook the bar's elapsed time moves though no item finished."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "bar")
+    monkeypatch.setattr(progress, "REDRAW_EVERY", 0.05)
+    with progress.task("Convert", total=1):
+        time.sleep(0.4)
+    assert capsys.readouterr().out.count("\r") >= 4
 
 
 def test_track_on_a_terminal_draws_a_bar(monkeypatch, capsys) -> None:
@@ -101,6 +162,24 @@ def test_runner_progress_without_a_terminal_is_line_based() -> None:
     assert lines[2].endswith("metrics = data.run(run_dir, params)")
     assert lines[3] == "[2/6] 01_data … ok (12.3 s)"
     assert len(lines) == 4  # "plain output" and the fast cell are not forwarded
+
+
+def test_a_silent_cell_gets_a_line_in_line_mode(monkeypatch) -> None:
+    """A cell that prints nothing (TensorFlow loading, a kernel starting) still shows in a log,
+    at most one line per SILENT seconds; a cell that prints progress gets no extra line."""
+    monkeypatch.setattr(live_module, "SILENT", 0.3)
+    out = io.StringIO()  # not a TTY
+    live = NotebookProgress(1, 6, "00_environment", out)
+    live.start(cells=2)
+    live.cell_start("import tensorflow as tf")
+    time.sleep(1.0)
+    live.cell_complete("import tensorflow as tf")
+    live.finish("ok", 1.0)
+    lines = out.getvalue().splitlines()
+    silent = [text for text in lines if "still running" in text]
+    assert silent and silent[0].startswith("    cell 1/2 still running (")
+    assert silent[0].endswith("): import tensorflow as tf")
+    assert 2 <= len(silent) <= 4, lines
 
 
 @pytest.mark.slow

@@ -6,7 +6,10 @@ The finders' decision rules on synthetic numbers are in test_find.py.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +18,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }} import data, progress, train
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
 from {{ cookiecutter.package_name }}.train import Params, TrainError
@@ -29,7 +32,22 @@ def found(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[
     run = tmp_path_factory.mktemp("found") / "run"
     shutil.copytree(digits_data, run / "data")
     values = Params(batch_size="auto", learning_rate="auto", epochs=2, finder_seconds=30)
-    return run, train.run(run, values, verbose=False)
+    printed, before = io.StringIO(), os.environ.get(progress.PROGRESS_ENV)
+    os.environ[progress.PROGRESS_ENV] = "lines"  # as the runner's kernels print: whole lines
+    every, progress.LINE_EVERY = progress.LINE_EVERY, 0.05
+    try:
+        with contextlib.redirect_stdout(printed):
+            metrics = train.run(run, values, verbose=True)
+    finally:
+        progress.LINE_EVERY = every
+        os.environ.pop(progress.PROGRESS_ENV)
+        if before is not None:
+            os.environ[progress.PROGRESS_ENV] = before
+    PRINTED.extend(printed.getvalue().splitlines())
+    return run, metrics
+
+
+PRINTED: list[str] = []  # what the `found` run printed
 
 
 def record(run: Path, name: str) -> dict:
@@ -48,6 +66,20 @@ def test_training_takes_the_found_batch_and_says_where_it_came_from(found) -> No
     # An epoch keeps 20 steps at least: no probe above a twentieth of the training set.
     assert all(probe["batch"] <= train_count // 20 for probe in batch["probes"])
     assert (run / "figures" / "batch_finder.png").stat().st_size > 0
+
+
+def test_the_finders_and_the_epochs_show_progress_and_their_choices_reach_the_runner(
+    found,
+) -> None:
+    """Each probe and range-test step moves a progress task; the choices are progress lines (the
+    runner forwards only those); an epoch's steps get clock lines with the time left."""
+    marked = [text for text in PRINTED if text.startswith(progress.MARK)]
+    assert any(text.startswith(f"{progress.MARK}Batch-size finder: ") for text in marked), PRINTED
+    assert any(text.startswith(f"{progress.MARK}batch_size=auto: ") for text in marked)
+    assert any(text.startswith(f"{progress.MARK}Learning-rate range test: ") for text in marked)
+    assert any(text.startswith(f"{progress.MARK}learning_rate=auto: ") for text in marked)
+    steps = [text for text in marked if text.startswith(f"{progress.MARK}Epoch 1/2: ")]
+    assert any(" step(s), " in text for text in steps), steps
 
 
 def test_the_range_test_suggests_a_rate_in_the_usual_range(found) -> None:

@@ -4,7 +4,8 @@ TensorFlow prints its load-time lines before any log level applies (see quiet.py
 that imports tensorflow, keras or this package runs, and TensorFlow is not loaded yet, this kernel
 loads it with those lines dropped (quiet.import_tensorflow), so they never become a red block
 under the cell; the cell's own `import tensorflow` then finds it loaded. The load still happens
-in that cell, so its time is where a reader expects it.
+in that cell, so its time is where a reader expects it, under a moving "Loading TensorFlow" bar
+(a line every few seconds where the runner reads it) and one line saying how long it took.
 
     python -m <package>.kernel -f CONNECTION_FILE   # what Jupyter runs (the kernel spec's argv)
     python -m <package>.kernel install              # make it this environment's python3 kernel
@@ -15,13 +16,14 @@ virtual environment only. With <PACKAGE>_VERBOSE=1 nothing is quieted.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
 import tempfile
 from pathlib import Path
 
-from . import quiet
+from . import progress, quiet
 
 PACKAGE = quiet.PACKAGE
 KERNEL_NAME = "python3"
@@ -72,8 +74,9 @@ def _before_cell(info: object) -> None:
     if "tensorflow" in sys.modules:
         return
     source = getattr(info, "raw_cell", "") or ""
-    if NEEDS_TENSORFLOW.search(source):
-        quiet.import_tensorflow()
+    if NEEDS_TENSORFLOW.search(source) and importlib.util.find_spec("tensorflow") is not None:
+        with progress.task("Loading TensorFlow", unit=""):  # 5-15 s: a moving bar, not a pause
+            quiet.import_tensorflow()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
 """Progress from the steps, shaped for where it is read.
 
-A step reports long work (TFRecord shards, the pipeline benchmark, tuning trials, training epochs,
-int8 calibration, engine builds) through `line()` and `track()`. Every progress line starts with
-MARK, which is how the runner tells them from a notebook's other output and forwards them to its
-terminal or CI log while the notebook runs. `track()` draws a tqdm bar where a person watches it
-(a terminal, a JupyterLab cell) and prints whole lines, at most one every LINE_EVERY seconds,
-where a log reads it: CI, a redirected command, a notebook run by the runner (PROGRESS_ENV=lines).
+A step reports long work (TFRecord shards, the pipeline benchmark, tuning trials, the finders,
+training steps, the optimize benchmark) through `line()`, `track()` and `task()`. Every progress
+line starts with MARK, which is how the runner tells them from a notebook's other output and
+forwards them to its terminal or CI log while the notebook runs. A task draws a tqdm bar where a
+person watches it (a terminal, a JupyterLab cell) and prints whole lines where a log reads it
+(CI, a redirected command, a notebook run by the runner: PROGRESS_ENV=lines).
+
+A clock keeps a task moving while one item runs long (a training chunk, a model conversion): in
+bar mode it redraws the bar every second (its elapsed time moves); in line mode it prints one line
+every LINE_EVERY seconds, so a log is never silent for more than 10 s while a task runs, and a
+task never prints more than one line per LINE_EVERY seconds.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -20,12 +26,27 @@ from .quiet import PACKAGE
 
 MARK = "» "
 PROGRESS_ENV = f"{PACKAGE.upper()}_PROGRESS"  # "lines" or "bar"; unset: decided by the output
-LINE_EVERY = 10.0  # seconds between two progress lines of one task in line mode
+# Seconds between two lines of one task in line mode: under 10 s, because a line also takes a
+# moment to travel from the kernel through the runner into the log, where the gap is judged.
+LINE_EVERY = 9.5
+REDRAW_EVERY = 1.0  # seconds between two redraws of a bar while nothing else moves it
+_WRITE = threading.Lock()  # a clock's line and the step's own never share a line
+
+
+_BARS: list[Any] = []  # the bars drawn now: a line is written above them, not into one
 
 
 def line(text: str) -> None:
     """One progress line, flushed at once: in the notebook, on the terminal, and in the runner."""
-    print(f"{MARK}{text}", flush=True)
+    with _WRITE:
+        # One write, a line whole even from two threads; over a bar, "\r" and blanks clear it
+        # first, in the same write (a notebook applies "\r" only within what arrives together).
+        width = max((len(str(bar)) for bar in _BARS), default=0)
+        clear = f"\r{' ' * width}\r" if width else ""
+        sys.stdout.write(f"{clear}{MARK}{text}\n")
+        sys.stdout.flush()
+        for bar in _BARS:  # drawn again, under the line
+            bar.refresh()
 
 
 def bars() -> bool:
@@ -48,21 +69,110 @@ def track(
 ) -> Iterator[Any]:
     """Yield items while showing progress: a bar (bars()) or whole lines, then one summary line."""
     total = total if total is not None else _length(items)
-    started = last = time.perf_counter()
-    shown: Iterable[Any] = items
-    bar = bars()
-    if bar:
-        from tqdm.std import tqdm  # a text bar on stdout: no widget, nothing on stderr
+    with task(what, total=total, unit=unit) as progress:
+        for item in items:
+            yield item
+            progress.update()
 
-        shown = tqdm(items, total=total, desc=what, unit=unit, file=sys.stdout, leave=False)
-    count = 0
-    for count, item in enumerate(shown, start=1):
-        yield item
-        now = time.perf_counter()
-        if not bar and now - last >= LINE_EVERY and (total is None or count < total):
-            line(f"{what}: {_fraction(count, total)} {unit}(s), {now - started:.1f} s")
-            last = now
-    line(f"{what}: {_fraction(count, total)} {unit}(s) in {time.perf_counter() - started:.1f} s")
+
+class Task:
+    """Long work with a bar or lines kept moving by a clock; `update(n)` counts, `note(text)` says
+    what runs now. As a context manager it ends with one summary line (`done` adds to it; none
+    with summary=False, where the step prints its own result). shown=False: all of it silent."""
+
+    def __init__(
+        self,
+        what: str,
+        total: int | None = None,
+        unit: str = "item",
+        *,
+        shown: bool = True,
+        summary: bool = True,
+    ) -> None:
+        self.what, self.total, self.unit = what, total, unit
+        self.count, self.now, self.done = 0, "", ""
+        self.shown, self.summary = shown, summary
+        self.started = time.perf_counter()
+        self.bar: Any = None
+        if shown and bars():
+            from tqdm.std import tqdm  # a text bar on stdout: no widget, nothing on stderr
+
+            timed = "{desc}: {elapsed}{postfix}" if not unit else None  # nothing to count
+            self.bar = tqdm(
+                total=total, desc=what, unit=unit, file=sys.stdout, leave=False, bar_format=timed
+            )
+            _BARS.append(self.bar)
+        self._stop = threading.Event()
+        self._clock = threading.Thread(target=self._tick, name=f"progress: {what}", daemon=True)
+        if shown:
+            self._clock.start()
+
+    def update(self, count: int = 1) -> None:
+        self.count += count
+        if self.bar is not None:
+            self.bar.update(count)
+
+    def note(self, text: str) -> None:
+        """What runs now: the bar's postfix, or the end of the next clock line."""
+        self.now = text
+        if self.bar is not None:
+            self.bar.set_postfix_str(text[:60], refresh=True)
+
+    def close(self) -> None:
+        """Stop the clock and the bar; print the summary line."""
+        if not self.shown or self._stop.is_set():
+            return
+        self._stop.set()
+        self._clock.join()
+        if self.bar is not None:
+            self.bar.close()
+            _BARS.remove(self.bar)
+        if not self.summary:
+            return
+        seconds = time.perf_counter() - self.started
+        counted = f"{_fraction(self.count, self.total)} {self.unit}(s)" if self.unit else "done"
+        line(f"{self.what}: {counted} in {seconds:.1f} s" + (f"; {self.done}" if self.done else ""))
+
+    def status(self) -> str:
+        """The clock's line: count, elapsed time, the time left where it can be told, what runs."""
+        seconds = time.perf_counter() - self.started
+        counted = f"{_fraction(self.count, self.total)} {self.unit}(s), " if self.unit else ""
+        text = f"{self.what}: {counted}{seconds:.0f} s"
+        if self.total and 0 < self.count < self.total:
+            text += f", ~{seconds / self.count * (self.total - self.count):.0f} s left"
+        return text + (f" ({self.now})" if self.now else "")
+
+    def _tick(self) -> None:
+        beat = 0
+        while True:
+            beat += 1
+            every = max(0.01, REDRAW_EVERY if self.bar is not None else LINE_EVERY)
+            wait = self.started + beat * every - time.perf_counter()  # a fixed beat: no drift
+            if self._stop.wait(max(0.0, wait)):
+                return
+            if self.bar is not None:
+                self.bar.refresh()
+            else:
+                line(self.status())
+
+    def __enter__(self) -> Task:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def task(
+    what: str,
+    total: int | None = None,
+    unit: str = "item",
+    *,
+    shown: bool = True,
+    summary: bool = True,
+) -> Task:
+    """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`.
+    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`)."""
+    return Task(what, total, unit, shown=shown, summary=summary)
 
 
 def _fraction(count: int, total: int | None) -> str:

@@ -13,14 +13,22 @@ skipped backend). Two parts, because C++ logging is fixed when TensorFlow loads:
   so the lines TensorFlow prints before any level applies go to the kernel's own log (the
   runner's notebooks/<name>.kernel.log, JupyterLab's terminal), not into a cell.
 
+A user's own TF_CPP_MIN_LOG_LEVEL is kept, with one exception: on a machine without an NVIDIA
+driver, TensorFlow's `failed call to cuInit` ERROR line (printed at levels 0-2 when devices start)
+is dropped, since it only says that there is no GPU, which 00_environment says in words. Where a
+driver is installed the line is kept: there a failing cuInit is a broken driver, worth seeing.
+`import_tensorflow` starts the devices while it holds the descriptor, to catch that line.
+
 `<PACKAGE>_VERBOSE=1` in the environment (or `run --verbose`) turns all of this off.
 """
 
 from __future__ import annotations
 
+import ctypes.util
 import importlib.util
 import logging
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -30,6 +38,8 @@ VERBOSE_ENV = f"{PACKAGE.upper()}_VERBOSE"
 # TensorFlow C++ logging: 3 keeps FATAL only. 2 would still print `cuInit` failing (an ERROR) on
 # every machine without a GPU, which 00_environment says in words.
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+# TensorFlow's line when devices start on a machine without a GPU driver (levels 0-2 print it).
+NO_DRIVER_LINE = re.compile(r"failed call to cuInit")
 QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", "keras_tuner")
 # (category, module regex): warnings from libraries that a user of this project cannot act on.
 QUIET_WARNINGS = (
@@ -71,7 +81,9 @@ def import_tensorflow() -> None:
     """Load TensorFlow with its load-time lines (printed before any log level applies) dropped.
 
     They are written to file descriptor 2 by C++, so only redirecting the descriptor stops them.
-    If loading fails they are printed after all, above the error, since they may say why.
+    If loading fails they are printed after all, above the error, since they may say why. The
+    devices are listed too, still redirected: what that prints is passed on, less the cuInit
+    line of a machine without a driver (see the module's docstring).
     """
     if "tensorflow" in sys.modules or verbose() or importlib.util.find_spec("tensorflow") is None:
         return  # loaded already, loud on purpose, or absent: a command that needs it says so
@@ -81,16 +93,35 @@ def import_tensorflow() -> None:
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
         try:
-            import tensorflow  # noqa: F401
+            import tensorflow
         except BaseException:
             os.dup2(saved, 2)
             caught.seek(0)
             sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
             raise
+        loaded = os.lseek(caught.fileno(), 0, os.SEEK_CUR)
+        try:
+            tensorflow.config.list_physical_devices()  # starts the devices: cuInit runs here
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+        caught.seek(loaded)
+        started = caught.read().decode("utf-8", errors="replace")
+    sys.stderr.write(device_lines(started, driver=has_gpu_driver()))
     setup()  # absl's Python logger exists now
+
+
+def device_lines(text: str, *, driver: bool) -> str:
+    """What TensorFlow printed when its devices started, to pass on: all of it where a GPU
+    driver is installed, else all but the cuInit line (it only says there is no GPU)."""
+    if driver:
+        return text
+    return "".join(line for line in text.splitlines(True) if not NO_DRIVER_LINE.search(line))
+
+
+def has_gpu_driver() -> bool:
+    """True where an NVIDIA driver is installed: its kernel module, or a loadable libcuda."""
+    return os.path.exists("/proc/driver/nvidia/version") or bool(ctypes.util.find_library("cuda"))
 
 
 def _quiet_absl() -> None:

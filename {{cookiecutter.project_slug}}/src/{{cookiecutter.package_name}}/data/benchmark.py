@@ -157,8 +157,8 @@ def input_bound_verdict(
     if model_examples_per_sec is None:
         return {
             "input_bound": None,
-            "verdict": measured + "; give model_examples_per_sec to learn whether training "
-            "would wait for data.",
+            "verdict": measured + "; whether training waits for it, 03_train measures (the "
+            "share of each step spent waiting for input).",
         }
     model = float(model_examples_per_sec)
     if rate < model:

@@ -90,6 +90,15 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines + ["", f"Verdict: {report['verdict']}"])
 
 
+def xla_table(report: dict[str, Any]) -> str:
+    """The XLA check as a Markdown table: one row per device, ok or failed, and why."""
+    rows = ["| device | XLA | why |", "|---|---|---|"]
+    for row in report["xla"]:
+        reason = str(row["reason"]).replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| {row['device']} | {'ok' if row['ok'] else 'failed'} | {reason} |")
+    return "\n".join(rows)
+
+
 def verdict(report: dict[str, Any]) -> str:
     """The answer in a few sentences: which device runs the notebooks, and what to fix."""
     compat = report["compatibility"]

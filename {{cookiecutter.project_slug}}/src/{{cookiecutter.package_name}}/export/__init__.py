@@ -26,6 +26,7 @@ from .files import (
     check_savedmodel,
     load_model,
     load_savedmodel,
+    signature_table,
 )
 from .params import ExportError, Params, check, check_version, export_target
 from .parity import TOLERANCE, check_parity
@@ -55,6 +56,7 @@ from .step import export_metrics, run
 MEMORY_GROWTH = configure_memory_growth()
 
 __all__ = [
+    "signature_table",
     "INPUT_NAME",
     "MODEL_NAME",
     "OUTPUTS",

@@ -127,3 +127,19 @@ def _reason(failure: BaseException) -> str:
     text = (str(failure).strip().splitlines() or [""])[0]
     text = re.split(r"(?<=[.!?])\s", text)[0].rstrip(".!?:; ")[:160]
     return f"{type(failure).__name__}: {text}" if text else type(failure).__name__
+
+
+def signature_table(signature: dict[str, Any]) -> str:
+    """The serving signature as a Markdown table: each input and output, its dtype and shape
+    (None: any size, the batch)."""
+    rows = [
+        f"Signature `{signature['name']}`:",
+        "",
+        "| | name | dtype | shape |",
+        "|---|---|---|---|",
+    ]
+    for side in ("inputs", "outputs"):
+        for name, spec in signature[side].items():
+            shape = "[" + ", ".join("None" if n is None else str(n) for n in spec["shape"]) + "]"
+            rows.append(f"| {side[:-1]} | `{name}` | {spec['dtype']} | {shape} |")
+    return "\n".join(rows)

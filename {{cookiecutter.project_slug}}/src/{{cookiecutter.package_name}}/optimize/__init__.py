@@ -5,7 +5,8 @@ and is compared with the SavedModel signature of 04_export (the reference a serv
 backend whose probabilities differ by more than its precision allows is `failed` and is never
 counted as a win; a backend the machine cannot run is `skipped` with one sentence saying why. The
 benchmark times `model.predict`, the SavedModel signature called directly and each backend that
-ran: warm-up first, then batch-1 latency (p50, p99) and throughput at larger batches.
+ran: warm-up first, then timed calls for a number of calls or a time budget: batch-1 latency (p50;
+p99 from 100 calls up) and throughput from the median call at every batch size.
 
     from <package> import optimize
     params = optimize.Params(backends="onnx", precisions="fp32,int8")
@@ -13,8 +14,9 @@ ran: warm-up first, then batch-1 latency (p50, p99) and throughput at larger bat
     metrics = optimize.run(run_dir, params)    # measures, writes metrics/optimize.json
 
 Modules: `params` (Params, check: the contract), `core` (the step), `base` (the interface),
-`registry` (the backends present), `calibration` (int8 data and quantization), and one module per
-backend: `onnx_backend`, `tensorrt_engine`, `tf_trt`.
+`registry` (the backends present), `timing` (the benchmark and what its figures may claim),
+`calibration` (int8 data and quantization), and one module per backend:
+`onnx_backend`, `tensorrt_engine`, `tf_trt`.
 """
 
 from ..env.devices import configure_memory_growth
@@ -29,9 +31,8 @@ from .base import (
 )
 from .core import (
     PRECISION_TOLERANCE,
-    benchmark,
-    best_ratios,
     optimize,
+    overhead_sentence,
     parity,
     predict_all,
     results_table,
@@ -40,6 +41,7 @@ from .core import (
 )
 from .params import Params, check, check_export_current, parse, plan
 from .registry import BACKEND_TABLE, BACKENDS
+from .timing import benchmark, best_ratios, latency_text
 
 # This step's TensorFlow shares the GPU with ONNX Runtime and TensorRT: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op
@@ -61,8 +63,10 @@ __all__ = [
     "best_ratios",
     "check",
     "check_export_current",
+    "latency_text",
     "latest_export",
     "optimize",
+    "overhead_sentence",
     "parity",
     "parse",
     "plan",

@@ -36,8 +36,9 @@ class Params:
     batch_sizes: str = param(
         "1,32,256", "comma-separated whole numbers, 1 included (batch-1 latency)"
     )
-    iterations: int = param(
-        200, "timed batch-1 calls per backend; larger batches get a tenth of that"
+    iterations: int = param(500, "most timed calls per backend and batch size (p99 from 100)")
+    benchmark_seconds: float = param(
+        2.0, "most seconds of timed calls per backend and batch size (whichever ends first)"
     )
     calibration_examples: int = param(CALIBRATION_EXAMPLES, "training images that calibrate int8")
 
@@ -56,7 +57,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 
 def plan(run_dir: str | os.PathLike[str], params: Params) -> dict[str, Any]:
     """The request as the step works on it: run_dir, export_dir (the latest version), backends,
-    precisions and batch_sizes as lists, iterations, calibration_examples."""
+    precisions and batch_sizes as lists, iterations, seconds, calibration_examples."""
     folder = resolve_run_dir(run_dir, create=False)
     return {"run_dir": folder, "export_dir": latest_export(folder), **parse(params)}
 
@@ -65,11 +66,13 @@ def parse(params: Params) -> dict[str, Any]:
     """The values, checked and split: lists of names and sizes, whole-number counts."""
     _whole(params.iterations, "iterations")
     _whole(params.calibration_examples, "calibration_examples")
+    _positive(params.benchmark_seconds, "benchmark_seconds")
     return {
         "backends": _names(params.backends, BACKENDS, "backends"),
         "precisions": _names(params.precisions, PRECISIONS, "precisions"),
         "batch_sizes": _sizes(params.batch_sizes),
         "iterations": int(params.iterations),
+        "seconds": float(params.benchmark_seconds),
         "calibration_examples": int(params.calibration_examples),
     }
 
@@ -124,3 +127,9 @@ def _sizes(value: str | Sequence[int]) -> list[int]:
 def _whole(value: Any, label: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise OptimizeError(f"{label}={value!r} is not allowed: use a whole number >= 1.")
+
+
+def _positive(value: Any, label: str) -> None:
+    number = isinstance(value, int | float | np.number) and not isinstance(value, bool)
+    if not number or not value > 0:
+        raise OptimizeError(f"{label}={value!r} is not allowed: use a number of seconds > 0.")

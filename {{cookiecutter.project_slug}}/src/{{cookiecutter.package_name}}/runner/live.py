@@ -11,6 +11,7 @@ seconds or more, and the notebook's result. The kernels print progress as lines 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -19,6 +20,10 @@ from papermill.engines import NBClientEngine, NotebookExecutionManager
 from ..progress import MARK
 
 SLOW_CELL = 2.0  # seconds: in line mode, a cell this slow gets its own line
+# In line mode, a cell that printed nothing for this long gets a line saying it still runs (a
+# kernel starting, TensorFlow loading, a step without a progress task); just above the kernel's
+# own LINE_EVERY, so a task's lines come first and a log is never silent for more than 10 s.
+SILENT = 9.8
 ENGINE = "project-live"
 
 
@@ -34,6 +39,11 @@ class NotebookProgress:
         self.current = 0  # the code cell running now, counted from 1
         self.cell_started = 0.0
         self.partial = ""  # the start of a progress line whose end has not arrived
+        self.last = time.monotonic()  # when a line or the bar was last printed
+        self.running = ""  # the running cell's first line
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.clock: threading.Thread | None = None
 
     def start(self, cells: int) -> None:
         """The notebook's header line first, so its progress lines print under it, not under
@@ -48,6 +58,10 @@ class NotebookProgress:
     def cell_start(self, source: str) -> None:
         self.current += 1
         self.cell_started = time.perf_counter()
+        self.running = next((text for text in source.splitlines() if text.strip()), "")
+        if self.clock is None:  # keeps a silent cell visible: see _keep_moving
+            self.clock = threading.Thread(target=self._keep_moving, daemon=True)
+            self.clock.start()
         if self.bar is not None:
             first = next((text for text in source.splitlines() if text.strip()), "")
             self.bar.set_postfix_str(first[:40], refresh=True)
@@ -73,16 +87,33 @@ class NotebookProgress:
         self.out.flush()
 
     def finish(self, outcome: str, seconds: float) -> None:
+        self.stop.set()
+        if self.clock is not None:
+            self.clock.join()
         if self.bar is not None:
             self.bar.close()
             self.bar = None
         self._print(f"{self.title} … {outcome} ({seconds:.1f} s)")
 
     def _print(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.write(text, file=self.out)
-        else:
-            print(text, file=self.out, flush=True)
+        with self.lock:
+            self.last = time.monotonic()
+            if self.bar is not None:
+                self.bar.write(text, file=self.out)
+            else:
+                print(text, file=self.out, flush=True)
+
+    def _keep_moving(self) -> None:
+        """On a terminal, redraw the bar each second (its elapsed time moves); in line mode,
+        a line for a cell that printed nothing for SILENT seconds."""
+        while not self.stop.wait(1.0 if self.bar is not None else 0.1):
+            if self.bar is not None:
+                with self.lock:
+                    self.bar.refresh()
+            elif time.monotonic() - self.last >= SILENT:
+                seconds = time.perf_counter() - self.cell_started
+                where = f"cell {self.current}/{self.cells} still running ({seconds:.0f} s)"
+                self._print(f"    {where}: {self.running[:70]}")
 
 
 class _Manager(NotebookExecutionManager):

@@ -186,16 +186,31 @@ def _export_rows(m: dict[str, Any]) -> Rows:
 
 
 def _optimize_rows(m: dict[str, Any]) -> Rows:
+    """Batch-1 latency with the calls it comes from; top-1 agreement for each backend (int8's
+    is the number to read: its probabilities may move while its answers stay)."""
     rows = []
     for line in [*m.get("baselines", []), *m.get("backends", [])]:
         label = line["name"] + (f" ({line['precision']})" if "precision" in line else "")
+        agreement = line.get("top1_agreement")
+        agrees = "" if agreement is None else f"; top-1 agreement {agreement:.1%}"
+        if line["name"] == "model.predict":
+            label += " (Keras per-call overhead)"
         if line.get("status", "ran") == "ran":
-            rows.append(
-                (label, f"p50 {line['p50_ms']:.3f} ms, p99 {line['p99_ms']:.3f} ms at batch 1")
-            )
+            rows.append((label, f"{_latency(line)} at batch 1{agrees}"))
         else:
-            rows.append((label, f"skipped: {line.get('reason', '')}"))
+            rows.append((label, f"{line['status']}: {line.get('reason', '')}{agrees}"))
     return rows
+
+
+def _latency(line: dict[str, Any]) -> str:
+    """optimize.timing's figures as text (not imported: that would load TensorFlow)."""
+    calls = (line.get("calls") or {}).get("1")
+    counted = f" from {calls} calls" if calls else ""
+    if line.get("p50_ms") is None:
+        return "-"
+    if line.get("p99_ms") is None:
+        return f"p50 {line['p50_ms']:.3f} ms{counted} (too few for a p99)"
+    return f"p50 {line['p50_ms']:.3f} ms, p99 {line['p99_ms']:.3f} ms{counted}"
 
 
 _SENTENCES = {

@@ -16,13 +16,15 @@ package's convention, at a global batch of REFERENCE_BATCH (the linear rule scal
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import progress
 from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR, write_json
 from ..find import batch as batch_finder
 from ..find import lr as lr_finder
@@ -81,8 +83,13 @@ def find(
     loss_scaling: bool,
     jit: bool,
     say: Callable[[str], None],
+    shown: bool = False,
 ) -> Resolved:
-    """Run the finders for what is still `auto`; write their records and figures (chief)."""
+    """Run the finders for what is still `auto`; write their records and figures (chief).
+
+    shown: each probe and range-test step moves a progress task (a bar, or a line every few
+    seconds), and the choices are progress lines, so they reach the runner's terminal too."""
+    say = progress.line if shown else say
     params, sources = resolved.params, dict(resolved.sources)
     replicas = resolved.placement.replicas
     train_count = int(meta["splits"]["train"]["count"])
@@ -95,17 +102,18 @@ def find(
         )
         device = probes.device_kind()
         budget = probes.host_budget_bytes() if device == "cpu" else None
-        choice = batch_finder.find_batch(
-            probe,
-            device=device,
-            replicas=replicas,
-            train_count=searched,
-            max_seconds=params.finder_seconds,
-            host_budget_bytes=budget,
-            bytes_per_example=probes.bytes_per_example(params.model, meta, params)
-            if budget
-            else None,
-        )
+        with _task(shown, "Batch-size finder", None, "probe") as work:
+            choice = batch_finder.find_batch(
+                _counted(probe, work, "batch"),
+                device=device,
+                replicas=replicas,
+                train_count=searched,
+                max_seconds=params.finder_seconds,
+                host_budget_bytes=budget,
+                bytes_per_example=probes.bytes_per_example(params.model, meta, params)
+                if budget
+                else None,
+            )
         record = {
             **batch_finder.choice_record(choice),
             "basis": found_on,
@@ -114,7 +122,15 @@ def find(
         }
         if device == "gpu" and state_precision(found_on) != "float32":
             record["float32"] = _float32_cap(
-                folder, meta, params, strategy, replicas, searched, choice.batch, jit=jit
+                folder,
+                meta,
+                params,
+                strategy,
+                replicas,
+                searched,
+                choice.batch,
+                jit=jit,
+                shown=shown,
             )
             say(record["float32"]["sentence"])
         _write(folder, BATCH_FINDER, record, plots.plot_batch)
@@ -134,9 +150,11 @@ def find(
         step = probes.lr_step(
             folder, meta, params, strategy, params.batch_size, loss_scaling=loss_scaling, jit=jit
         )
-        result = lr_finder.range_test(
-            step, min_lr=LR_RANGE[0], max_lr=LR_RANGE[1], steps=max(steps, 20)
-        )
+        steps = max(steps, 20)
+        with _task(shown, "Learning-rate range test", steps, "step") as work:
+            result = lr_finder.range_test(
+                _counted(step, work, "rate"), min_lr=LR_RANGE[0], max_lr=LR_RANGE[1], steps=steps
+            )
         rate = result.suggestion * REFERENCE_BATCH / params.batch_size
         lr_basis = {**found_on, "batch_size": params.batch_size, "seed": params.seed}
         record = {
@@ -156,6 +174,30 @@ def find(
     return dataclasses.replace(resolved, params=params, sources=sources)
 
 
+@contextlib.contextmanager
+def _task(shown: bool, what: str, total: int | None, unit: str) -> Iterator[Any]:
+    """A progress task when shown, else None."""
+    if not shown:
+        yield None
+        return
+    with progress.task(what, total, unit) as work:
+        yield work
+
+
+def _counted(call: Callable[[Any], Any], work: Any, name: str) -> Callable[[Any], Any]:
+    """call(value), noted and counted on the task `work` (None: as it is)."""
+    if work is None:
+        return call
+
+    def counted(value: Any) -> Any:
+        work.note(f"{name} {value:.3g}")
+        result = call(value)
+        work.update()
+        return result
+
+    return counted
+
+
 def state_precision(found_on: dict[str, Any]) -> str:
     return str(found_on["precision"])
 
@@ -170,12 +212,13 @@ def _float32_cap(
     mixed_batch: int,
     *,
     jit: bool,
+    shown: bool = False,
 ) -> dict[str, Any]:
     """The same search under float32: how much larger mixed precision lets the batch be."""
-    with dtype_policy("float32"):
+    with dtype_policy("float32"), _task(shown, "Batch-size finder, float32", None, "probe") as work:
         probe = probes.batch_probe(folder, meta, params, strategy, loss_scaling=False, jit=jit)
         choice = batch_finder.find_batch(
-            probe,
+            _counted(probe, work, "batch"),
             device="gpu",
             replicas=replicas,
             train_count=train_count,

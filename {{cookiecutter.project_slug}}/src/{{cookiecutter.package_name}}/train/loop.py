@@ -29,7 +29,7 @@ from .. import data, models
 from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
-from ..progress import line
+from ..progress import line, task
 from . import preempt, report, resume
 from .devices import worker_role
 from .params import effective_learning_rate
@@ -188,19 +188,31 @@ class Loop:
             print(text, flush=True)
 
     def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any] | None:
+        """One epoch, its steps shown as they run (a bar with the time left, or a line every few
+        seconds): the epoch's own line follows from run()."""
+        what = f"Epoch {epoch + 1}/{self.params.epochs}"
+        shown = self.verbose and self.role.is_chief
+        with task(what, self.steps_per_epoch, "step", shown=shown, summary=False) as steps:
+            return self._run_epoch(epoch, iterator, validation, timings, steps)
+
+    def _run_epoch(
+        self, epoch: int, iterator, validation, timings: list, shown
+    ) -> dict[str, Any] | None:
         """One epoch: fixed steps from the repeating train set, then the whole validation set.
 
-        The steps run in one call of the step function, or, when watched live, in about ten,
-        each reported to the exporter (and cut at the profiler's window). An epoch resumed
-        mid-way (self.partial) runs the steps left and counts the saved ones' sums; one cut
-        short by a stop signal returns None and leaves its sums in self.partial."""
+        The steps run in one call of the step function, or, when watched live or shown
+        (verbose, the same on every worker), in about ten, each reported to the exporter and to
+        `shown` (and cut at the profiler's window). An epoch resumed mid-way (self.partial) runs
+        the steps left and counts the saved ones' sums; one cut short by a stop signal returns None
+        and leaves its sums in self.partial."""
         watch, started = self.watch, time.perf_counter()
         carried, self.partial = self.partial or {}, None
         sums, waited = np.array(carried.get("sums", np.zeros(3))), carried.get("waited", 0.0)
         done, before = carried.get("step", 0), carried.get("seconds", 0.0)
         first = self.steps_done + 1
+        chunked = watch.live or self.verbose
         left = self.steps_per_epoch - done
-        for steps in report_chunks(left, first, watch.profiler.cuts(), watch.live):
+        for steps in report_chunks(left, first, watch.profiler.cuts(), chunked):
             watch.profiler.before(self.steps_done + 1)
             begun = time.perf_counter()
             chunk, wait = self.train_steps(iterator, tf.constant(steps))
@@ -219,6 +231,8 @@ class Loop:
             watch.exporter.report_steps(
                 steps, time.perf_counter() - begun, wait, float(chunk[2]), running
             )
+            shown.update(steps)
+        shown.note("validation")
         loss, correct, count = (float(value) for value in sums)
         seconds = before + time.perf_counter() - started
         timings.append((int(count), seconds))

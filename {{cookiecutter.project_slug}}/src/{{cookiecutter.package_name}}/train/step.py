@@ -110,6 +110,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
                 loss_scaling=loss_scaling,
                 jit=jit,
                 say=say,
+                shown=verbose and chief,
             )
             found = resolved.params
             state = {**state, "batch_size": found.batch_size, "learning_rate": found.learning_rate}

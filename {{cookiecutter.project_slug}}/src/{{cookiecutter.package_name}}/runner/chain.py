@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import quiet, steps
+from .. import progress, quiet, steps
 from ..artifacts import RUN_RECORD, StepError, check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
@@ -111,7 +111,8 @@ def preflight(plan: Plan, folder: Path) -> None:
     if any(steps.for_notebook(name) for name in plan.notebooks):
         started = time.perf_counter()
         print("Checking each step's values and inputs (loading TensorFlow) …", flush=True)
-        quiet.import_tensorflow()
+        with progress.task("Loading TensorFlow", unit=""):  # a moving line: it takes 5-40 s
+            quiet.import_tensorflow()
         print(f"TensorFlow loaded in {time.perf_counter() - started:.1f} s.", flush=True)
     try:
         steps.preflight(folder, {name: plan.parameters[name] for name in plan.notebooks})

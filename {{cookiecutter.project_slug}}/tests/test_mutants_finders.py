@@ -1,5 +1,5 @@
-"""The finders' decisions that a user cannot see go wrong: when the range test calls a loss diverged,
-and when an earlier choice is reused instead of probed again.
+"""The finders' decisions a user cannot see go wrong: when the range test calls a loss diverged, and
+when an earlier choice is reused instead of probed again.
 
 The range-test curves are shaped so that only the documented rule stops them where they stop: the
 smoothed loss more than diverge_factor times its best so far (not its first value, not the best
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tf_gpu_project import train
-from tf_gpu_project.find import lr as lr_finder
-from tf_gpu_project.find import probes
-from tf_gpu_project.train import Params
+from {{ cookiecutter.package_name }} import train
+from {{ cookiecutter.package_name }}.find import lr as lr_finder
+from {{ cookiecutter.package_name }}.find import probes
+from {{ cookiecutter.package_name }}.train import Params
 
 STEPS = 60
 

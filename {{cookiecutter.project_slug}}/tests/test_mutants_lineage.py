@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tf_gpu_project import artifacts, lineage
-from tf_gpu_project.artifacts import StaleInputError
+from {{ cookiecutter.package_name }} import artifacts, lineage
+from {{ cookiecutter.package_name }}.artifacts import StaleInputError
 
 
 def _export(run_dir: Path, version: int = 1) -> Path:

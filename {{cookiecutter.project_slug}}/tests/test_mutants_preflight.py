@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tf_gpu_project import steps
-from tf_gpu_project.artifacts import StepError
-from tf_gpu_project.runner import plan_run
+from {{ cookiecutter.package_name }} import steps
+from {{ cookiecutter.package_name }}.artifacts import StepError
+from {{ cookiecutter.package_name }}.runner import plan_run
 
 PROJECT = Path(__file__).resolve().parents[1]
 

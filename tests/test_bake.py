@@ -173,6 +173,8 @@ FULL_BAKE = (
     "tests/conftest.py",
     "tests/data/kubeflow.org_tfjobs.yaml",
     "tests/helpers.py",
+    "tests/mutate.py",
+    "tests/mutation_survivors.md",
     "tests/slurm_cluster.py",
     "tests/test_data_pipeline.py",
     "tests/test_data_records.py",

@@ -61,3 +61,87 @@ def test_a_search_not_stopped_by_memory_gives_no_saving_and_says_why(
     measured, why = bench.ratios(results, replicas=1)
     assert measured["memory_saving"] is None
     assert why["memory_saving"].startswith("the largest batch was not found for both precisions")
+
+
+MEASURED = {
+    "mixed_float16_vs_float32": 2.5,
+    "memory_saving": 0.30,
+    "scaling_efficiency": None,
+    "optimized_vs_savedmodel_throughput": 3.0,
+    "optimized_latency_cut_batch1": None,
+    "xla_vs_no_xla": 1.3,
+    "mixed_bfloat16_vs_float32": None,
+}
+WHY = {
+    "scaling_efficiency": "one GPU: scaling needs two or more",
+    "mixed_bfloat16_vs_float32": "not measured: needs compute capability 8.0+",
+}
+
+
+def test_each_row_says_the_claim_the_figures_and_the_verdict() -> None:
+    rows = verdicts.judge(MEASURED, WHY, on_gpu=True, gpu_family="A100")
+    for row, claim in zip(rows, reference.CLAIMS, strict=True):
+        assert row["claim"] == claim["claim"] and row["says"] == claim["says"]
+        assert row["published"] == reference.published_figure(claim["claim"], "A100")
+        assert row["measured"] == MEASURED[claim["key"]]
+    shown = {row["claim"]: (row["measured_shown"], row["verdict"]) for row in rows}
+    assert shown == {
+        "amp_speedup": ("2.50x", verdicts.CONFIRMED),
+        "amp_memory": ("30%", "not confirmed (30%, 5 points short of 35%)"),
+        "multi_gpu_scaling": ("-", "cannot be measured here (one GPU: scaling needs two or more)"),
+        "tensorrt_throughput": ("3.00x", verdicts.CONFIRMED),
+        "tensorrt_latency": ("-", "cannot be measured here (not measured)"),
+    }
+
+
+@pytest.mark.parametrize("on_gpu", [True, False])
+def test_the_table_is_the_rows_in_aligned_columns(on_gpu: bool) -> None:
+    rows = verdicts.judge(MEASURED, WHY, on_gpu=on_gpu, gpu_family="A100")
+    record = {"claims": rows, "measured": MEASURED, "why": WHY, "on_gpu": on_gpu}
+    lines = verdicts.format_table({**record, "device": "1x NVIDIA A100", "mode": "full"}).split(
+        "\n"
+    )
+    assert lines[:2] == ["GPU claims, measured on 1x NVIDIA A100 (full):", ""]
+    head, rule, *table = lines[2 : 4 + len(rows)]
+    cells = [["claim", "the seed says", "published", "measured here", "verdict"]] + [
+        [row["claim"], row["says"], row["published"], row["measured_shown"], row["verdict"]]
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(5)]
+    assert rule == "  ".join("-" * width for width in widths)
+    for line, expected in zip([head, *table], cells, strict=True):
+        starts = [sum(widths[:i]) + 2 * i for i in range(5)]
+        assert [line[s : s + w].rstrip() for s, w in zip(starts, widths, strict=True)] == expected
+        assert line == line.rstrip()
+    rest = lines[4 + len(rows) :]
+    assert rest[0] == ""
+    assert rest[1] == f"{reference.MEASURED_ONLY['xla_vs_no_xla']}: 1.30x"
+    bf16 = "mixed_bfloat16_vs_float32"
+    assert rest[2] == f"{reference.MEASURED_ONLY[bf16]}: {WHY[bf16]}"
+    every = f"Every GPU claim: {verdicts.CANNOT} - {verdicts.NO_GPU}."
+    assert rest[3:] == ([] if on_gpu else [every]) + [f"Published figures: {reference.SOURCE}"]
+
+
+def test_a_measured_only_ratio_without_a_reason_says_not_measured() -> None:
+    record = {"claims": [], "measured": {}, "why": {}, "on_gpu": True, "device": "d", "mode": "m"}
+    text = verdicts.format_table(record)
+    assert f"{reference.MEASURED_ONLY['xla_vs_no_xla']}: not measured" in text.split("\n")
+
+
+def test_scaling_efficiency_refuses_no_replicas_or_no_rate() -> None:
+    assert verdicts.scaling_efficiency(100.0, 150.0, 1) == pytest.approx(1.5)
+    for one, replicas in ((100.0, 0), (0.0, 2), (-1.0, 2)):
+        with pytest.raises(ValueError, match="scaling needs replicas >= 1 and a positive"):
+            verdicts.scaling_efficiency(one, 100.0, replicas)
+
+
+def test_shortfalls_of_a_ratio_and_of_a_share() -> None:
+    amp = next(c for c in reference.CLAIMS if c["key"] == "mixed_float16_vs_float32")
+    share = next(c for c in reference.CLAIMS if c["key"] == "scaling_efficiency")
+    assert verdicts.verdict(amp, 1.0, on_gpu=True) == "not confirmed (1.00x, 2.00x short of 2x)"
+    assert (
+        verdicts.verdict(share, 0.5, on_gpu=True) == "not confirmed (50%, 40 points short of 90%)"
+    )
+    assert verdicts.verdict(share, None, on_gpu=True) == "cannot be measured here (not measured)"
+    off = verdicts.verdict(share, 0.99, on_gpu=False, why="x")
+    assert off == f"{verdicts.CANNOT} ({verdicts.NO_GPU})"

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -30,7 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutate"
 EXPLAINED = ROOT / "tests" / "mutation_survivors.md"
 COPIED = ("src", "tests", "notebooks", "configs", "docker", "pyproject.toml")
-# group: (modules under src/<package>/ to mutate, the tests that guard them)
+# group: (modules under src/<package>/ to mutate, the tests that guard them[, the functions]):
+# without the third part every function of the modules; with it, the mutants whose names match
+# (mutmut's "<module>.x_<function>__mutmut_<n>", package left out) - the functions that decide
+# what the user is told, not, say, how a measurement process is started.
 GROUPS = {
     "lineage": (["lineage.py"], ["test_mutants_lineage.py", "test_steps.py"]),
     "preflight": (["steps.py"], ["test_mutants_preflight.py", "test_steps.py"]),
@@ -52,6 +56,7 @@ GROUPS = {
     "gpubench": (
         ["gpubench/verdicts.py", "gpubench/bench.py"],
         ["test_gpu_bench.py", "test_mutants_gpubench.py"],
+        ["gpubench.verdicts.*", "gpubench.bench.x_ratios*", "gpubench.bench.x_inference*"],
     ),
     "report": (["runner/summary.py"], ["test_run_report.py", "test_mutants_report.py"]),
 }
@@ -85,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_group(group: str, jobs: int) -> dict:
     """Run mutmut on one group in a fresh copy of the project; its mutants' statuses and diffs."""
-    modules, tests = GROUPS[group]
+    modules, tests, *only = GROUPS[group]
+    names = [f"{PACKAGE}.{pattern}" for pattern in only[0]] if only else []
     work = OUT / group
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -103,11 +109,13 @@ def run_group(group: str, jobs: int) -> dict:
     # as having nothing to import, and the tests would then import the unmutated package.
     (work / "mutants" / "src").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(work / "mutants" / "src")}
-    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names]
     log = work / "mutmut.log"
     with log.open("w", encoding="utf-8") as handle:
         done = subprocess.run(command, cwd=work, env=env, stdout=handle, stderr=subprocess.STDOUT)
     statuses = read_statuses(work / "mutants", paths)
+    if only:
+        statuses = {k: v for k, v in statuses.items() if any(fnmatch(k, p) for p in only[0])}
     survivors = [name for name, status in statuses.items() if status == "survived"]
     diffs = {name: show(work, env, name) for name in survivors}
     ran = done.returncode == 0 and bool(statuses)

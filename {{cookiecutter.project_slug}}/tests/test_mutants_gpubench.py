@@ -7,6 +7,9 @@ two measurement processes report), and the ratio and verdict are checked against
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from {{ cookiecutter.package_name }}.gpubench import bench, reference, verdicts
@@ -145,3 +148,119 @@ def test_shortfalls_of_a_ratio_and_of_a_share() -> None:
     assert verdicts.verdict(share, None, on_gpu=True) == "cannot be measured here (not measured)"
     off = verdicts.verdict(share, 0.99, on_gpu=False, why="x")
     assert off == f"{verdicts.CANNOT} ({verdicts.NO_GPU})"
+
+
+def _optimize(tmp_path, record) -> Path:
+    (tmp_path / "metrics").mkdir(exist_ok=True)
+    (tmp_path / "metrics" / "optimize.json").write_text(json.dumps(record), encoding="utf-8")
+    return tmp_path
+
+
+KEYS = ("optimized_vs_savedmodel_throughput", "optimized_latency_cut_batch1")
+
+
+def test_inference_compares_the_best_backend_at_the_largest_batch(tmp_path) -> None:
+    """The largest batch by number (1024, not "32" as text), the best rate of the backends that
+    ran with parity there, and the fastest of them at batch 1."""
+    saved = {"name": "savedmodel", "p50_ms": 10.0, "throughput": {"32": 50.0, "1024": 100.0}}
+    record = {
+        "baselines": [{"name": "onnx", "p50_ms": 1.0}, saved],
+        "backends": [
+            {"status": "ran", "parity_ok": True, "p50_ms": 5.0, "throughput": {"1024": 300.0}},
+            {"status": "ran", "parity_ok": True, "p50_ms": 2.0, "throughput": {"1024": 200.0}},
+            {"status": "ran", "parity_ok": False, "p50_ms": 0.1, "throughput": {"1024": 9e9}},
+            {"status": "skipped", "parity_ok": True, "p50_ms": 0.1, "throughput": {"1024": 9e9}},
+            {"status": "ran", "parity_ok": True, "p50_ms": 3.0, "throughput": {"32": 9e9}},
+        ],
+    }
+    measured, _ = bench.inference(_optimize(tmp_path, record))
+    assert measured == {KEYS[0]: pytest.approx(3.0), KEYS[1]: pytest.approx(0.8)}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"baselines": [{"name": "savedmodel", "p50_ms": 10.0}], "backends": []},
+        {"baselines": [], "backends": [{"status": "ran", "parity_ok": True, "p50_ms": 1.0}]},
+        {"backends": [{"status": "ran", "parity_ok": True, "p50_ms": 1.0}]},
+        {"baselines": [{"name": "savedmodel", "p50_ms": 10.0}]},
+        {
+            "baselines": [{"name": "savedmodel", "p50_ms": 0.0}],
+            "backends": [{"status": "ran", "parity_ok": True, "p50_ms": 1.0}],
+        },
+    ],
+)
+def test_inference_without_a_backend_with_parity_says_so(tmp_path, record) -> None:
+    measured, why = bench.inference(_optimize(tmp_path, record))
+    assert measured == dict.fromkeys(KEYS)
+    assert why == dict.fromkeys(KEYS, "step 05 ran no optimized backend with parity")
+
+
+def test_inference_without_a_throughput_at_the_largest_batch(tmp_path) -> None:
+    record = {
+        "baselines": [{"name": "savedmodel", "p50_ms": 10.0, "throughput": {"64": 0.0}}],
+        "backends": [{"status": "ran", "parity_ok": True, "p50_ms": 4.0}],
+    }
+    measured, why = bench.inference(_optimize(tmp_path, record))
+    assert measured == {KEYS[0]: None, KEYS[1]: pytest.approx(0.6)}
+    assert why == dict.fromkeys(KEYS, "step 05 measured no throughput at its largest batch")
+
+
+@pytest.mark.parametrize("text", [None, "{broken", ""])
+def test_inference_without_step_05s_metrics_names_the_step(tmp_path, text) -> None:
+    if text is not None:
+        (tmp_path / "metrics").mkdir()
+        (tmp_path / "metrics" / "optimize.json").write_text(text, encoding="utf-8")
+    measured, why = bench.inference(tmp_path)
+    assert measured == dict.fromkeys(KEYS)
+    reason = "no metrics/optimize.json in the run folder: run step 05 (optimize) first"
+    assert why == dict.fromkeys(KEYS, reason)
+
+
+def test_ratios_of_the_rates_and_why_one_is_missing() -> None:
+    results = {
+        "float32": {"images_per_second": 100.0},
+        "mixed_float16": {"images_per_second": 250.0},
+        "mixed_bfloat16": {"images_per_second": 0.0},
+        "xla": {"error": "exit 1: XLA failed"},
+        "scaled": {"images_per_second": 360.0},
+    }
+    measured, why = bench.ratios(results, replicas=4)
+    assert measured == {
+        "mixed_float16_vs_float32": pytest.approx(2.5),
+        "mixed_bfloat16_vs_float32": None,
+        "xla_vs_no_xla": None,
+        "scaling_efficiency": pytest.approx(0.9),
+    }
+    assert why == {
+        "mixed_bfloat16_vs_float32": "not measured",
+        "xla_vs_no_xla": "a run failed (xla: exit 1: XLA failed)",
+    }
+
+
+def test_ratios_when_the_float32_run_failed() -> None:
+    results = {
+        "float32": {"error": "exit 1: out of memory"},
+        "mixed_float16": {"images_per_second": 250.0},
+        "scaled": {"error": "ran past its 600 s limit"},
+    }
+    measured, why = bench.ratios(results, replicas=2)
+    assert measured == {"mixed_float16_vs_float32": None, "scaling_efficiency": None}
+    assert why == {
+        "mixed_float16_vs_float32": "a run failed (float32: exit 1: out of memory)",
+        "scaling_efficiency": (
+            "a run failed (scaled: ran past its 600 s limit; float32: exit 1: out of memory)"
+        ),
+    }
+    measured, _ = bench.ratios({}, replicas=1)
+    assert measured == {}
+
+
+def test_why_no_memory_saving_names_each_search() -> None:
+    results = _max_batches(600, None, ("memory", None))
+    results["max_mixed_float16"]["error"] = "exit 1: boom"
+    _, why = bench.ratios(results, replicas=1)
+    assert why["memory_saving"] == (
+        "the largest batch was not found for both precisions (max_float32: memory, "
+        "max_mixed_float16: exit 1: boom)"
+    )

@@ -42,6 +42,7 @@ GROUPS = {
     "finders": (
         ["find/lr.py", "find/batch.py", "train/auto.py"],
         ["test_find.py", "test_mutants_finders.py"],
+        ["find.lr.*", "find.batch.*", "train.auto.x_basis_*", "train.auto.x_reuse_*"],
     ),
     "observe": (
         ["observe/exporter.py", "observe/gpu.py", "observe/input_wait.py", "observe/profiler.py"],

@@ -9,6 +9,7 @@ of the basis the choice holds for.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from {{ cookiecutter.package_name }} import train
 from {{ cookiecutter.package_name }}.find import lr as lr_finder
 from {{ cookiecutter.package_name }}.find import probes
-from {{ cookiecutter.package_name }}.train import Params
+from {{ cookiecutter.package_name }}.train import Params, auto
 
 STEPS = 60
 
@@ -76,6 +77,70 @@ def test_the_factor_multiplies_the_best_loss() -> None:
     assert two.stopped == four.stopped == "diverged"
     assert len(two.losses) == _diverged_at(lr_finder.smooth(losses, 0.5), 2.0) + 1
     assert len(two.losses) < len(four.losses)
+
+
+def _record(folder: Path, name: str, values: dict) -> None:
+    (folder / "metrics").mkdir(exist_ok=True)
+    (folder / "metrics" / f"{name}.json").write_text(json.dumps(values), encoding="utf-8")
+
+
+def test_a_choice_is_reused_only_on_the_basis_it_was_found_on(tmp_path: Path) -> None:
+    params = Params(batch_size="auto", learning_rate="auto", seed=7)
+    found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)
+    _record(tmp_path, "batch_finder", {"batch": 48, "basis": found_on})
+    lr_basis = {**found_on, "batch_size": 48, "seed": 7}
+    _record(tmp_path, "lr_finder", {"learning_rate": 0.01, "basis": lr_basis})
+    values, sources = auto.reuse(tmp_path, params, found_on)
+    assert (values.batch_size, values.learning_rate) == (48, 0.01)
+    assert sources == {
+        "batch_size": "batch-size finder (reused metrics/batch_finder.json)",
+        "learning_rate": "range test (reused metrics/lr_finder.json)",
+    }
+    other_data = auto.basis(params, {"precision": "float32", "data": "B"}, 1, False)
+    assert auto.reuse(tmp_path, params, other_data) == (params, {})
+    # A rate found at another seed is not reused; the batch still is.
+    values, sources = auto.reuse(tmp_path, dataclasses.replace(params, seed=8), found_on)
+    assert (values.batch_size, values.learning_rate, list(sources)) == (48, "auto", ["batch_size"])
+    # A given batch: the rate found at that batch is reused, at another batch it is not.
+    at_48 = dataclasses.replace(params, batch_size=48)
+    assert auto.reuse(tmp_path, at_48, found_on)[0].learning_rate == 0.01
+    at_64 = dataclasses.replace(params, batch_size=64)
+    assert auto.reuse(tmp_path, at_64, found_on) == (at_64, {})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "resnet_small"},
+        {"width": 16},
+        {"dropout": 0.3},
+        {"strategy": "mirrored"},
+        {"precision": "mixed_float16"},
+        {"data": "other data"},
+        {"replicas": 2},
+        {"jit": True},
+    ],
+)
+def test_every_part_of_the_basis_counts(change: dict) -> None:
+    params = Params(batch_size="auto")
+    state = {"precision": "float32", "data": "A"}
+    before = auto.basis(params, state, 1, False)
+    fields = {k: v for k, v in change.items() if k in ("model", "width", "dropout", "strategy")}
+    after = auto.basis(
+        dataclasses.replace(params, **fields),
+        {**state, **{k: v for k, v in change.items() if k in state}},
+        change.get("replicas", 1),
+        change.get("jit", False),
+    )
+    assert after != before
+
+
+def test_no_record_or_a_record_of_no_basis_is_not_reused(tmp_path: Path) -> None:
+    params = Params(batch_size="auto", learning_rate="auto")
+    found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)
+    assert auto.reuse(tmp_path, params, found_on) == (params, {})
+    _record(tmp_path, "batch_finder", {"batch": 48})
+    assert auto.reuse(tmp_path, params, found_on) == (params, {})
 
 
 @pytest.fixture(scope="module")

@@ -133,6 +133,7 @@ def test_a_measured_only_ratio_without_a_reason_says_not_measured() -> None:
 
 def test_scaling_efficiency_refuses_no_replicas_or_no_rate() -> None:
     assert verdicts.scaling_efficiency(100.0, 150.0, 1) == pytest.approx(1.5)
+    assert verdicts.scaling_efficiency(0.5, 1.0, 1) == pytest.approx(2.0)  # any positive rate
     for one, replicas in ((100.0, 0), (0.0, 2), (-1.0, 2)):
         with pytest.raises(ValueError, match="scaling needs replicas >= 1 and a positive"):
             verdicts.scaling_efficiency(one, 100.0, replicas)
@@ -145,6 +146,8 @@ def test_shortfalls_of_a_ratio_and_of_a_share() -> None:
     assert (
         verdicts.verdict(share, 0.5, on_gpu=True) == "not confirmed (50%, 40 points short of 90%)"
     )
+    zero = verdicts.verdict(share, 0.0, on_gpu=True)
+    assert zero == "not confirmed (0%, 90 points short of 90%)"
     assert verdicts.verdict(share, None, on_gpu=True) == "cannot be measured here (not measured)"
     off = verdicts.verdict(share, 0.99, on_gpu=False, why="x")
     assert off == f"{verdicts.CANNOT} ({verdicts.NO_GPU})"
@@ -206,6 +209,25 @@ def test_inference_without_a_throughput_at_the_largest_batch(tmp_path) -> None:
     assert why == dict.fromkeys(KEYS, "step 05 measured no throughput at its largest batch")
 
 
+@pytest.mark.parametrize(
+    ("saved", "backend"),
+    [
+        ({}, {"1": 50.0}),  # step 05 measured no throughput of the SavedModel
+        ({"throughput": {}}, {"1": 50.0}),
+        ({"throughput": {"1": 40.0, "256": 100.0}}, {"1": 50.0}),  # none at 256 optimized
+    ],
+)
+def test_no_throughput_on_either_side_is_not_measured_not_zero(tmp_path, saved, backend) -> None:
+    """Not a "0.00x, not confirmed" verdict, and no crash: the ratio is not measured."""
+    record = {
+        "baselines": [{"name": "savedmodel", "p50_ms": 10.0, **saved}],
+        "backends": [{"status": "ran", "parity_ok": True, "p50_ms": 4.0, "throughput": backend}],
+    }
+    measured, why = bench.inference(_optimize(tmp_path, record))
+    assert measured == {KEYS[0]: None, KEYS[1]: pytest.approx(0.6)}
+    assert why[KEYS[0]] == "step 05 measured no throughput at its largest batch"
+
+
 @pytest.mark.parametrize("text", [None, "{broken", ""])
 def test_inference_without_step_05s_metrics_names_the_step(tmp_path, text) -> None:
     if text is not None:
@@ -252,6 +274,10 @@ def test_ratios_when_the_float32_run_failed() -> None:
             "a run failed (scaled: ran past its 600 s limit; float32: exit 1: out of memory)"
         ),
     }
+    results = {"float32": {"images_per_second": 100.0}, "scaled": {"error": "exit 1: NCCL"}}
+    measured, why = bench.ratios(results, replicas=2)
+    assert measured == {"scaling_efficiency": None}
+    assert why == {"scaling_efficiency": "a run failed (scaled: exit 1: NCCL)"}
     measured, _ = bench.ratios({}, replicas=1)
     assert measured == {}
 

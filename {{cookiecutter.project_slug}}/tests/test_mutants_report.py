@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline, key_numbers, step_of
 
@@ -305,4 +307,24 @@ def test_key_numbers_with_values_left_out(tmp_path: Path) -> None:
     assert key_numbers("other", {"x": 1}) == []
     assert key_numbers("train", {"val_accuracy": 1.0}) == [
         ("numbers", "this metrics file lacks keys the report reads; see the JSON file")
+    ]
+
+
+@pytest.mark.parametrize(("length", "cut"), [(160, False), (161, True)])
+def test_an_error_of_160_characters_is_shown_whole(tmp_path: Path, length: int, cut: bool) -> None:
+    run_dir, record = _rerun(tmp_path, "failed")
+    evalue = "x" * (length - len("ValueError: "))
+    record["notebooks"][0]["error"] = {"ename": "ValueError", "evalue": evalue}
+    said = headline(run_dir, record)[0].removeprefix("- **03_train**: **failed**: ")
+    assert said == (f"ValueError: {evalue}"[:159] + "…" if cut else f"ValueError: {evalue}")
+
+
+def test_optimize_numbers_with_only_baselines_or_only_backends() -> None:
+    baseline = {"name": "savedmodel", "p50_ms": 1.0, "p99_ms": 2.0}
+    backend = {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.5, "p99_ms": 0.7}
+    assert key_numbers("optimize", {"baselines": [baseline]}) == [
+        ("savedmodel", "p50 1.000 ms, p99 2.000 ms at batch 1")
+    ]
+    assert key_numbers("optimize", {"backends": [backend]}) == [
+        ("onnx (fp32)", "p50 0.500 ms, p99 0.700 ms at batch 1")
     ]

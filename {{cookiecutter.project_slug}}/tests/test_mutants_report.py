@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.runner.report import write_report
-from {{ cookiecutter.package_name }}.runner.summary import headline, key_numbers, step_of
+from {{ cookiecutter.package_name }}.runner.summary import headline, key_numbers, read, step_of
 
 TRAIN = {
     "val_accuracy": 0.9666,
@@ -192,7 +192,10 @@ def test_the_headline_of_a_gpu_run_a_failed_parity_and_no_backend(tmp_path: Path
         "precision policy mixed_bfloat16."
     )
     assert lines[1].endswith("mixed_bfloat16, batch 71).")  # no examples/s measured: not said
-    assert "parity **FAILED**" in lines[2]
+    assert lines[2] == (
+        "- **04_export**: SavedModel version 2, parity **FAILED**: top-1 agreement 99.7%, "
+        "largest difference 0.0012 over 359 images."
+    )
     assert lines[3] == "- **05_optimize**: no backend ran on this machine (see Skipped)."
     assert lines[4] == "- **Total**: 5.0 s over 4 notebook(s), status **ok**."
 
@@ -327,4 +330,66 @@ def test_optimize_numbers_with_only_baselines_or_only_backends() -> None:
     ]
     assert key_numbers("optimize", {"backends": [backend]}) == [
         ("onnx (fp32)", "p50 0.500 ms, p99 0.700 ms at batch 1")
+    ]
+
+
+def test_read_gives_a_metrics_dict_or_none(tmp_path: Path) -> None:
+    (tmp_path / "metrics").mkdir()
+    for step, text in (("a", "[1, 2]"), ("b", "{broken"), ("c", '"text"'), ("d", '{"x": 1}')):
+        (tmp_path / "metrics" / f"{step}.json").write_text(text, encoding="utf-8")
+    assert [read(tmp_path, step) for step in "abcde"] == [None, None, None, {"x": 1}, None]
+
+
+def test_a_record_without_notebooks_and_metrics_without_backends(tmp_path: Path) -> None:
+    run_dir, record = _all_ok(tmp_path, {"optimize": {"best_backend": "onnx (fp32)"}})
+    assert headline(run_dir, {"status": "ok"}) == [
+        "- **Total**: 0.0 s over 0 notebook(s), status **ok**."
+    ]
+    record["notebooks"] = [{"name": "05_optimize", "status": "ok", "seconds": 1.0}]
+    assert headline(run_dir, record) == [
+        "- **05_optimize**: no backend ran on this machine (see Skipped).",
+        "- **Total**: 1.0 s over 1 notebook(s), status **ok**.",
+    ]
+
+
+def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
+    metrics = {
+        "environment": {
+            **METRICS["environment"],
+            "matmul": [{"device": "CPU:0", "gflops": None}, {"device": "CPU:1", "gflops": 7.0}],
+        },
+        "tune": {k: v for k, v in METRICS["tune"].items() if k != "objective"},
+        "optimize": {
+            "best_backend": None,
+            "best_vs_savedmodel_batch1": 3.0,
+            "backends": [
+                {
+                    "name": "tf_trt",
+                    "precision": "fp16",
+                    "status": "skipped",
+                    "reason": "not on OS X.",
+                }
+            ],
+        },
+    }
+    run_dir, record = _all_ok(tmp_path, metrics)
+    record["notebooks"] = [e for e in record["notebooks"] if NOTEBOOKS[e["name"]] in metrics]
+    assert headline(run_dir, record)[:4] == [
+        "- **00_environment**: no GPU, ran on the CPU; matmul 7 GFLOP/s on CPU:1; "
+        "precision policy float32.",
+        "- **02_tune**: best score 0.7772 of 2 trial(s) (random search).",
+        "- **05_optimize**: no backend ran on this machine (see Skipped).",
+        "- **Skipped**: tf_trt (fp16): not on OS X.",
+    ]
+
+
+def test_key_numbers_edge_cases() -> None:
+    data = {k: v for k, v in METRICS["data"].items() if k != "speedup_basis"}
+    assert dict(key_numbers("data", data))["speed-up"] == "26.9× ()"
+    tune = {**METRICS["tune"], "best_hparams": {"lr": 0.123456, "act": "relu", "width": 64}}
+    del tune["objective"]
+    assert key_numbers("tune", tune) == [
+        ("best score", "0.7772 (, trial 2)"),
+        ("trials run", "2"),
+        ("best values", "lr=0.123, act=relu, width=64"),
     ]

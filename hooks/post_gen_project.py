@@ -12,10 +12,16 @@ import sys
 from pathlib import Path
 
 # Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
-DOCKER = ["docker", ".dockerignore", "tests/test_monitoring.py", "tests/test_prometheus_scrape.py"]
+DOCKER = [
+    "docker",
+    ".dockerignore",
+    "tests/test_monitoring.py",
+    "tests/test_mutants_alerts.py",
+    "tests/test_prometheus_scrape.py",
+]
 GITHUB_CI = [".github"]
 TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
-SERVING = ["src/{pkg}/serve", "tests/test_serving.py"]
+SERVING = ["src/{pkg}/serve", "tests/test_serving.py", "tests/test_mutants_serve.py"]
 SERVING_DOCKER = ["docker/compose.serving.yml"]
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",

@@ -169,11 +169,12 @@ def inference(run_dir: Path) -> tuple[dict[str, float | None], dict[str, str]]:
     if not ran or not saved.get("p50_ms"):
         reason = "step 05 ran no optimized backend with parity"
         return dict.fromkeys(keys), dict.fromkeys(keys, reason)
-    size = str(max(int(s) for s in saved.get("throughput", {"1": 0})))
+    size = str(max(int(s) for s in saved.get("throughput") or {"1": 0}))
     fastest = min(ran, key=lambda e: e["p50_ms"])
     best_rate = max(e.get("throughput", {}).get(size, 0.0) for e in ran)
-    measured = {
-        keys[0]: best_rate / saved["throughput"][size] if saved["throughput"].get(size) else None,
+    saved_rate = saved.get("throughput", {}).get(size)
+    measured = {  # no rate on either side is not measured, not a ratio of 0
+        keys[0]: best_rate / saved_rate if saved_rate and best_rate else None,
         keys[1]: 1 - fastest["p50_ms"] / saved["p50_ms"],
     }
     return measured, {k: "step 05 measured no throughput at its largest batch" for k in keys}

@@ -1,0 +1,233 @@
+"""`make mutate`: mutation testing of the modules whose bugs would lie to a user.
+
+mutmut (3.8+) changes one thing at a time in a module (`>=` to `>`, a `+` to a `-`, a string to
+another) and runs the tests that reach the changed function; a change no test notices "survives",
+and is a missing test, or an equivalent change that cannot be told apart from the original.
+
+Each group of modules runs on its own, in a copy of the project under build/mutate/<group>/, with
+the narrowest tests that guard it, one mutant at a time and niced (mutation runs are CPU-heavy):
+    python tests/mutate.py [GROUP ...] [--jobs N]      (no GROUP: all of them, in order)
+It writes build/mutate/report.md: per group the kill rate and every survivor with its diff.
+Survivors judged equivalent are listed, with why, in tests/mutation_survivors.md; the report
+counts them apart, and names listed ones that no longer survive (the list is then out of date).
+Not part of `make test`: a full run takes tens of minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "mutate"
+EXPLAINED = ROOT / "tests" / "mutation_survivors.md"
+COPIED = ("src", "tests", "notebooks", "configs", "docker", "pyproject.toml")
+# group: (modules under src/<package>/ to mutate, the tests that guard them[, the functions]):
+# without the third part every function of the modules; with it, the mutants whose names match
+# (mutmut's "<module>.x_<function>__mutmut_<n>", package left out) - the functions that decide
+# what the user is told, not, say, how a measurement process is started.
+GROUPS = {
+    "lineage": (["lineage.py"], ["test_mutants_lineage.py", "test_steps.py"]),
+    "preflight": (["steps.py"], ["test_mutants_preflight.py", "test_steps.py"]),
+    "records": (["runner/record.py"], ["test_runner_records.py"]),
+    "finders": (
+        ["find/lr.py", "find/batch.py", "train/auto.py"],
+        ["test_find.py", "test_mutants_finders.py"],
+        ["find.lr.*", "find.batch.*", "train.auto.x_basis_*", "train.auto.x_reuse_*"],
+    ),
+    "observe": (
+        ["observe/exporter.py", "observe/gpu.py", "observe/input_wait.py", "observe/profiler.py"],
+        ["test_observe.py", "test_mutants_ports.py"],
+    ),
+{%- if cookiecutter.include_serving %}
+    "serve": (
+        ["serve/versions.py", "serve/config.py"],
+        ["test_serving.py", "test_mutants_serve.py"],
+    ),
+{%- endif %}
+    "gpubench": (
+        ["gpubench/verdicts.py", "gpubench/bench.py"],
+        ["test_gpu_bench.py", "test_mutants_gpubench.py"],
+        ["gpubench.verdicts.*", "gpubench.bench.x_ratios*", "gpubench.bench.x_inference*"],
+    ),
+    "report": (["runner/summary.py"], ["test_run_report.py", "test_mutants_report.py"]),
+}
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
+STATUS.update(dict.fromkeys((-24, 24, 152, 255), "timeout"))
+DETECTED = {"killed", "timeout"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(GROUPS))
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.groups if name not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group {unknown[0]!r}: use one of {', '.join(GROUPS)}.")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs} is not allowed: use 1 or more.")
+    explained = read_explained(EXPLAINED)
+    results = {}
+    for group in args.groups or list(GROUPS):
+        print(f"[mutate] {group}: {', '.join(GROUPS[group][0])}", flush=True)
+        results[group] = run_group(group, args.jobs)
+    OUT.mkdir(parents=True, exist_ok=True)
+    report = OUT / "report.md"
+    report.write_text(render(results, explained), encoding="utf-8")
+    print(summary_lines(results, explained), flush=True)
+    print(f"[mutate] report: {report}", flush=True)
+    return 0 if all(result["ran"] for result in results.values()) else 1
+
+
+def run_group(group: str, jobs: int) -> dict:
+    """Run mutmut on one group in a fresh copy of the project; its mutants' statuses and diffs."""
+    modules, tests, *only = GROUPS[group]
+    names = [f"{PACKAGE}.{pattern}" for pattern in only[0]] if only else []
+    work = OUT / group
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints")
+            shutil.copytree(source, work / name, ignore=ignore)
+        elif source.is_file():
+            shutil.copy2(source, work / name)
+    paths = [f"src/{PACKAGE}/{module}" for module in modules]
+    write_config(work / "pyproject.toml", paths, [f"tests/{test}" for test in tests])
+    # The tests' own subprocesses (a fresh Python, a notebook kernel) import the mutated copy too.
+    # The folder must exist before mutmut starts: Python caches a path that is missing at start-up
+    # as having nothing to import, and the tests would then import the unmutated package.
+    (work / "mutants" / "src").mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": str(work / "mutants" / "src")}
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names]
+    log = work / "mutmut.log"
+    with log.open("w", encoding="utf-8") as handle:
+        done = subprocess.run(command, cwd=work, env=env, stdout=handle, stderr=subprocess.STDOUT)
+    statuses = read_statuses(work / "mutants", paths)
+    if only:
+        statuses = {k: v for k, v in statuses.items() if any(fnmatch(k, p) for p in only[0])}
+    survivors = [name for name, status in statuses.items() if status == "survived"]
+    diffs = {name: show(work, env, name) for name in survivors}
+    ran = done.returncode == 0 and bool(statuses)
+    if not ran:
+        print(f"[mutate] {group}: mutmut exited {done.returncode}; see {log}", flush=True)
+    return {"modules": modules, "tests": tests, "statuses": statuses, "diffs": diffs, "ran": ran}
+
+
+def write_config(pyproject: Path, paths: list[str], tests: list[str]) -> None:
+    """The copy's [tool.mutmut]: the project's settings, with this group's modules and tests."""
+    text = pyproject.read_text(encoding="utf-8")
+    settings = tomllib.loads(text).get("tool", {}).get("mutmut", {})
+    settings.update(only_mutate=paths, pytest_add_cli_args_test_selection=tests)
+    text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", text)
+    table = "\n".join(f"{key} = {json.dumps(value)}" for key, value in settings.items())
+    pyproject.write_text(f"{text.rstrip()}\n\n[tool.mutmut]\n{table}\n", encoding="utf-8")
+
+
+def read_statuses(mutants: Path, paths: list[str]) -> dict[str, str]:
+    """{mutant: status} from mutmut's result files beside each mutated module."""
+    statuses = {}
+    for path in paths:
+        meta = mutants / f"{path}.meta"
+        if not meta.is_file():
+            continue
+        codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+        for name, code in codes.items():
+            other = "not checked" if code is None else "suspicious"
+            statuses[short(name)] = STATUS.get(code, other)
+    return statuses
+
+
+def show(work: Path, env: dict, name: str) -> str:
+    command = [sys.executable, "-m", "mutmut", "show", f"{PACKAGE}.{name}"]
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line[:1] in "+-@" or line.startswith(" ")]
+    return "\n".join(line for line in lines if not line.startswith(("---", "+++")))
+
+
+def short(name: str) -> str:
+    """A mutant's name without the package, as tests/mutation_survivors.md lists it."""
+    return name.removeprefix(f"{PACKAGE}.")
+
+
+def read_explained(path: Path) -> dict[str, str]:
+    """{mutant: why} from the lines "- `module.x_function__mutmut_N`: why" of the list."""
+    if not path.is_file():
+        return {}
+    found = re.findall(r"^- `([\w.]+__mutmut_\d+)`:?\s*(.*)$", path.read_text("utf-8"), re.M)
+    return dict(found)
+
+
+def counts(statuses: dict[str, str], explained: dict[str, str]) -> dict[str, int]:
+    values = list(statuses.values())
+    survived = [name for name, status in statuses.items() if status == "survived"]
+    return {
+        "mutants": len(values),
+        "detected": sum(status in DETECTED for status in values),
+        "survived": len(survived),
+        "explained": sum(name in explained for name in survived),
+        "no_tests": values.count("no tests"),
+    }
+
+
+def rate(count: dict[str, int]) -> float:
+    """The share of mutants the tests detect, of those that some test reaches."""
+    tried = count["detected"] + count["survived"]
+    return count["detected"] / tried if tried else 0.0
+
+
+def summary_lines(results: dict[str, dict], explained: dict[str, str]) -> str:
+    lines = []
+    for group, result in results.items():
+        count = counts(result["statuses"], explained)
+        lines.append(
+            f"[mutate] {group}: {rate(count):.1%} killed ({count['detected']} of "
+            f"{count['detected'] + count['survived']}); {count['survived']} survived, "
+            f"{count['explained']} of them explained as equivalent; {count['no_tests']} reached "
+            "by no test"
+        )
+    return "\n".join(lines)
+
+
+def render(results: dict[str, dict], explained: dict[str, str]) -> str:
+    lines = ["# Mutation testing", "", "| group | modules | killed | survived | explained |"]
+    lines.append("|---|---|---:|---:|---:|")
+    for group, result in results.items():
+        count = counts(result["statuses"], explained)
+        lines.append(
+            f"| {group} | {', '.join(result['modules'])} | {rate(count):.1%} "
+            f"({count['detected']}/{count['detected'] + count['survived']}) | "
+            f"{count['survived']} | {count['explained']} |"
+        )
+    for group, result in results.items():
+        lines += ["", f"## {group}", "", f"Tests: {', '.join(result['tests'])}.", ""]
+        if not result["ran"]:
+            lines += [f"mutmut did not finish: see build/mutate/{group}/mutmut.log.", ""]
+        for name, diff in result["diffs"].items():
+            why = explained.get(name)
+            lines += [f"### `{name}`: " + (f"equivalent: {why}" if why else "**not explained**")]
+            lines += ["", "```diff", diff, "```", ""]
+        stale = [
+            name
+            for name in explained
+            if name.rsplit(".", 1)[0].replace(".", "/") + ".py" in result["modules"]
+            and result["statuses"].get(name) != "survived"
+        ]
+        if stale:
+            lines += [f"Listed as equivalent but not surviving now: {', '.join(stale)}.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

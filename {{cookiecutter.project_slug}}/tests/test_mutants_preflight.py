@@ -1,0 +1,66 @@
+"""The runner's pre-flight with the steps' real checkers (no stub): every selected step is checked,
+its inputs too unless an earlier selected step writes them in this run.
+
+A pre-flight that lets a step through costs the minutes the chain takes to reach it; one that
+refuses a valid selection blocks the run. Both directions are tested, on an empty run folder (no
+data/, no model.keras) and on one holding the data 01_data wrote.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from {{ cookiecutter.package_name }} import steps
+from {{ cookiecutter.package_name }}.artifacts import StepError
+from {{ cookiecutter.package_name }}.runner import plan_run
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def test_the_only_selected_step_is_checked_for_its_missing_input(tmp_path: Path) -> None:
+    with pytest.raises(StepError, match="^03_train refuses to start: .*01_data"):
+        steps.preflight(tmp_path / "run", {"03_train": {}})
+
+
+def test_the_first_selected_step_is_checked_for_a_bad_value(tmp_path: Path) -> None:
+    with pytest.raises(StepError, match="^01_data refuses to start: .*batch_size"):
+        steps.preflight(tmp_path / "run", {"01_data": {"batch_size": 0}, "03_train": {}})
+    with pytest.raises(StepError, match="^03_train refuses to start: .*epochs"):
+        steps.preflight(tmp_path / "run", {"03_train": {"epochs": 0}})
+
+
+def test_a_step_whose_inputs_no_earlier_step_writes_is_checked_for_them(tmp_path: Path) -> None:
+    """00_environment runs earlier but writes nothing 03_train reads: data/ must be there."""
+    selected = {"00_environment": {}, "03_train": {}}
+    with pytest.raises(StepError, match="^03_train refuses to start: .*01_data"):
+        steps.preflight(tmp_path / "run", selected)
+
+
+def test_a_step_whose_inputs_an_earlier_step_writes_is_not_refused_for_them(
+    tmp_path: Path,
+) -> None:
+    """01_data makes data/ in this run: 03_train's values are checked, its missing data is not."""
+    steps.preflight(tmp_path / "run", {"01_data": {}, "03_train": {}})
+    steps.preflight(tmp_path / "run", {"00_environment": {}, "01_data": {}, "03_train": {}})
+    with pytest.raises(StepError, match="^03_train refuses to start: .*epochs"):
+        steps.preflight(tmp_path / "run", {"01_data": {}, "03_train": {"epochs": 0}})
+
+
+def test_a_run_folder_with_data_passes_the_training_check(run_dir: Path) -> None:
+    steps.preflight(run_dir, {"03_train": {}})
+    steps.preflight(run_dir, {"00_environment": {}, "03_train": {}})
+
+
+def test_the_plans_values_reach_the_checkers(tmp_path: Path) -> None:
+    """The runner's plan for `--only 03` on an empty folder is refused before anything runs."""
+    plan = plan_run("smoke", project_dir=PROJECT, only=["03"])
+    selected = {name: plan.parameters[name] for name in plan.notebooks}
+    with pytest.raises(StepError, match="^03_train refuses to start: .*01_data"):
+        steps.preflight(tmp_path / "run", selected)
+    assert not (tmp_path / "run").exists()
+    plan = plan_run("smoke", {"epochs": 0}, project_dir=PROJECT, only=["01", "03"])
+    selected = {name: plan.parameters[name] for name in plan.notebooks}
+    with pytest.raises(StepError, match="^03_train refuses to start: .*epochs"):
+        steps.preflight(tmp_path / "run", selected)

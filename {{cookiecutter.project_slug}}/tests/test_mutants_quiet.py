@@ -1,0 +1,88 @@
+"""Quiet without losing anything: stderr works again once TensorFlow has loaded, and progress
+prints exactly one line per period and one summary, no more.
+
+The quiet test of test_quiet_progress.py asserts that stderr is empty, which a descriptor left
+pointing at the discarded file only makes emptier: here the process writes to stderr after the
+import and the words must arrive.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from {{ cookiecutter.package_name }} import progress, quiet
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+
+
+def test_stderr_reaches_the_terminal_again_after_tensorflow_loads() -> None:
+    code = (
+        f"import os, sys; from {PACKAGE} import quiet; quiet.import_tensorflow(); "
+        "os.write(2, b'fd2 after the import\\n'); "
+        "print('python stderr after the import', file=sys.stderr, flush=True); "
+        "import tensorflow; print('tensorflow' in sys.modules)"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"TF_CPP_MIN_LOG_LEVEL", quiet.VERBOSE_ENV}
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert done.stderr.splitlines() == ["fd2 after the import", "python stderr after the import"]
+
+
+def _lines(capsys) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+def test_track_prints_one_line_per_item_before_the_last_then_the_summary(
+    monkeypatch, capsys
+) -> None:
+    """With a line due after every item: 1/3, 2/3, then the summary (not a 3/3 line as well)."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
+    assert list(progress.track(range(3), what="Shards", unit="shard")) == [0, 1, 2]
+    lines = _lines(capsys)
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"{progress.MARK}Shards: 1/3 shard(s), ")
+    assert lines[1].startswith(f"{progress.MARK}Shards: 2/3 shard(s), ")
+    assert lines[2].startswith(f"{progress.MARK}Shards: 3/3 shard(s) in ")
+
+
+def test_track_without_a_total_prints_a_line_per_item_and_the_summary(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
+    assert list(progress.track(iter("ab"), what="Epochs", unit="epoch")) == ["a", "b"]
+    lines = _lines(capsys)
+    assert [line.split(",")[0].split(" in ")[0] for line in lines] == [
+        f"{progress.MARK}Epochs: 1 epoch(s)",
+        f"{progress.MARK}Epochs: 2 epoch(s)",
+        f"{progress.MARK}Epochs: 2 epoch(s)",
+    ]
+
+
+def test_track_within_the_period_prints_only_the_summary(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 3600.0)
+    list(progress.track(range(5), what="Trials", unit="trial"))
+    lines = _lines(capsys)
+    assert len(lines) == 1 and lines[0].startswith(f"{progress.MARK}Trials: 5/5 trial(s) in ")
+
+
+def test_track_prints_a_line_when_the_period_has_passed_exactly(monkeypatch, capsys) -> None:
+    """A clock that moves LINE_EVERY seconds per item: a line after each item but the last."""
+    ticks = iter(range(0, 1000, 10))
+    monkeypatch.setattr(progress, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 10.0)
+    list(progress.track(range(3), what="Epochs", unit="epoch"))
+    assert _lines(capsys) == [
+        f"{progress.MARK}Epochs: 1/3 epoch(s), 10.0 s",
+        f"{progress.MARK}Epochs: 2/3 epoch(s), 20.0 s",
+        f"{progress.MARK}Epochs: 3/3 epoch(s) in 40.0 s",
+    ]

@@ -1,0 +1,291 @@
+"""Serving's promises that the label tests cannot see: a rollback goes back one stable version at a
+time, and a failed write never leaves TF Serving a half-written config.
+
+TF Serving polls models.config: a file it reads half-written drops the model or its labels until
+the next poll. Here writes run under a file-size limit (RLIMIT_FSIZE, as a full disk would stop
+them), and each config must then be the old one, whole; a temporary file and a rename give that,
+a direct write does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tensorflow_serving.config import model_server_config_pb2
+
+from {{ cookiecutter.package_name }} import serve
+
+resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE is POSIX-only")
+SERVING_FILES = ("models.config", "batching.config", "monitoring.config", "versions.json")
+
+
+def _export(run_dir: Path, version: int) -> None:
+    (run_dir / "export" / str(version)).mkdir(parents=True, exist_ok=True)
+    (run_dir / "export" / str(version) / "saved_model.pb").write_bytes(b"stand-in")
+    serve.record_export(run_dir, {"version": version, "parity_ok": True, "max_abs_diff": 0.0})
+
+
+def _labels(run_dir: Path) -> tuple[list[int], dict[str, int]]:
+    text = (run_dir / "serving" / "models.config").read_text(encoding="utf-8")
+    parsed = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    (model,) = parsed.model_config_list.config
+    return list(model.model_version_policy.specific.versions), dict(model.version_labels)
+
+
+def _promote(run_dir: Path, version: int) -> None:
+    """Promote an unloaded version: served first, then labelled (TF Serving's two steps)."""
+    serve.promote(run_dir, version)
+    serve.promote(run_dir, version)
+    assert _labels(run_dir)[1]["stable"] == version
+
+
+def test_rollback_goes_back_to_the_previous_stable_then_the_one_before(tmp_path: Path) -> None:
+    """Three stables in turn (1, 2, 3): a rollback gives stable to 2, the next to 1."""
+    for version in (1, 2, 3):
+        _export(tmp_path, version)
+    _promote(tmp_path, 2)
+    _promote(tmp_path, 3)
+    assert _labels(tmp_path) == ([2, 3], {"stable": 3})
+    said = serve.rollback(tmp_path)
+    assert "version 2 is stable again" in said and "version 3 is unloaded" in said
+    assert _labels(tmp_path) == ([1, 2], {"stable": 2})  # 1 stays loaded for the next rollback
+    serve.rollback(tmp_path)
+    assert _labels(tmp_path) == ([1], {"stable": 1})
+    with pytest.raises(serve.ServeError, match="Nothing to roll back to"):
+        serve.rollback(tmp_path)
+
+
+@contextlib.contextmanager
+def _file_size_limit(size: int):
+    """Writes past `size` bytes fail with EFBIG (OSError) in this process, as on a full disk."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+@pytest.mark.parametrize("action", ["canary", "promote", "rollback"])
+def test_a_write_that_fails_midway_leaves_every_serving_file_whole(
+    tmp_path: Path, action: str
+) -> None:
+    for version in (1, 2):
+        _export(tmp_path, version)
+    if action == "rollback":
+        _promote(tmp_path, 2)
+    folder = tmp_path / "serving"
+    before = {name: (folder / name).read_bytes() for name in SERVING_FILES}
+    calls = {
+        "canary": lambda: serve.canary(tmp_path, 2),
+        "promote": lambda: serve.promote(tmp_path, 2),
+        "rollback": lambda: serve.rollback(tmp_path),
+    }
+    with _file_size_limit(64), pytest.raises(OSError):
+        calls[action]()
+    after = {name: (folder / name).read_bytes() for name in SERVING_FILES}
+    assert after == before
+    assert [path.name for path in folder.iterdir() if path.name.startswith(".")] == []
+
+
+def test_a_config_is_replaced_by_a_new_file_not_rewritten_in_place(tmp_path: Path) -> None:
+    """A reader that opened models.config before the change reads the old file to its end."""
+    for version in (1, 2):
+        _export(tmp_path, version)
+    path = tmp_path / "serving" / "models.config"
+    with path.open(encoding="utf-8") as reader:
+        head = reader.read(10)
+        serve.canary(tmp_path, 2)
+        old = head + reader.read()
+    assert _labels(tmp_path)[1] == {"stable": 1, "canary": 2}
+    parsed = text_format.Parse(old, model_server_config_pb2.ModelServerConfig())
+    assert dict(parsed.model_config_list.config[0].version_labels) == {"stable": 1}
+
+
+# --- what each serve action says, and what it refuses ------------------------------------------
+
+
+def _export_only(run_dir: Path, version: int) -> None:
+    (run_dir / "export" / str(version)).mkdir(parents=True, exist_ok=True)
+    (run_dir / "export" / str(version) / "saved_model.pb").write_bytes(b"stand-in")
+
+
+def test_record_export_says_what_became_of_each_version(tmp_path: Path) -> None:
+    state = tmp_path / "serving"
+    _export_only(tmp_path, 1)
+    said = serve.record_export(tmp_path, {"version": 1, "parity_ok": False, "max_abs_diff": 0.4})
+    assert said == (
+        f"Wrote {state / 'models.config'} and its batching and monitoring configs: version 1 "
+        "failed parity and will not be served."
+    )
+    assert not (state / "models.config").exists()  # nothing stable yet: nothing to serve
+    metrics = {"version": 2, "parity_ok": True, "max_abs_diff": 0.0, "tolerance": 1e-5}
+    said = serve.record_export(tmp_path, {**metrics, "precision": "float32"})
+    assert said.endswith("configs: version 2 is the stable version.")
+    assert _labels(tmp_path) == ([2], {"stable": 2})
+    said = serve.record_export(tmp_path, {**metrics, "version": 3})
+    assert said.endswith(
+        f"configs: version 3 is recorded; make it the canary with `{serve.versions.MODEL_NAME} "
+        f"serve canary --run-dir {tmp_path} --version 3`."
+    )
+    recorded = serve.status(tmp_path)["exports"]
+    assert recorded["2"] == {
+        "parity_ok": True,
+        "max_abs_diff": 0.0,
+        "tolerance": 1e-5,
+        "precision": "float32",
+    }
+    assert recorded["1"]["parity_ok"] is False and recorded["3"]["precision"] is None
+
+
+def test_canary_and_promote_say_what_changed(tmp_path: Path) -> None:
+    for version in (1, 2, 3):
+        _export(tmp_path, version)
+    assert serve.canary(tmp_path, 2) == "Version 2 is the canary; stable stays 1."
+    assert serve.canary(tmp_path, 2) == "Version 2 is the canary already: nothing changed."
+    with pytest.raises(serve.ServeError) as refused:
+        serve.canary(tmp_path, 1)
+    assert str(refused.value) == "Version 1 is the stable version already: it cannot be canary."
+    assert serve.promote(tmp_path, 1) == "Version 1 is the stable version already: nothing changed."
+    said = serve.promote(tmp_path)
+    assert said == "Version 2 is stable; version 1 stays loaded for rollback."
+    assert _labels(tmp_path) == ([1, 2], {"stable": 2})  # the canary became stable: no canary
+    with pytest.raises(serve.ServeError) as refused:
+        serve.promote(tmp_path)
+    assert str(refused.value) == (
+        "There is no canary to promote: make one with `serve canary --version N`, or name the "
+        "version with --version N."
+    )
+
+
+def test_a_new_version_is_loaded_before_it_gets_a_label(tmp_path: Path) -> None:
+    for version in (1, 2, 3):
+        _export(tmp_path, version)
+    serve.canary(tmp_path, 2)
+    said = serve.promote(tmp_path, 3)
+    assert said == (
+        "Version 3 is now served without a label: TF Serving moves `stable` only onto a loaded "
+        "version, so run this command again once http://127.0.0.1:8501/v1/models/"
+        f"{serve.versions.MODEL_NAME}/versions/3 reports AVAILABLE."
+    )
+    assert _labels(tmp_path) == ([1, 2, 3], {"stable": 1, "canary": 2})
+    assert serve.status(tmp_path)["loading"] == 3
+    serve.promote(tmp_path, 3)
+    # The canary stays a canary when another version is promoted; 1 stays loaded for rollback.
+    assert _labels(tmp_path) == ([1, 2, 3], {"stable": 3, "canary": 2})
+    assert serve.status(tmp_path)["loading"] is None
+    said = serve.rollback(tmp_path)
+    assert said == "Rolled back: version 1 is stable again; version 3 is unloaded."
+    assert _labels(tmp_path) == ([1, 2], {"stable": 1, "canary": 2})
+
+
+def test_a_rollback_onto_the_canary_drops_the_canary_label(tmp_path: Path) -> None:
+    for version in (1, 2):
+        _export(tmp_path, version)
+    _promote(tmp_path, 2)
+    serve.canary(tmp_path, 1)
+    assert _labels(tmp_path) == ([1, 2], {"stable": 2, "canary": 1})
+    serve.rollback(tmp_path)
+    assert _labels(tmp_path) == ([1], {"stable": 1})
+    assert serve.status(tmp_path)["canary"] is None
+
+
+@pytest.mark.parametrize("version", [0, -1, True, 1.0, "2", None])
+def test_a_version_that_is_not_a_whole_number_is_refused(tmp_path: Path, version) -> None:
+    _export(tmp_path, 1)
+    with pytest.raises(serve.ServeError) as refused:
+        serve.canary(tmp_path, version)
+    assert str(refused.value) == f"version={version!r} is not allowed: use a whole number >= 1."
+
+
+def test_a_missing_or_unchecked_version_is_refused_naming_what_exists(tmp_path: Path) -> None:
+    _export(tmp_path, 1)
+    _export(tmp_path, 3)
+    with pytest.raises(serve.ServeError) as refused:
+        serve.canary(tmp_path, 2)
+    assert str(refused.value) == (
+        f"Version 2 does not exist in {tmp_path / 'export'} (exported: 1, 3): export it first "
+        "with 04_export."
+    )
+    _export_only(tmp_path, 4)  # exported, but not recorded by step 4's hook
+    with pytest.raises(serve.ServeError) as refused:
+        serve.canary(tmp_path, 4)
+    assert str(refused.value) == (
+        "Version 4 did not pass parity in step 4 (no parity record): re-export it with "
+        "04_export before serving it."
+    )
+
+
+def test_an_older_run_folders_export_metrics_stand_for_its_parity(tmp_path: Path) -> None:
+    """A version step 4 recorded only in metrics/export.json (before versions.json kept it)."""
+    _export(tmp_path, 1)
+    _export_only(tmp_path, 2)
+    (tmp_path / "metrics").mkdir()
+    export = {"version": 2, "parity_ok": True, "max_abs_diff": 0.0}
+    (tmp_path / "metrics" / "export.json").write_text(json.dumps(export), encoding="utf-8")
+    assert serve.canary(tmp_path, 2) == "Version 2 is the canary; stable stays 1."
+    _export_only(tmp_path, 3)
+    bad = {"version": 3, "parity_ok": 1, "max_abs_diff": 0.5}  # not True: not passed
+    (tmp_path / "metrics" / "export.json").write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(
+        serve.ServeError, match=r"did not pass parity in step 4 \(max_abs_diff 0.5\)"
+    ):
+        serve.promote(tmp_path, 3)
+
+
+def test_serve_actions_need_a_recorded_export_that_passed(tmp_path: Path) -> None:
+    with pytest.raises(serve.ServeError) as refused:
+        serve.rollback(tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path / 'serving' / 'versions.json'} is missing: run 04_export on {tmp_path} "
+        "first, which writes the serving configs."
+    )
+    _export_only(tmp_path, 1)
+    serve.record_export(tmp_path, {"version": 1, "parity_ok": False})
+    with pytest.raises(serve.ServeError) as refused:
+        serve.status(tmp_path)
+    assert str(refused.value) == (
+        f"No export of {tmp_path} passed parity yet: there is nothing to serve."
+    )
+    _export(tmp_path, 2)
+    with pytest.raises(serve.ServeError) as refused:
+        serve.rollback(tmp_path)
+    assert str(refused.value) == (
+        f"Nothing to roll back to: version 2 is the first stable version of {tmp_path} "
+        "(serving/versions.json holds no earlier one)."
+    )
+
+
+def test_status_reads_back_what_models_config_serves(tmp_path: Path) -> None:
+    for version in (1, 2):
+        _export(tmp_path, version)
+    serve.canary(tmp_path, 2)
+    status = serve.status(tmp_path)
+    assert (status["stable"], status["canary"], status["history"]) == (1, 2, [])
+    assert status["models_config"]["served"] == [1, 2]
+    assert status["models_config"]["labels"] == {"stable": 1, "canary": 2}
+    assert status["models_config"]["name"] == serve.versions.MODEL_NAME
+
+
+def test_served_keeps_stable_canary_the_previous_stable_and_the_one_loading() -> None:
+    state = {"stable": 4, "canary": 6, "history": [1, 2, 3], "loading": 5}
+    assert serve.versions.served(state) == [3, 4, 5, 6]
+    state = {"stable": 4, "canary": None, "history": [], "loading": None}
+    assert serve.versions.served(state) == [4]
+    assert serve.versions.served({"stable": 4, "canary": 4, "history": [4]}) == [4]
+
+
+def test_resize_batching_says_the_reason(tmp_path: Path) -> None:
+    _export(tmp_path, 1)
+    curve = {"1": 1000.0, "8": 7000.0, "32": 30000.0, "64": 31000.0}
+    said = serve.resize_batching(
+        tmp_path, {"baselines": [{"name": "savedmodel", "throughput": curve}]}
+    )
+    assert said.startswith(f"Resized {tmp_path / 'serving' / 'batching.config'}: batch 32 reaches ")

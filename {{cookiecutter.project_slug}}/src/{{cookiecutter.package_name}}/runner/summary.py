@@ -119,8 +119,8 @@ def _train(m: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} epoch(s) "
-        f"({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "
+        f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} "
+        f"epoch(s) ({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "
         f"{m['global_batch_size']}){speed}."
     )
 

@@ -148,6 +148,7 @@ FULL_BAKE = (
     "src/{pkg}/steps.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/augment.py",
+    "src/{pkg}/train/augment_bench.py",
     "src/{pkg}/train/auto.py",
     "src/{pkg}/train/benchmark.py",
     "src/{pkg}/train/benchmark_memory.py",

@@ -60,3 +60,17 @@ def _plot_rates(ax, metrics: dict[str, Any], rates: list[float]) -> None:
         f"Learning rate: {schedule.get('name', 'constant')}"
         + (f", {warmup} warmup epoch(s)" if warmup else "")
     )
+
+
+def plot_schedules(rates: dict[str, list[float]], steps_per_epoch: int, path: Path) -> Path:
+    """Several learning-rate plans side by side (notebook 03): the rate of every step, by epoch."""
+    fig, (ax,) = style.new(8, 3.4)
+    for label, values in rates.items():
+        ax.plot(
+            [step / max(1, steps_per_epoch) for step in range(len(values))], values, label=label
+        )
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("learning rate")
+    ax.legend(fontsize="small")
+    ax.set_title("Learning-rate plans: warmup, cosine decay, and fine-tuning after a frozen phase")
+    return style.write(fig, path)

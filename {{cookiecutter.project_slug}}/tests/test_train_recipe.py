@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import keras
@@ -17,8 +16,9 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, lineage, models, train
+from {{ cookiecutter.package_name }} import data, export, lineage, models, train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
+from {{ cookiecutter.package_name }}.runner.summary import headline
 from {{ cookiecutter.package_name }}.train import Params, TrainError, augment, finetune, schedule
 from {{ cookiecutter.package_name }}.train.evaluate import scores
 from {{ cookiecutter.package_name }}.train.recipe import make_optimizer
@@ -242,18 +242,33 @@ def test_fine_tuning_from_a_model_keras_runs_both_phases_and_records_the_weights
     assert len(metrics["test_confusion_matrix"]) == 3
     saved = json.loads((run / "metrics" / "train.json").read_text(encoding="utf-8"))
     assert saved["test_accuracy"] == metrics["test_accuracy"]
+    record = {"status": "ok", "notebooks": [{"name": "03_train", "status": "ok", "seconds": 1.0}]}
+    said = headline(run, record)[0]
+    assert said.startswith(f"- **03_train**: test_accuracy **{metrics['test_accuracy']:.4f}**")
     # One more epoch: resumed after the frozen phase, it fine-tunes, from the checkpoint.
     more = train.train(run, verbose=False, **{**values, "epochs": 3})
     assert more["initial_epoch"] == 2 and more["history"][-1]["phase"] == "fine_tune"
 
 
-def test_augmentation_stays_out_of_the_saved_model(tmp_path: Path, digits_data: Path) -> None:
-    """augment=strong trains; model.keras holds no random layer, and predicts deterministically."""
+RANDOM_OPS = ("Random", "Multinomial", "Shuffle", "Rng")  # StatelessRandom*, RngBitGenerator…
+
+
+def test_augmentation_never_reaches_the_export_and_parity_holds_on_the_test_split(
+    tmp_path: Path,
+) -> None:
+    """augment=strong trains on the device; model.keras and the SavedModel hold no random op,
+    parity holds, and the export's confusion matrix is the test split's."""
     run = tmp_path / "run"
-    shutil.copytree(digits_data, run / "data")
+    data.prepare(run, "digits", shards=1, test_fraction=0.1)
     metrics = train.train(
         run, epochs=1, width=8, augment="strong", label_smoothing=0.1, verbose=False
     )
-    assert metrics["augment"] == "strong" and metrics["val_accuracy"] > 0.1
+    assert metrics["augment"] == "strong" and metrics["epochs_completed"] == 1
     config = json.dumps(keras.saving.load_model(run / MODEL_FILE).get_config())
     assert "Random" not in config and "MixUp" not in config and "CutMix" not in config
+    exported = export.run(run, export.Params(version=1))
+    ops = export.graph_ops(exported["saved_model_cli_all"])  # saved_model_cli's list
+    assert "Conv2D" in ops  # the model is there
+    assert not [op for op in ops if any(word in op for word in RANDOM_OPS)], sorted(ops)
+    assert exported["parity_ok"] and exported["parity_split"] == "test"
+    assert sum(map(sum, exported["confusion_matrix"])) == metrics["test_examples"]

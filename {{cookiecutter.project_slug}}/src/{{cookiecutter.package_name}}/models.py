@@ -251,7 +251,7 @@ def _application(
         reason = " ".join(str(error).split())[:300].rstrip(".")
         raise ModelError(
             f"ImageNet weights for {name} could not be loaded ({reason}): connect to the "
-            "internet once (they are cached in ~/.keras/models) or use weights=None."
+            "internet once (they are cached in ~/.keras/models) or use weights=none."
         ) from None
     model = keras.Model(inputs, _head(backbone(x), num_classes), name=name.lower())
     if caffe is not None:

@@ -36,7 +36,7 @@ RECIPE_DEFAULTS = {
     "freeze_epochs": 0,
     "unfreeze": "all",
     "fine_tune_lr_factor": 0.1,
-    "warmup_epochs": 0,
+    "warmup_epochs": "auto",  # as asked: "auto" holds for the batch the checkpoints record
     "schedule": "constant",
     "weight_decay": 0.0,
     "label_smoothing": 0.0,
@@ -110,13 +110,10 @@ def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -
 def recipe_state(params: Any) -> dict[str, Any]:
     """The recipe's part of params.json: what a resumed run must share (see RECIPE_DEFAULTS)."""
     from .finetune import file_sha256
-    from .schedule import auto_warmup
 
     state = {key: getattr(params, key) for key in RECIPE_DEFAULTS}
     sha = file_sha256(params.weights) if params.weights not in ("none", "imagenet") else None
     state["weights"] = f"sha256:{sha}" if sha else params.weights
-    if params.batch_size != "auto":
-        state["warmup_epochs"] = auto_warmup(params.warmup_epochs, params.batch_size, params.epochs)
     return state
 
 

@@ -114,5 +114,5 @@ def test_imagenet_weights_offline_fail_in_one_sentence(monkeypatch: pytest.Monke
     monkeypatch.setattr("keras.src.utils.file_utils.get_file", offline)
     with pytest.raises(models.ModelError, match="ImageNet weights for MobileNetV2") as error:
         models.build_model("MobileNetV2", (32, 32, 3), 10, weights="imagenet")
-    assert "weights=None" in str(error.value)
+    assert "weights=none" in str(error.value)
     assert_one_sentence(str(error.value))

@@ -60,9 +60,17 @@ def fingerprint(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
 
 
 def record(
-    run_dir: str | os.PathLike[str], artifact: str, step: str, inputs: dict[str, str | None]
+    run_dir: str | os.PathLike[str],
+    artifact: str,
+    step: str,
+    inputs: dict[str, str | None],
+    *,
+    origins: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Record that `step` wrote `artifact` from `inputs` ({artifact: fingerprint}); return it."""
+    """Record that `step` wrote `artifact` from `inputs` ({artifact: fingerprint}); return it.
+
+    `origins` holds what came from outside the run folder (a model's starting weights: path and
+    sha256), kept beside the inputs; staleness checks only look at the inputs."""
     folder = resolve_run_dir(run_dir, create=False)
     entry = {
         "fingerprint": fingerprint(folder, artifact),
@@ -70,6 +78,8 @@ def record(
         "inputs": dict(inputs),
         "recorded": datetime.now().astimezone().isoformat(timespec="seconds"),
     }
+    if origins:
+        entry["origins"] = dict(origins)
     ledger = read(folder)
     ledger[artifact] = entry
     write_json(folder / LINEAGE_FILE, ledger)

@@ -164,12 +164,14 @@ def _small_cnn(
     stages = max(1, math.ceil(math.log2(max(shape[0], shape[1]) / 4)))
     for stage in range(stages):
         filters = width * min(2**stage, 4)
-        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-        x = layers.MaxPooling2D(padding="same")(x)
-    x = layers.Flatten()(x)
-    x = layers.Dense(4 * width, activation="relu")(x)
-    x = layers.Dropout(dropout)(x)
+        for conv in range(2):
+            x = layers.Conv2D(
+                filters, 3, padding="same", activation="relu", name=f"stage{stage}_conv{conv}"
+            )(x)
+        x = layers.MaxPooling2D(padding="same", name=f"stage{stage}_pool")(x)
+    x = layers.Flatten(name="flatten")(x)
+    x = layers.Dense(4 * width, activation="relu", name="features")(x)
+    x = layers.Dropout(dropout, name="dropout")(x)
     return keras.Model(inputs, _head(x, num_classes), name="small_cnn")
 
 
@@ -185,30 +187,40 @@ def _resnet_small(
     """
     inputs = keras.Input(shape, dtype="uint8", name="image")
     x = layers.Rescaling(1.0 / 255, name="rescale")(inputs)
-    x = layers.Conv2D(width, 3, padding="same", use_bias=False)(x)
-    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
-    x = layers.ReLU()(x)
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False, name="stem_conv")(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM, name="stem_bn")(x)
+    x = layers.ReLU(name="stem_relu")(x)
     for stage in range(3):
         for block in range(2):
             strides = 2 if stage > 0 and block == 0 else 1
-            x = _residual_block(x, width * 2**stage, strides)
-    x = layers.GlobalAveragePooling2D()(x)
+            x = _residual_block(x, width * 2**stage, strides, f"block{stage}{block}")
+    x = layers.GlobalAveragePooling2D(name="pool")(x)
     if dropout:
-        x = layers.Dropout(dropout)(x)
+        x = layers.Dropout(dropout, name="dropout")(x)
     return keras.Model(inputs, _head(x, num_classes), name="resnet_small")
 
 
-def _residual_block(x: keras.KerasTensor, filters: int, strides: int) -> keras.KerasTensor:
+def _residual_block(
+    x: keras.KerasTensor, filters: int, strides: int, name: str
+) -> keras.KerasTensor:
+    """Two 3x3 convolutions and a shortcut; fixed layer names, so that weights from another
+    process (train's `weights=` file) are matched by name."""
     shortcut = x
-    x = layers.Conv2D(filters, 3, strides=strides, padding="same", use_bias=False)(x)
-    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
-    x = layers.ReLU()(x)
-    x = layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
-    x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+    conv = {"padding": "same", "use_bias": False}
+    x = layers.Conv2D(filters, 3, strides=strides, name=f"{name}_conv1", **conv)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM, name=f"{name}_bn1")(x)
+    x = layers.ReLU(name=f"{name}_relu1")(x)
+    x = layers.Conv2D(filters, 3, name=f"{name}_conv2", **conv)(x)
+    x = layers.BatchNormalization(momentum=BN_MOMENTUM, name=f"{name}_bn2")(x)
     if strides != 1 or shortcut.shape[-1] != filters:
-        shortcut = layers.Conv2D(filters, 1, strides=strides, use_bias=False)(shortcut)
-        shortcut = layers.BatchNormalization(momentum=BN_MOMENTUM)(shortcut)
-    return layers.ReLU()(layers.Add()([x, shortcut]))
+        shortcut = layers.Conv2D(
+            filters, 1, strides=strides, use_bias=False, name=f"{name}_shortcut"
+        )(shortcut)
+        shortcut = layers.BatchNormalization(momentum=BN_MOMENTUM, name=f"{name}_shortcut_bn")(
+            shortcut
+        )
+    x = layers.Add(name=f"{name}_add")([x, shortcut])
+    return layers.ReLU(name=f"{name}_out")(x)
 
 
 def _application(
@@ -239,7 +251,7 @@ def _application(
         reason = " ".join(str(error).split())[:300].rstrip(".")
         raise ModelError(
             f"ImageNet weights for {name} could not be loaded ({reason}): connect to the "
-            "internet once (they are cached in ~/.keras/models) or use weights=None."
+            "internet once (they are cached in ~/.keras/models) or use weights=none."
         ) from None
     model = keras.Model(inputs, _head(backbone(x), num_classes), name=name.lower())
     if caffe is not None:

@@ -18,6 +18,7 @@ import numpy as np
 from ..artifacts import META_FILE, StepError
 
 SPLITS = ("train", "validation")
+TEST_SPLIT = "test"  # a third split, only when test_fraction > 0 (split.py)
 META_NAME = Path(META_FILE).name  # a data folder's own meta.json, in a run or copied out
 FORMAT = 1  # bump when the records change, so an older data folder is not reused
 

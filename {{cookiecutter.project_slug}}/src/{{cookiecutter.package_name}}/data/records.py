@@ -35,7 +35,7 @@ from .shards import (
     write_shards,
 )
 from .sources import check_parameters, load
-from .split import split_indices
+from .split import check_test_fraction, split_indices
 from .tfrecord_dir import TFRecordDir, check_tfrecords, open_tfrecord_dir
 
 __all__ = [
@@ -90,6 +90,7 @@ def prepare(
     synthetic_shape: Sequence[int] = (32, 32, 3),
     synthetic_classes: int = 10,
     synthetic_count: int = 1000,
+    test_fraction: float = 0.0,
 ) -> dict[str, Any]:
     """Check everything, then write run_dir/data/ (shards, then meta.json) and return the meta.
 
@@ -97,7 +98,8 @@ def prepare(
     the same files), nothing is rewritten and the meta comes back with "reused": True; re-running
     the notebook costs nothing. A different request first removes the old meta.json and shards.
     dataset="tfrecord" copies the shards as they were written: their split, seed and shard count
-    come from their meta.json, not from val_fraction, seed and shards.
+    come from their meta.json, not from val_fraction, seed and shards. test_fraction > 0 holds out
+    a third split, test, per class (split.py).
 
     Either way the data's lineage is recorded afterwards (lineage.json), so the fingerprint there
     is always the current data's, and later steps can tell what their inputs were made from.
@@ -114,6 +116,7 @@ def prepare(
         synthetic_classes=synthetic_classes,
         synthetic_count=synthetic_count,
     )
+    check_test_fraction(test_fraction, val_fraction)
     out = resolve_run_dir(run_dir, create=False) / DATA_DIR
     if dataset == "tfrecord":
         assert folder is not None
@@ -127,6 +130,8 @@ def prepare(
         "shards": int(shards),
         "seed": int(seed),
     }
+    if test_fraction:  # only then: an earlier request without a test split stays reusable
+        request["test_fraction"] = float(test_fraction)
     if dataset == "synthetic":
         request.update(
             synthetic_shape=[int(side) for side in synthetic_shape],
@@ -137,7 +142,7 @@ def prepare(
         assert folder is not None
         scan = scan_image_folder(folder)
         request.update(mixed_sizes=mixed_sizes, fingerprint=scan.fingerprint)
-        split = split_indices(scan.labels, scan.classes, val_fraction, seed)
+        split = split_indices(scan.labels, scan.classes, val_fraction, seed, test_fraction)
         reused = _reusable(out, request)
         if reused is not None:
             return reused
@@ -154,7 +159,7 @@ def prepare(
             synthetic_classes=synthetic_classes,
             synthetic_count=synthetic_count,
         )
-        split = split_indices(source.labels, source.classes, val_fraction, seed)
+        split = split_indices(source.labels, source.classes, val_fraction, seed, test_fraction)
     return write_shards(out, source, split, _normalized(request))
 
 
@@ -185,7 +190,7 @@ def _reusable(out: Path, request: dict[str, Any]) -> dict[str, Any] | None:
         meta = json.loads((out / META_NAME).read_text(encoding="utf-8"))
         if meta.get("source") != _normalized(request):
             return None
-        names = [name for split in SPLITS for name in meta["splits"][split]["shards"]]
+        names = [name for split in meta["splits"] for name in meta["splits"][split]["shards"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not all((out / name).is_file() for name in names):

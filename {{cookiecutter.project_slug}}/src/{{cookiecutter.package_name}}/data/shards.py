@@ -30,8 +30,8 @@ FEATURES = {
     "image": tf.io.FixedLenFeature([], tf.string),
     "label": tf.io.FixedLenFeature([], tf.int64),
 }
-SHARD_NAME = re.compile(r"^(train|validation)-\d{5}-of-\d{5}\.tfrecord$")
-TEMP_NAME = re.compile(r"^\.(train|validation)-\d{5}-of-\d{5}\.tfrecord\.tmp-")
+SHARD_NAME = re.compile(r"^(train|validation|test)-\d{5}-of-\d{5}\.tfrecord$")
+TEMP_NAME = re.compile(r"^\.(train|validation|test)-\d{5}-of-\d{5}\.tfrecord\.tmp-")
 
 
 def shard_name(split: str, index: int, count: int) -> str:

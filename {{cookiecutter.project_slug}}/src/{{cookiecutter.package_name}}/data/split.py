@@ -1,7 +1,9 @@
-"""The train/validation split: seeded and stratified, so every class is in both, every time.
+"""The train/validation(/test) split: seeded and stratified, so every class is in each, every time.
 
-The same labels, val_fraction and seed give the same split on any machine; a val_fraction that
+The same labels, fractions and seed give the same split on any machine; a val_fraction that
 would leave a class without an example on one side is refused with the range that would work.
+With test_fraction > 0 a third split, test, is held out per class as well: validation then chooses
+(early stopping, tuning), and the test split is scored once, after training (train/evaluate.py).
 """
 
 from __future__ import annotations
@@ -11,11 +13,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import SPLITS, DataError
+from .base import SPLITS, TEST_SPLIT, DataError
 
 
 def split_indices(
-    labels: np.ndarray, classes: Sequence[str], val_fraction: float, seed: int
+    labels: np.ndarray,
+    classes: Sequence[str],
+    val_fraction: float,
+    seed: int,
+    test_fraction: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """A seeded, stratified split: each class gives round(n × val_fraction) examples to validation.
 
@@ -31,7 +37,8 @@ def split_indices(
             )
     smallest = min(counts.values())
     rng = np.random.default_rng(seed)
-    parts: dict[str, list[np.ndarray]] = {split: [] for split in SPLITS}
+    names = SPLITS + ((TEST_SPLIT,) if test_fraction else ())
+    parts: dict[str, list[np.ndarray]] = {split: [] for split in names}
     for index, name in enumerate(classes):
         members = np.flatnonzero(labels == index)
         n = len(members)
@@ -47,6 +54,26 @@ def split_indices(
                 f"val_fraction of at least {low} and below {high}."
             )
         members = rng.permutation(members)
+        n_test = int(n * test_fraction + 0.5) if test_fraction else 0
+        if test_fraction and not 1 <= n_test <= n - n_val - 1:
+            raise DataError(
+                f"test_fraction={test_fraction!r} leaves class {name!r} ({n} examples, {n_val} "
+                f"for validation) without a {'test' if n_test < 1 else 'training'} example: use "
+                "a smaller test_fraction or val_fraction, or more images of that class."
+            )
         parts["validation"].append(members[:n_val])
-        parts["train"].append(members[n_val:])
-    return {split: rng.permutation(np.concatenate(parts[split])) for split in SPLITS}
+        if n_test:
+            parts[TEST_SPLIT].append(members[n_val : n_val + n_test])
+        parts["train"].append(members[n_val + n_test :])
+    return {split: rng.permutation(np.concatenate(parts[split])) for split in names}
+
+
+def check_test_fraction(test_fraction: object, val_fraction: object = 0.0) -> None:
+    """Refuse a test_fraction that is not a share from 0 (no test split) to 1 - val_fraction."""
+    fits = isinstance(test_fraction, int | float) and not isinstance(test_fraction, bool)
+    room = 1 - val_fraction if isinstance(val_fraction, int | float) else 1
+    if not fits or not 0 <= test_fraction < room:  # type: ignore[operator]
+        raise DataError(
+            f"test_fraction={test_fraction!r} is not allowed: use 0 (no test split) or a share "
+            f"below {room:g} (what val_fraction={val_fraction!r} leaves), e.g. 0.1."
+        )

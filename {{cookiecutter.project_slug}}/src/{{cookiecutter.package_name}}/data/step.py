@@ -17,6 +17,7 @@ from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from ..steps import param
 from . import benchmark, sources
 from .records import prepare
+from .split import check_test_fraction
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Params:
     data_dir: str = param("", "folder for image_folder or tfrecord; empty for none")
     image_size: int = param(0, "side in pixels to resize images to; 0 keeps the source's size")
     val_fraction: float = param(0.2, "share of each class held out for validation")
+    test_fraction: float = param(0.0, "share of each class held out as a test split; 0: none")
     shards: int = param(4, "TFRecord files per split")
     batch_size: int = param(64, "examples per batch")
     cache: bool = param(True, "keep decoded images in memory after the first epoch")
@@ -45,6 +47,7 @@ class Params:
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
     """Refuse a bad value in one sentence (DataError) before anything is read or written."""
     sources.check_parameters(params.dataset, **_source_options(params))
+    check_test_fraction(params.test_fraction, params.val_fraction)
     benchmark.check_parameters(
         params.batch_size,
         params.benchmark_epochs,
@@ -62,7 +65,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = resolve_run_dir(run_dir, create=False)
     check_writable(folder)
-    meta = prepare(folder, params.dataset, **_source_options(params))
+    meta = prepare(
+        folder, params.dataset, **_source_options(params), test_fraction=params.test_fraction
+    )
     if verbose:
         print(describe_meta(meta))
         print("Benchmarking the input pipeline against a naive one ...", flush=True)
@@ -76,6 +81,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         seed=params.seed,
     )
     metrics = benchmark.data_metrics(meta, result)
+    metrics["test_count"] = int(meta["splits"].get("test", {}).get("count", 0))
     metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
     metrics["figures"] = figures.save(folder, "data", metrics)
     write_metrics(folder, "data", metrics)

@@ -65,8 +65,12 @@ def check_parity(
         raise MissingInputError(
             f"{export_dir} holds no SavedModel: export it first with export_savedmodel (04_export)."
         )
-    classes = np.array(read_meta(folder)["classes"])
-    images, labels = first_examples(folder, "validation", max_examples)
+    meta = read_meta(folder)
+    classes = np.array(meta["classes"])
+    # The held-out test split when 01_data wrote one (test_fraction): the confusion matrix then
+    # shows images no choice was made on; else the validation split.
+    split = "test" if "test" in meta["splits"] else "validation"
+    images, labels = first_examples(folder, split, max_examples)
     served = predict_in_fresh_process(export_dir, images)  # and saved_model_cli's text
     with exact_float32():
         expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
@@ -78,6 +82,7 @@ def check_parity(
     parity_ok = diff <= tolerance and names_match
     return {
         "examples": int(len(images)),
+        "parity_split": split,
         "max_abs_diff": diff,
         "top1_agreement": agreement,
         "class_names_match": names_match,
@@ -88,7 +93,7 @@ def check_parity(
         "keras_pid": os.getpid(),
         "saved_model_cli_all": served["saved_model_cli_all"],
         **served_errors(labels, served["class_ids"], served["probabilities"], len(classes)),
-        "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images)),
+        "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images), split),
     }
 
 
@@ -208,7 +213,13 @@ def show_all(export_dir: str, text_file: str) -> int:
 
 
 def _verdict(
-    diff: float, agreement: float, names_match: bool, tolerance: float, precision: str, count: int
+    diff: float,
+    agreement: float,
+    names_match: bool,
+    tolerance: float,
+    precision: str,
+    count: int,
+    split: str = "validation",
 ) -> str:
     if not names_match:
         return "The SavedModel's class names are not those of its class ids: the export is broken."
@@ -224,6 +235,6 @@ def _verdict(
             "than the rounding between the two runs."
         )
     return (
-        f"Same top class on all {count} validation images; largest probability difference "
+        f"Same top class on all {count} {split} images; largest probability difference "
         f"{diff:.2g} (allowed under {precision}: {tolerance:g})."
     )

@@ -23,7 +23,8 @@ def plot_confusion(metrics: dict[str, Any], classes: list[str], path: Path) -> P
     size = max(4.0, 0.45 * len(classes) + 2)
     fig, (ax,) = style.new(size + 1, size)
     shown = ax.imshow(matrix, cmap="Blues")
-    fig.colorbar(shown, ax=ax, shrink=0.8, label="validation images")
+    split = metrics.get("parity_split", "validation")
+    fig.colorbar(shown, ax=ax, shrink=0.8, label=f"{split} images")
     if len(classes) <= 30:  # more labels than that are unreadable: the axes keep the ids
         ax.set_xticks(range(len(classes)), classes, rotation=90 if len(classes) > 10 else 0)
         ax.set_yticks(range(len(classes)), classes)
@@ -41,7 +42,7 @@ def plot_confusion(metrics: dict[str, Any], classes: list[str], path: Path) -> P
     said = f": accuracy {accuracy:.2%}" if isinstance(accuracy, float) else ""
     ax.set_title(
         f"Confusion matrix of export/{metrics.get('version')} on "
-        f"{int(matrix.sum())} validation images{said}"
+        f"{int(matrix.sum())} {split} images{said}"
     )
     return style.write(fig, path)
 
@@ -53,7 +54,8 @@ def plot_misclassified(
     wrong = metrics.get("misclassified") or []
     if not wrong:
         return None
-    images = first_images(run_dir, "validation", max(item["index"] for item in wrong) + 1)
+    split = metrics.get("parity_split", "validation")
+    images = first_images(run_dir, split, max(item["index"] for item in wrong) + 1)
     columns = min(8, len(wrong))
     rows = -(-len(wrong) // columns)
     fig, axes = style.new(1.5 * columns, 1.8 * rows + 0.4, nrows=rows, ncols=columns)
@@ -69,7 +71,7 @@ def plot_misclassified(
             color="tab:red",
         )
     count = len(metrics.get("misclassified") or [])
-    fig.suptitle(f"The export's {count} most confident mistakes on the validation images")
+    fig.suptitle(f"The export's {count} most confident mistakes on the {split} images")
     return style.write(fig, path)
 
 

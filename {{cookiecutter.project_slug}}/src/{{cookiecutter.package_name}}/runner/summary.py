@@ -112,9 +112,15 @@ def _tune(m: dict[str, Any]) -> str:
 def _train(m: dict[str, Any]) -> str:
     rate = m.get("examples_per_sec")
     speed = f", {rate:,.0f} examples/s" if rate else ""
+    test = m.get("test_accuracy")
+    held_out = (
+        f"test_accuracy **{test:.4f}** on the held-out test split, "
+        if isinstance(test, float)
+        else ""
+    )
     return (
-        f"val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} epoch(s) "
-        f"({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "
+        f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} "
+        f"epoch(s) ({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "
         f"{m['global_batch_size']}){speed}."
     )
 
@@ -166,7 +172,15 @@ def _tune_rows(m: dict[str, Any]) -> Rows:
 def _train_rows(m: dict[str, Any]) -> Rows:
     sources = m.get("parameter_sources", {})
     rate = m.get("examples_per_sec")
-    return [
+    test = m.get("test_accuracy")
+    tested = (
+        []
+        if not isinstance(test, float)
+        else [
+            ("test_accuracy (held out, scored once)", f"{test:.4f} on {m['test_examples']} images")
+        ]
+    )
+    return tested + [
         ("val_accuracy / val_loss", f"{m['val_accuracy']:.4f} / {m['val_loss']:.4f}"),
         ("epochs", f"{m['epochs_completed']} of {m['epochs']} (best {m.get('best_epoch')})"),
         ("batch size", f"{m['global_batch_size']} ({sources.get('batch_size', '-')})"),

@@ -13,6 +13,9 @@ multi-worker jobs start (TF_CONFIG from the environment) and how a crashed run r
 - devices: logical CPUs and memory growth, the strategy, the dtype policy, XLA
 - resume, state: whether checkpoints may be resumed; saving and restoring them
 - replica, loop, report: the step functions, the epoch driver, what the run reports
+- recipe, finetune, schedule, augment, phases: what trains the model — starting weights and
+  two-phase fine-tuning, warmup and cosine, AdamW and label smoothing, augmentation on the device
+- evaluate: the held-out test split, scored once after training
 - step: check and run, the step's contract
 """
 
@@ -35,15 +38,18 @@ from .params import (
     read_tf_config,
     resolve_strategy,
 )
+from .schedule import Plan, WarmupSchedule
 from .step import check, run, train
 from .tuning import describe_sources, resolve_params, sources_table
 
 __all__ = [
     "LR_RULE",
     "PRECISIONS",
+    "Plan",
     "STRATEGIES",
     "Params",
     "TrainError",
+    "WarmupSchedule",
     "check",
     "check_values",
     "configure_devices",

@@ -30,10 +30,12 @@ from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line, task
-from . import preempt, report, resume
+from . import evaluate, phases, preempt, report, resume
+from .augment import make_augmenter
 from .devices import worker_role
 from .params import effective_learning_rate
-from .replica import make_eval_step, make_train_steps
+from .recipe import make_optimizer
+from .replica import make_eval_step
 from .state import Checkpoints
 from .tuning import Resolved
 from .watch import Watch
@@ -74,15 +76,21 @@ class Loop:
         self.global_batch = self.params.batch_size
         self.steps_per_epoch = int(meta["splits"]["train"]["count"]) // self.global_batch
         self.learning_rate = effective_learning_rate(self.params.learning_rate, self.global_batch)
+        self.plan = phases.plan(self)  # the schedule: warmup, cosine, the fine-tuning factor
+        # Outside the scope: its seed generators stay plain variables (augment.py).
+        self.augment = make_augmenter(
+            self.params.augment, int(meta["num_classes"]), self.params.seed
+        )
         with distribution.scope():
             self.model = models.build_model(
                 self.params.model,
                 meta["image_shape"],
                 int(meta["num_classes"]),
+                weights="imagenet" if self.params.weights == "imagenet" else None,
                 width=self.params.width,
                 dropout=self.params.dropout,
             )
-            optimizer = keras.optimizers.Adam(self.learning_rate)
+            optimizer = make_optimizer(phases.schedule_of(self.plan), self.params.weight_decay)
             if loss_scaling:
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Built now, not in the first step: restoring fills the slots, and every replica
@@ -94,16 +102,8 @@ class Loop:
                 model=self.model, optimizer=optimizer, epoch=self.epoch
             )
         self.stop = preempt.StopRequest()  # outside the scope: each worker's own flag
-        self.train_steps = make_train_steps(
-            distribution,
-            self.model,
-            optimizer,
-            global_batch=self.global_batch,
-            loss_scaling=loss_scaling,
-            jit=jit,
-            timed=_TIMED[-1],
-            stop=self.stop.flag,
-        )
+        self.phase: str | None = None  # set by phases.enter, which builds the train steps
+        self.timed, self.weights_loaded = _TIMED[-1], None
         self.eval_step = make_eval_step(distribution, self.model)
         self.steps_done = 0  # training steps run by this call, for reports and the profiler
         self.partial: dict[str, Any] | None = None  # an epoch cut short by a stop signal
@@ -127,11 +127,14 @@ class Loop:
             left = params.epochs - initial_epoch
             if left > 0:  # a finished run trains nothing, and says so below
                 check_window(watch.profiler.window, left * self.steps_per_epoch, left)
+            # weights= loaded into a fresh model, refused before anything is written
+            phases.begin(self, fresh=latest is None)
             if latest is None:
                 checkpoints.start()
             say(report.describe_start(self, initial_epoch))
             if resumed_step:
                 say(preempt.resume_sentence(self.partial, self.steps_per_epoch))
+            say(phases.describe(self))
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
@@ -146,6 +149,7 @@ class Loop:
             validation = self._dataset("validation")
             epoch, interrupted = initial_epoch, None
             while epoch < params.epochs and not stopped:
+                phases.enter(self, epoch)  # freeze or unfreeze; new train steps when it changes
                 record = self._epoch(epoch, iterator, validation, timings)
                 if record is None:  # every worker agreed to stop: keep the steps done
                     interrupted = preempt.interrupt(self, checkpoints, epoch, history)
@@ -169,8 +173,11 @@ class Loop:
             metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
+            tested = evaluate.test_split(self, say) if chief and interrupted is None else {}
             return {
                 **metrics,
+                **phases.summary(self),
+                **tested,
                 **waiting,
                 **watch.summary(),
                 "interrupted": interrupted,  # None, or where a stop signal ended this run
@@ -252,7 +259,8 @@ class Loop:
             "input_wait_seconds": round(waited, 4) if _TIMED[-1] else None,
             "input_wait_fraction": waited / seconds if _TIMED[-1] else None,
             "val_seconds": round(time.perf_counter() - started, 4),
-            "learning_rate": self.learning_rate,
+            "learning_rate": phases.rate_at_end_of(self, epoch),
+            "phase": self.phase,
         }
         if self.loss_scaling:
             record["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())

@@ -21,6 +21,7 @@ from ..observe import check_port, parse_profile_steps
 from ..steps import param
 from .cluster import Cluster, read_tf_config
 from .errors import TrainError
+from .recipe import check_recipe
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
@@ -63,6 +64,22 @@ class Params:
     metrics_port: int = param(0, "serve Prometheus metrics on this port while training; 0 off")
     metrics_host: str = param("127.0.0.1", "address the metrics endpoint listens on")
     profile_steps: str | int = param("", "'first,last' steps to profile into logs/; '' off")
+    # The recipe (recipe.py checks these; finetune.py, schedule.py and augment.py use them).
+    weights: str = param(
+        "none", "none, imagenet, or a .keras/.weights.h5 file to start from (copied by layer name)"
+    )
+    freeze_epochs: int = param(0, "first epochs with the backbone frozen, only the head trains")
+    unfreeze: str | int = param(
+        "all", "after freeze_epochs: all, or how many top backbone layers fine-tune"
+    )
+    fine_tune_lr_factor: float = param(0.1, "the learning rate times this after freeze_epochs")
+    warmup_epochs: int | str = param(
+        "auto", "linear warmup to the peak rate; auto: 0, or up to 5 when the global batch > 256"
+    )
+    schedule: str = param("constant", "after warmup: constant, or cosine down to 1% of the peak")
+    weight_decay: float = param(0.0, "AdamW's decoupled decay, not on biases/BatchNorm; 0: Adam")
+    label_smoothing: float = param(0.0, "share of each label spread over all classes, 0 to <1")
+    augment: str = param("none", "on the device, training only: none, light or strong")
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     _whole("seed", params.seed, 0)
     _whole("patience", params.patience, 0, note=" (0 turns early stopping off)")
     parse_profile_steps(params.profile_steps)
+    check_recipe(params)
     cluster = read_tf_config()
     if isinstance(params.metrics_port, int) and params.metrics_port and cluster is not None:
         check_port(params.metrics_port + cluster.rank, params.metrics_host)

@@ -34,23 +34,42 @@ def make_train_steps(
     loss_scaling: bool,
     jit: bool,
     timed: bool = True,
+    augment: Callable[[tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]] | None = None,
+    label_smoothing: float = 0.0,
+    num_classes: int | None = None,
     stop: tf.Variable | None = None,
 ) -> Callable[[Any, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
     """`train_steps(iterator, steps)`: that many steps, returning ([loss sum, correct, examples],
     seconds waited for the input; 0.0 when not `timed`). With `stop` (preempt.StopRequest.flag),
     fewer when it is set on any replica: every replica sums it with its numbers, so all of them
-    leave after the same step (examples / global batch says how many ran)."""
+    leave after the same step (examples / global batch says how many ran).
+
+    `augment` (augment.py) runs on each replica's batch before the model, outside XLA; it may
+    return soft (mixed) labels. With those, or with `label_smoothing`, the loss is the categorical
+    cross-entropy of one-hot targets, and accuracy counts the target's top class."""
     agree = loss_scaling and strategy.num_replicas_in_sync > 1
+    soft = bool(label_smoothing) or augment is not None
+
+    def loss_of(targets: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
+        if not soft:
+            return keras.losses.sparse_categorical_crossentropy(targets, probabilities)
+        if targets.shape.rank == 1:
+            targets = tf.one_hot(targets, num_classes, dtype=probabilities.dtype)
+        return keras.losses.categorical_crossentropy(
+            tf.cast(targets, probabilities.dtype), probabilities, label_smoothing=label_smoothing
+        )
 
     def gradients(images: tf.Tensor, labels: tf.Tensor):
         with tf.GradientTape() as tape:
             probabilities = model(images, training=True)
-            per_example = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
+            per_example = loss_of(labels, probabilities)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
             if model.losses:  # weight regularizers, counted once over all replicas
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
             scaled = optimizer.scale_loss(loss) if loss_scaling else loss
         grads = tape.gradient(scaled, model.trainable_variables)
+        if labels.shape.rank == 2:  # soft labels: their top class
+            labels = tf.argmax(labels, axis=-1, output_type=tf.int32)
         return grads, sums(labels, probabilities, per_example)
 
     # XLA compiles the forward and backward pass, where the time goes; the update, with its
@@ -58,7 +77,10 @@ def make_train_steps(
     compute = tf.function(gradients, jit_compile=True) if jit else gradients
 
     def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        grads, totals = compute(images, tf.cast(labels, tf.int32))
+        labels = tf.cast(labels, tf.int32)
+        if augment is not None:
+            images, labels = augment(images, labels)
+        grads, totals = compute(images, labels)
         if agree:
             grads = agree_on_overflow(optimizer, grads)
         optimizer.apply(grads, model.trainable_variables)

@@ -29,6 +29,19 @@ from .params import TrainError
 from .state import DAMAGED, PARAMS_FILE, damaged, read_history
 
 POINTER_FILE = "checkpoint"  # TensorFlow's name, inside CHECKPOINT_DIR
+# The recipe's values (recipe.py), with the value checkpoints written before they existed stand
+# for: those resume as before. `weights` is recorded as the file's sha256 (the path may move).
+RECIPE_DEFAULTS = {
+    "weights": "none",
+    "freeze_epochs": 0,
+    "unfreeze": "all",
+    "fine_tune_lr_factor": 0.1,
+    "warmup_epochs": "auto",  # as asked: "auto" holds for the batch the checkpoints record
+    "schedule": "constant",
+    "weight_decay": 0.0,
+    "label_smoothing": 0.0,
+    "augment": "none",
+}
 # The parameters the saved state depends on: resuming with other values is refused.
 STATE_KEYS = (
     "model",
@@ -40,6 +53,7 @@ STATE_KEYS = (
     "dropout",
     "precision",
     "seed",
+    *RECIPE_DEFAULTS,
 )
 DATA_KEY = "data_fingerprint"  # in params.json: lineage.fingerprint(run_dir, "data")
 
@@ -79,7 +93,7 @@ def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -
     if recorded is not None and recorded != data_fingerprint:
         return Resume(None, other_data=True)
     for key in STATE_KEYS:
-        if saved.get(key) != wanted[key]:
+        if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]:
             raise TrainError(
                 f"{folder} holds checkpoints made with {key}={saved.get(key)!r}, not "
                 f"{wanted[key]!r}: resume with the same parameters, or use a new run_dir "
@@ -91,6 +105,16 @@ def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -
         raise damaged(latest, error) from None
     read_history(folder, int(latest.rsplit("-", 1)[-1]))
     return Resume(latest)
+
+
+def recipe_state(params: Any) -> dict[str, Any]:
+    """The recipe's part of params.json: what a resumed run must share (see RECIPE_DEFAULTS)."""
+    from .finetune import file_sha256
+
+    state = {key: getattr(params, key) for key in RECIPE_DEFAULTS}
+    sha = file_sha256(params.weights) if params.weights not in ("none", "imagenet") else None
+    state["weights"] = f"sha256:{sha}" if sha else params.weights
+    return state
 
 
 def set_aside(run_dir: Path) -> list[Path]:

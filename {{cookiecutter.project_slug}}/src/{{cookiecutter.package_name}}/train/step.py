@@ -21,7 +21,7 @@ from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
-from . import auto, preempt, resume
+from . import auto, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
@@ -133,7 +133,10 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         interrupted = metrics["interrupted"]
         raise preempt.Interrupted(preempt.sentence(interrupted), interrupted["exit_status"])
     if loop.role.is_chief:
-        lineage.record(folder, "model", "train", {"data": checked.state[resume.DATA_KEY]})
+        weights = metrics["weights"]
+        origins = {"weights": weights} if weights["source"] != "none" else None
+        inputs = {"data": checked.state[resume.DATA_KEY]}
+        lineage.record(folder, "model", "train", inputs, origins=origins)
         metrics["lineage"] = lineage.summary(folder, reads=["data", "tuning"], writes=["model"])
         metrics["figures"] = figures.save(folder, "train", metrics)
         write_metrics(folder, "train", metrics)
@@ -173,7 +176,12 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
     try:
         models.check_model(
-            values.model, shape, num_classes, width=values.width, dropout=values.dropout
+            values.model,
+            shape,
+            num_classes,
+            weights="imagenet" if values.weights == "imagenet" else None,
+            width=values.width,
+            dropout=values.dropout,
         )
         if values.batch_size != AUTO:
             check_batch(meta, values.batch_size, str(folder / DATA_DIR))
@@ -200,9 +208,12 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         "dropout": values.dropout,
         "precision": precision,
         "seed": values.seed,
+        **resume.recipe_state(values),
         resume.DATA_KEY: fingerprint,
     }
     decision = resume.check(folder, state, state[resume.DATA_KEY])
+    if decision.latest is None:  # a resumed run has its weights in the checkpoint
+        finetune.check_file(values.weights)
     return _Checked(folder, resolved, meta, state, decision, gpus, found_on)
 
 

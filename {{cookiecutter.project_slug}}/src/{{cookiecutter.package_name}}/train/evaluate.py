@@ -1,0 +1,79 @@
+"""The held-out test split, evaluated once, after training: the number a report can headline.
+
+Validation picks the epoch early stopping keeps and the values tuning chooses, so its accuracy is
+optimistic: the choices were made on it. The test split (01_data's `test_fraction`) is read by
+nothing else; the final model is scored on it once, here, with the per-class precision, recall
+and F1 and the confusion matrix (rows: true class, columns: predicted), written by the chief.
+Computed with NumPy from the confusion matrix: a few lines, where scikit-learn would add a
+dependency for the same arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import data
+
+if TYPE_CHECKING:
+    from .loop import Loop
+
+TEST_SPLIT = "test"
+
+
+def test_split(loop: Loop, say: Callable[[str], None]) -> dict[str, Any]:
+    """{test_accuracy, test_loss, test_examples, test_per_class, test_confusion_matrix}, or
+    {test_accuracy: None} when the data has no test split (test_fraction was 0)."""
+    if TEST_SPLIT not in loop.meta["splits"]:
+        return {"test_accuracy": None}
+    dataset = data.make_dataset(
+        loop.folder, TEST_SPLIT, loop.global_batch, training=False, cache=False
+    )
+    labels, predicted, losses = [], [], []
+    for images, batch_labels in dataset:
+        probabilities = loop.model(images, training=False).numpy()
+        truth = batch_labels.numpy().astype(int)
+        labels.append(truth)
+        predicted.append(probabilities.argmax(axis=-1))
+        picked = probabilities[np.arange(len(truth)), truth]
+        losses.append(-np.log(np.clip(picked, 1e-7, 1.0)))
+    classes = [str(name) for name in loop.meta["classes"]]
+    result = scores(np.concatenate(labels), np.concatenate(predicted), classes)
+    result["test_loss"] = float(np.concatenate(losses).mean())
+    say(
+        f"Test split ({result['test_examples']} images, evaluated once, after training): "
+        f"accuracy {result['test_accuracy']:.4f}, macro F1 {result['test_macro_f1']:.4f}."
+    )
+    return result
+
+
+def scores(labels: np.ndarray, predicted: np.ndarray, classes: list[str]) -> dict[str, Any]:
+    """Accuracy, per-class precision/recall/F1/support, macro F1 and the confusion matrix."""
+    count = len(classes)
+    confusion = np.zeros((count, count), dtype=int)
+    np.add.at(confusion, (labels, predicted), 1)
+    hits = np.diag(confusion).astype(float)
+    support, said = confusion.sum(axis=1), confusion.sum(axis=0)
+    precision = np.divide(hits, said, out=np.zeros(count), where=said > 0)
+    recall = np.divide(hits, support, out=np.zeros(count), where=support > 0)
+    both = precision + recall
+    f1 = np.divide(2 * precision * recall, both, out=np.zeros(count), where=both > 0)
+    per_class = {
+        name: {
+            "precision": float(precision[index]),
+            "recall": float(recall[index]),
+            "f1": float(f1[index]),
+            "support": int(support[index]),
+        }
+        for index, name in enumerate(classes)
+    }
+    total = int(confusion.sum())
+    return {
+        "test_accuracy": float(hits.sum() / total) if total else None,
+        "test_examples": total,
+        "test_macro_f1": float(f1.mean()),
+        "test_per_class": per_class,
+        "test_confusion_matrix": confusion.tolist(),
+    }

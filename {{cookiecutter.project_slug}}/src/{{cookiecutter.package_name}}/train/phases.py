@@ -1,0 +1,140 @@
+"""The recipe inside the loop: the weights a run starts from, its phases, and its learning rates.
+
+Kept out of loop.py so the epoch driver stays one job: loop.py calls `begin` once, `enter` before
+every epoch (a new phase freezes or unfreezes layers and traces new train steps, since the
+trainable variables are part of the traced step), and `summary` at the end for train.json.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import finetune, schedule
+from .replica import make_train_steps
+
+if TYPE_CHECKING:
+    from .loop import Loop
+
+TRAIN = "train"  # the one phase of a run without freeze_epochs
+
+
+def plan(loop: Loop) -> schedule.Plan:
+    """The learning-rate plan of the run: its peak is the scaled rate (or the range test's)."""
+    params = loop.params
+    return schedule.Plan(
+        peak=loop.learning_rate,
+        steps_per_epoch=loop.steps_per_epoch,
+        epochs=params.epochs,
+        warmup_epochs=schedule.auto_warmup(params.warmup_epochs, loop.global_batch, params.epochs),
+        schedule=params.schedule,
+        freeze_epochs=params.freeze_epochs,
+        fine_tune_factor=float(params.fine_tune_lr_factor),
+    )
+
+
+def schedule_of(the_plan: schedule.Plan) -> schedule.WarmupSchedule:
+    """The optimizer's learning rate: a function of its step counter, which checkpoints hold."""
+    return schedule.WarmupSchedule(the_plan)
+
+
+def begin(loop: Loop, *, fresh: bool) -> None:
+    """Load `weights=` a file into a fresh model (a resumed one has them in its checkpoint)."""
+    params = loop.params
+    loop.weights_loaded = None
+    if fresh and params.weights not in ("none", "imagenet"):
+        with loop.strategy.scope():
+            loop.weights_loaded = finetune.load_into(loop.model, params.weights)
+
+
+def enter(loop: Loop, epoch: int) -> None:
+    """Put the model in the phase of `epoch` (from 0); trace the train steps when it changes."""
+    params = loop.params
+    which = finetune.phase(epoch, params.freeze_epochs) if params.freeze_epochs else TRAIN
+    if which == loop.phase:
+        return
+    if which != TRAIN:
+        finetune.set_phase(loop.model, which, params.unfreeze)
+        if loop.phase is not None:
+            loop.say(
+                f"Epoch {epoch + 1}: the backbone is unfrozen ({params.unfreeze} layer(s) with "
+                f"weights, BatchNorm kept frozen), learning rate x {params.fine_tune_lr_factor:g}."
+            )
+    loop.phase = which
+    loop.train_steps = make_train_steps(
+        loop.strategy,
+        loop.model,
+        loop.optimizer,
+        global_batch=loop.global_batch,
+        loss_scaling=loop.loss_scaling,
+        jit=loop.jit,
+        timed=loop.timed,
+        augment=loop.augment,
+        label_smoothing=float(params.label_smoothing),
+        num_classes=int(loop.meta["num_classes"]),
+        stop=loop.stop.flag,  # preempt: every replica leaves after the same step on a signal
+    )
+
+
+def rate_at_end_of(loop: Loop, epoch: int) -> float:
+    """The learning rate of the last step of `epoch` (from 0)."""
+    step = (epoch + 1) * loop.steps_per_epoch - 1
+    return float(schedule.WarmupSchedule(loop.plan)(step))
+
+
+def describe(loop: Loop) -> str:
+    """What the recipe does, in a sentence or two: schedule, phases, weights, regularisation."""
+    params = loop.params
+    lines = [schedule.describe(loop.plan, loop.global_batch, params.warmup_epochs)]
+    if params.weights != "none":
+        loaded = loop.weights_loaded
+        how = (
+            f" ({loaded['layers']} layers by {loaded['matched_by']}, head {loaded['head']})"
+            if loaded
+            else ""
+        )
+        lines.append(f"Weights from {params.weights}{how}.")
+    if params.freeze_epochs:
+        lines.append(
+            f"Backbone frozen for {params.freeze_epochs} epoch(s), then unfreeze={params.unfreeze}."
+        )
+    extras = [
+        f"AdamW weight_decay {params.weight_decay:g}" if params.weight_decay else "",
+        f"label_smoothing {params.label_smoothing:g}" if params.label_smoothing else "",
+        f"augment={params.augment} on the device" if params.augment != "none" else "",
+    ]
+    if any(extras):
+        lines.append(", ".join(extra for extra in extras if extra) + ".")
+    return " ".join(lines)
+
+
+def summary(loop: Loop) -> dict[str, Any]:
+    """train.json's recipe keys: learning_rates (per epoch and per step), schedule, phases,
+    weights (with the file's sha256), weight_decay, label_smoothing, augment."""
+    params, the_plan = loop.params, loop.plan
+    phases: dict[str, list[int]] = {}
+    for epoch in range(params.epochs):
+        name = finetune.phase(epoch, params.freeze_epochs) if params.freeze_epochs else TRAIN
+        phases.setdefault(name, []).append(epoch + 1)
+    return {
+        "learning_rates": schedule.per_epoch(the_plan),
+        "learning_rates_per_step": schedule.per_step(the_plan),
+        "learning_rates_step_stride": max(1, -(-the_plan.total_steps // 2000)),
+        "schedule": {
+            "name": the_plan.schedule,
+            "warmup_epochs": the_plan.warmup_epochs,
+            "warmup_asked": params.warmup_epochs,
+            "peak": the_plan.peak,
+            "floor": the_plan.peak * schedule.FLOOR if the_plan.schedule == "cosine" else None,
+            "fine_tune_lr_factor": the_plan.fine_tune_factor if params.freeze_epochs else None,
+            "sentence": schedule.describe(the_plan, loop.global_batch, params.warmup_epochs),
+        },
+        "phases": phases,
+        "weights": {
+            "source": params.weights,
+            "sha256": finetune.file_sha256(params.weights),
+            "loaded": loop.weights_loaded,
+        },
+        "weight_decay": params.weight_decay,
+        "label_smoothing": params.label_smoothing,
+        "augment": params.augment,
+    }

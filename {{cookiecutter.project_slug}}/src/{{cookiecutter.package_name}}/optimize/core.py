@@ -128,6 +128,8 @@ def reference_probabilities(reference: Predict, images: np.ndarray) -> np.ndarra
     fp32 tolerance on Ampere and newer GPUs."""
     with exact_float32():
         return predict_all(reference, images)
+
+
 def _say(now: Any, label: str) -> Any:
     return lambda text: now(f"{label}: timing {text}")
 

@@ -451,6 +451,8 @@ def test_the_fresh_parity_process_predicts_with_tf32_off(
     parity.main(["predict", str(tmp_path), str(tmp_path / "images.npy"), str(tmp_path / "o.npz")])
     assert seen == [False]
     assert tf.config.experimental.tensor_float_32_execution_enabled() == before
+
+
 def test_the_signature_is_shown_as_a_table_not_a_json_dump() -> None:
     """04_export shows each input and output with its dtype and shape; None is the open batch."""
     signature = {

@@ -173,6 +173,7 @@ FULL_BAKE = (
     "tests/conftest.py",
     "tests/data/kubeflow.org_tfjobs.yaml",
     "tests/helpers.py",
+    "tests/photos.py",
     "tests/slurm_cluster.py",
     "tests/test_data_pipeline.py",
     "tests/test_data_records.py",

@@ -15,13 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from ..progress import track
-from .stages import READ_BUFFER, Stages, decode_record, describe
+from .decode import decode_image, decode_record, parse_bytes
+from .stages import PARSE_BATCH, READ_BUFFER, Stages, describe
 
 NAIVE = "TFRecordDataset → map(per record) → batch"
 WARMUP_BATCHES = 20
+LIMIT_SAMPLE = 4096  # encoded images the decode limit holds in memory
 # The optimizations added one at a time in the steps table: Stages field, row name, what it adds.
 STEPS = (
     ("parallel", "+ parallel map", "parallel interleave over shards, parallel per-record map"),
@@ -41,21 +44,27 @@ class Variant:
     stages: Stages | None
 
 
-def pipeline_variants(cache: bool) -> list[Variant]:
-    """naive, then one optimization added at a time; the last is what make_dataset builds."""
+def pipeline_variants(cache: bool, batched: bool = True) -> list[Variant]:
+    """naive, then one optimization added at a time; the last is what make_dataset builds.
+
+    Photos (batched False, decode.read_regime) skip "batch before parse": their pipeline decodes
+    one record per parallel call, and batching would serialize the decoding.
+    """
     variants = [
         Variant("naive", "one record at a time: no parallel calls, cache or prefetch", None)
     ]
     stages = Stages(parallel=False, batch_parse=False, cache=False, shuffle=False, prefetch=False)
     for field, name, adds in STEPS:
-        if field == "cache" and not cache:
+        if (field == "cache" and not cache) or (field == "batch_parse" and not batched):
             continue
         stages = replace(stages, **{field: True})
         variants.append(Variant(name, adds, stages))
     return variants
 
 
-def naive_pipeline(files: list[str], shape: list[int], batch_size: int) -> tf.data.Dataset:
+def naive_pipeline(
+    files: list[str], shape: list[int], batch_size: int, encoding: str = "png"
+) -> tf.data.Dataset:
     """No parallel calls, no cache, no prefetch: one record at a time, batched at the end.
 
     tf.data would by default parallelize this stateless map and add a final prefetch by itself;
@@ -63,7 +72,7 @@ def naive_pipeline(files: list[str], shape: list[int], batch_size: int) -> tf.da
     """
     dataset = (
         tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER)
-        .map(lambda serialized: decode_record(serialized, shape))
+        .map(lambda serialized: decode_record(serialized, shape, encoding))
         .batch(batch_size)
     )
     options = tf.data.Options()
@@ -77,6 +86,7 @@ def measure(
     make: Callable[[Stages | None], tf.data.Dataset],
     epochs: int,
     rounds: int,
+    label: Callable[[Stages], str] = describe,
 ) -> list[dict[str, Any]]:
     """Time `epochs` passes over a fresh copy of each pipeline, `rounds` times, round-robin.
 
@@ -99,7 +109,7 @@ def measure(
             {
                 "name": variant.name,
                 "adds": variant.adds,
-                "pipeline": NAIVE if variant.stages is None else describe(variant.stages),
+                "pipeline": NAIVE if variant.stages is None else label(variant.stages),
                 "first_epoch_examples_per_sec": statistics.median(
                     counts[0] / seconds[0] for counts, seconds in passes
                 ),
@@ -110,6 +120,52 @@ def measure(
             }
         )
     return rows
+
+
+def decode_limit(
+    files: list[str],
+    shape: list[int],
+    encoding: str,
+    batched: bool,
+    batch_size: int,
+    examples: int,
+    rounds: int,
+) -> float:
+    """examples/s of decoding alone, with all cores: the same decode in the same regime, fed from
+    encoded images already in memory (no reading, parsing, shuffling or caching).
+
+    At most LIMIT_SAMPLE records are held, repeated until a pass has `examples`; the median of
+    `rounds` passes after a warm-up. No pipeline over these shards can beat it on this machine.
+    """
+    records = tf.data.TFRecordDataset(files, buffer_size=READ_BUFFER).map(parse_bytes)
+    sample = [data for data, _ in records.take(LIMIT_SAMPLE).batch(1024).as_numpy_iterator()]
+    images = tf.constant(np.concatenate(sample))
+    repeats = max(1, -(-examples // int(images.shape[0])))
+    dataset = tf.data.Dataset.from_tensor_slices(images).repeat(repeats)
+    if batched:
+        dataset = dataset.batch(PARSE_BATCH).map(
+            lambda data: tf.map_fn(
+                lambda one: decode_image(one, shape, encoding),
+                data,
+                fn_output_signature=tf.TensorSpec(shape, tf.uint8),
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        dataset = dataset.unbatch()
+    else:
+        dataset = dataset.map(
+            lambda data: decode_image(data, shape, encoding), num_parallel_calls=tf.data.AUTOTUNE
+        )
+    dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    for _ in dataset.take(WARMUP_BATCHES):
+        pass
+    rates = []
+    for _ in range(rounds):
+        count, start = 0, time.perf_counter()
+        for batch in dataset:
+            count += int(batch.shape[0])
+        rates.append(count / (time.perf_counter() - start))
+    return statistics.median(rates)
 
 
 def _time_epochs(dataset: tf.data.Dataset, epochs: int) -> tuple[list[int], list[float]]:

@@ -70,6 +70,7 @@ FULL_BAKE = (
     "src/{pkg}/data/photo_io.py",
     "src/{pkg}/data/pipeline.py",
     "src/{pkg}/data/records.py",
+    "src/{pkg}/data/report.py",
     "src/{pkg}/data/shards.py",
     "src/{pkg}/data/sources.py",
     "src/{pkg}/data/split.py",

@@ -120,7 +120,7 @@ def test_a_script_without_a_main_guard_can_use_workers(tmp_path: Path, photo_fol
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("written by 2") == 1
@@ -279,6 +279,15 @@ def test_a_class_with_one_photo_is_refused_naming_the_class(tmp_path: Path, mixe
     assert not (tmp_path / "run" / "data").exists()
 
 
+def test_an_in_memory_source_at_photo_size_is_written_as_jpeg(tmp_path: Path) -> None:
+    """encoding=auto: 64x64 and larger images are JPEG even from memory; smaller stay PNG."""
+    small = {"synthetic_classes": 2, "synthetic_count": 20}
+    big = records.prepare(tmp_path / "big", "synthetic", synthetic_shape=(64, 64, 3), **small)
+    tiny = records.prepare(tmp_path / "tiny", "synthetic", synthetic_shape=(8, 8, 3), **small)
+    assert (big["encoding"], tiny["encoding"]) == ("jpeg", "png")
+    assert all_images(tmp_path / "big").shape[1:] == (64, 64, 3)
+
+
 def test_bad_write_settings_are_refused_in_one_sentence(tmp_path: Path, mixed: Path) -> None:
     for options, fragment in (
         ({"encoding": "webp"}, "encoding='webp'"),
@@ -301,6 +310,18 @@ def test_the_read_regime_follows_the_image_size() -> None:
     assert decode.read_regime((224, 224, 3)) == "per_record"
     line = pipeline.describe(image_shape=(224, 224, 3), encoding="jpeg")
     assert "map(parse_single_example + decode_jpeg, parallel)" in line and "batch(256)" not in line
+
+
+def test_uncached_photos_are_shuffled_before_decoding_every_record_once(photo_run: Path) -> None:
+    """Without a cache, photos are shuffled as small encoded records, a new order each epoch."""
+    line = pipeline.describe(pipeline.Stages(cache=False), image_shape=(96, 96, 3), encoding="jpeg")
+    assert line.index("shuffle(encoded records)") < line.index("decode_jpeg")
+    dataset = pipeline.make_dataset(photo_run, "train", 64, cache=False, seed=5)
+    epochs = [np.concatenate([y for _, y in dataset]) for _ in range(2)]
+    count = records.read_meta(photo_run)["splits"]["train"]["count"]
+    assert len(epochs[0]) == count and sorted(epochs[0]) == sorted(epochs[1])
+    firsts = [np.concatenate([x for x, _ in dataset.take(1)]) for _ in range(2)]
+    assert not np.array_equal(firsts[0], firsts[1])
 
 
 def test_augment_on_photos_crops_while_decoding(photo_run: Path) -> None:

@@ -21,12 +21,13 @@ from .cache import decide
 from .decode import decode_record, read_regime
 from .meta import read_meta
 from .pipeline import shard_paths
+from .report import data_metrics, steps_table
 from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, describe, shuffle_buffer
 from .timing import (
     NAIVE,
     STEPS,
     WARMUP_BATCHES,
-    decode_limit,
+    limit_variant,
     measure,
     naive_pipeline,
     pipeline_variants,
@@ -130,16 +131,12 @@ def benchmark_pipeline(
     def label(stages: Stages) -> str:
         return describe(stages, image_shape=shape, encoding=encoding)
 
-    rows = measure(variants, make, epochs, rounds, label)
-    limit = decode_limit(
-        files[: len(files) // repeats],
-        shape,
-        encoding,
-        regime == "batched",
-        batch_size,
-        records * repeats,
-        rounds,
+    unique = files[: len(files) // repeats]
+    limit_row = limit_variant(
+        unique, shape, encoding, regime == "batched", batch_size, records * repeats
     )
+    *rows, measured_limit = measure([*variants, limit_row], make, epochs, rounds, label)
+    limit = measured_limit["first_epoch_examples_per_sec"]
     naive, configured = rows[0], rows[-1]
     for row in rows:
         row["speedup_vs_naive"] = _ratio(row["examples_per_sec"], naive["examples_per_sec"])
@@ -244,52 +241,6 @@ def check_parameters(
             f"model_examples_per_sec={model_examples_per_sec!r} is not allowed: use a positive "
             "number (examples the model trains on per second), or None."
         )
-
-
-def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """metrics/data.json: the counts from meta.json and the benchmark's numbers, one flat record."""
-    splits = meta["splits"]
-    return {
-        "dataset": meta["dataset"],
-        "classes": meta["classes"],
-        "num_classes": meta["num_classes"],
-        "image_shape": meta["image_shape"],
-        "train_count": splits["train"]["count"],
-        "validation_count": splits["validation"]["count"],
-        "per_class": {split: splits[split]["per_class"] for split in splits},
-        "shards": {split: len(splits[split]["shards"]) for split in splits},
-        "encoding": meta.get("encoding", "png"),
-        **_write_numbers(meta),
-        **result,
-    }
-
-
-def steps_table(result: dict[str, Any]) -> str:
-    """The `steps` rows of a benchmark result as a markdown table, naive first."""
-    lines = [
-        "| pipeline | what it adds | first epoch (ex/s) | steady state (ex/s) | × naive |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for row in result.get("steps", []):
-        lines.append(
-            f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
-            f"{row['examples_per_sec']:,.0f} | {row['speedup_vs_naive']:.2f} |"
-        )
-    return "\n".join(lines)
-
-
-def _write_numbers(meta: dict[str, Any]) -> dict[str, Any]:
-    """How the shards were written (meta.json's "write"; also when they were reused)."""
-    write = meta.get("write") or {}
-    return {
-        "write_examples_per_sec": write.get("examples_per_sec"),
-        "write_workers": write.get("workers"),
-        "write_seconds": write.get("seconds"),
-        "shard_bytes": write.get("shard_bytes"),
-        "source_bytes": write.get("source_bytes"),
-        "kept_original_files": write.get("kept_original_files"),
-        "data_reused": bool(meta.get("reused")),
-    }
 
 
 def _basis(epochs: int, cache: bool, rounds: int) -> str:

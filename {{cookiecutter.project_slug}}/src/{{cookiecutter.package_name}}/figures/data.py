@@ -60,8 +60,11 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     cold = metrics.get("cold_vs_decode_limit")
     fig.suptitle(
         f"Input pipeline: {metrics['speedup_vs_naive']:.1f}× the naive one"
-        + (f", cold epoch {cold:.0%} of the decode limit" if cold else "")
-        + f" (batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
+        + (
+            f", cold epoch {cold:.0%} of the decode limit ({metrics['cpu_count']} CPU cores)"
+            if cold
+            else f" (batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
+        )
     )
     handles = [
         Patch(color="tab:blue", label="steady state"),

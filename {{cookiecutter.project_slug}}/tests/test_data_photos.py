@@ -288,6 +288,13 @@ def test_an_in_memory_source_at_photo_size_is_written_as_jpeg(tmp_path: Path) ->
     assert all_images(tmp_path / "big").shape[1:] == (64, 64, 3)
 
 
+def test_jpeg_shards_can_be_the_source_of_another_run(tmp_path: Path, photo_run: Path) -> None:
+    """dataset='tfrecord' checks and copies JPEG shards as it does PNG ones."""
+    meta = records.prepare(tmp_path, "tfrecord", data_dir=photo_run / "data")
+    assert meta["encoding"] == "jpeg" and meta["image_shape"] == [96, 96, 3]
+    np.testing.assert_array_equal(all_images(tmp_path), all_images(photo_run))
+
+
 def test_bad_write_settings_are_refused_in_one_sentence(tmp_path: Path, mixed: Path) -> None:
     for options, fragment in (
         ({"encoding": "webp"}, "encoding='webp'"),

@@ -371,6 +371,8 @@ def test_benchmark_reports_the_cold_epoch_against_the_decode_limit(photo_run: Pa
     assert all(row["first_epoch_examples_per_sec"] > 0 for row in result["steps"])
     assert result["decode_limit_examples_per_sec"] > 0
     assert result["cold_vs_decode_limit"] == pytest.approx(
-        result["first_epoch_examples_per_sec"] / result["decode_limit_examples_per_sec"]
+        result["cold_examples_per_sec"] / result["decode_limit_examples_per_sec"]
     )
+    assert result["cold_examples_per_sec"] > 0 and result["cold_speedup_vs_naive"] > 0
+    assert "configured, no cache" not in [row["name"] for row in result["steps"]]
     assert "decode limit" in result["verdict"] and result["cache_reason"].endswith(".")

@@ -87,11 +87,11 @@ def benchmark_pipeline(
 
     `speedup_vs_naive` compares steady state (epochs 2.., after the cache is filled; epoch 1 when
     epochs=1); `first_epoch_speedup_vs_naive` compares the first epochs.
-    `decode_limit_examples_per_sec` is this machine decoding the same images with all cores and nothing else, and
-    `cold_vs_decode_limit` how close the configured cold epoch comes to it: the configured
-    pipeline without its cache (`cold_examples_per_sec`, timed in the same rounds), the rate of
-    every epoch of data too big to cache; with the cache on, its first epoch (filling the cache,
-    `first_epoch_examples_per_sec`) costs more and is reported apart. Every rate is the
+    `decode_limit_examples_per_sec` is this machine decoding the same images with all cores and
+    nothing else; `cold_vs_decode_limit` is how close the configured pipeline's cold epoch comes
+    to it: that pipeline without its cache (`cold_examples_per_sec`, timed in the same rounds),
+    the rate of every epoch of data too big to cache. With the cache on, its first epoch also
+    fills the cache (`first_epoch_examples_per_sec`) and is reported apart. Every rate is the
     median of `rounds` measurements. With `steps`, the result also holds `steps`: one row per
     optimization added in turn, all measured in this run.
     """

@@ -3,24 +3,44 @@
 `prepare` writes run_dir/data/ (shards + meta.json), `make_dataset` reads it for training, and
 `benchmark_pipeline` measures the pipeline against a naive one over the same records. `run` is the
 step's one entry (notebook 01, `<package> data`, the runner): `Params`, `check`, `run`.
+
+The names load lazily (PEP 562): the worker processes that encode a photo folder import
+data.photo_io only, and must not pay for, or be endangered by, loading TensorFlow.
 """
 
-from .benchmark import benchmark_pipeline
-from .pipeline import auto_shard_policy, first_images, make_dataset
-from .records import prepare, read_meta
-from .sources import SOURCES, DataError
-from .step import Params, check, run
+from __future__ import annotations
 
-__all__ = [
-    "SOURCES",
-    "DataError",
-    "Params",
-    "auto_shard_policy",
-    "benchmark_pipeline",
-    "check",
-    "first_images",
-    "make_dataset",
-    "prepare",
-    "read_meta",
-    "run",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "SOURCES": "sources",
+    "DataError": "base",
+    "Params": "step",
+    "auto_shard_policy": "pipeline",
+    "benchmark_pipeline": "benchmark",
+    "check": "step",
+    "first_images": "pipeline",
+    "make_dataset": "pipeline",
+    "prepare": "records",
+    "read_meta": "meta",
+    "run": "step",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f".{name}", __name__)  # a submodule: data.pipeline, ...
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -42,6 +42,7 @@ class Source:
     files: list[Path] | None = None
     resized: int = 0
     notes: list[str] = field(default_factory=list)
+    formats: list[str] | None = None  # each file's format (JPEG, PNG) as its header says
 
 
 def _fingerprint(root: Path, files: list[Path]) -> str:

@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from typing import Any
 
 import tensorflow as tf
 
 from .base import DataError
+from .cache import decide
+from .decode import decode_record, read_regime
 from .meta import read_meta
 from .pipeline import shard_paths
-from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, decode_record, describe, shuffle_buffer
+from .report import data_metrics, steps_table
+from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, describe, shuffle_buffer
 from .timing import (
     NAIVE,
     STEPS,
     WARMUP_BATCHES,
+    Variant,
+    limit_variant,
     measure,
     naive_pipeline,
     pipeline_variants,
@@ -53,11 +59,16 @@ __all__ = [
 ]
 
 MAP_DESCRIPTION = (
-    "per record: parse the tf.train.Example (PNG bytes + int64 label), decode the PNG to uint8 "
-    "H×W×C with its static shape, cast the label to int32; the naive pipeline calls this once per "
-    "record, the configured one runs it on batches of {parse_batch} records (one parse_example, "
-    "then decode_png per image inside the same call)"
+    "per record: parse the tf.train.Example ({kind} bytes + int64 label), decode the {kind} to "
+    "uint8 H×W×C with its static shape, cast the label to int32; the naive pipeline calls this "
+    "once per record, the configured one {how}"
 )
+HOW = {
+    "batched": "runs it on batches of {parse_batch} records (one parse_example, then a decode per "
+    "image inside the same call): small images, where the per-call overhead dominates",
+    "per_record": "calls it once per record too, many calls in parallel on every core: images "
+    "large enough that decoding dominates (batching would make the decoding serial)",
+}
 
 
 def benchmark_pipeline(
@@ -67,7 +78,7 @@ def benchmark_pipeline(
     epochs: int = 3,
     min_examples: int = 20000,
     model_examples_per_sec: float | None = None,
-    cache: bool = True,
+    cache: bool | str = "auto",
     steps: bool = False,
     seed: int = 42,
     rounds: int = 3,
@@ -75,8 +86,13 @@ def benchmark_pipeline(
     """examples/s of the configured training pipeline against the naive one, and a verdict.
 
     `speedup_vs_naive` compares steady state (epochs 2.., after the cache is filled; epoch 1 when
-    epochs=1); `first_epoch_speedup_vs_naive` compares the first epochs. Every rate is the median
-    of `rounds` measurements. With `steps`, the result also holds `steps`: one row per
+    epochs=1); `first_epoch_speedup_vs_naive` compares the first epochs.
+    `decode_limit_examples_per_sec` is this machine decoding the same images with all cores and
+    nothing else; `cold_vs_decode_limit` is how close the configured pipeline's cold epoch comes
+    to it: that pipeline without its cache (`cold_examples_per_sec`, timed in the same rounds),
+    the rate of every epoch of data too big to cache. With the cache on, its first epoch also
+    fills the cache (`first_epoch_examples_per_sec`) and is reported apart. Every rate is the
+    median of `rounds` measurements. With `steps`, the result also holds `steps`: one row per
     optimization added in turn, all measured in this run.
     """
     check_parameters(batch_size, epochs, min_examples, model_examples_per_sec, rounds)
@@ -86,11 +102,14 @@ def benchmark_pipeline(
     repeats = max(1, math.ceil(min_examples / max(1, records)))
     files = files * repeats  # the same records, read `repeats` times per epoch
     shape = meta["image_shape"]
+    encoding = meta.get("encoding", "png")
+    regime = read_regime(shape)
     buffer = shuffle_buffer(records * repeats, shape)
+    cached = decide(cache, records * repeats, shape)
 
     def make(stages: Stages | None) -> tf.data.Dataset:
         if stages is None:
-            return naive_pipeline(files, shape, batch_size)
+            return naive_pipeline(files, shape, batch_size, encoding)
         dataset = build(
             files,
             shape,
@@ -99,6 +118,7 @@ def benchmark_pipeline(
             stages=stages,
             seed=seed,
             shuffle_buffer=buffer,
+            encoding=encoding,
         )
         if stages.prefetch:
             return dataset
@@ -107,11 +127,28 @@ def benchmark_pipeline(
         options.experimental_optimization.inject_prefetch = False
         return dataset.with_options(options)
 
-    variants = pipeline_variants(cache)
+    variants = pipeline_variants(cached["cache"], regime == "batched")
     if not steps:
         variants = [variants[0], variants[-1]]
     warm_page_cache(files[: len(files) // repeats])
-    rows = measure(variants, make, epochs, rounds)
+
+    def label(stages: Stages) -> str:
+        return describe(stages, image_shape=shape, encoding=encoding)
+
+    unique = files[: len(files) // repeats]
+    limit_row = limit_variant(
+        unique, shape, encoding, regime == "batched", batch_size, records * repeats
+    )
+    extra = [limit_row]
+    if variants[-1].stages is not None and variants[-1].stages.cache:  # the cold rate at scale
+        uncached = replace(variants[-1].stages, cache=False)
+        extra.insert(
+            0, Variant("configured, no cache", "every epoch of data too big to cache", uncached)
+        )
+    *rows, measured_limit = measure([*variants, *extra], make, epochs, rounds, label)
+    limit = measured_limit["first_epoch_examples_per_sec"]
+    cold_row = rows.pop() if len(extra) > 1 else rows[-1]
+    cold = cold_row["first_epoch_examples_per_sec"]
     naive, configured = rows[0], rows[-1]
     for row in rows:
         row["speedup_vs_naive"] = _ratio(row["examples_per_sec"], naive["examples_per_sec"])
@@ -124,8 +161,18 @@ def benchmark_pipeline(
         "first_epoch_speedup_vs_naive": _ratio(
             configured["first_epoch_examples_per_sec"], naive["first_epoch_examples_per_sec"]
         ),
-        "speedup_basis": _basis(epochs, cache, rounds),
-        "map_description": MAP_DESCRIPTION.format(parse_batch=PARSE_BATCH),
+        "decode_limit_examples_per_sec": limit,
+        "cold_examples_per_sec": cold,
+        "cold_speedup_vs_naive": _ratio(cold, naive["first_epoch_examples_per_sec"]),
+        "cold_vs_decode_limit": _ratio(cold, limit),
+        "cache_fill_vs_decode_limit": _ratio(configured["first_epoch_examples_per_sec"], limit),
+        "naive_cold_vs_decode_limit": _ratio(naive["first_epoch_examples_per_sec"], limit),
+        "speedup_basis": _basis(epochs, cached["cache"], rounds),
+        "map_description": MAP_DESCRIPTION.format(
+            kind=encoding.upper(), how=HOW[regime].format(parse_batch=PARSE_BATCH)
+        ),
+        "read_regime": regime,
+        "encoding": encoding,
         "pipeline": configured["pipeline"],
         "naive_pipeline": naive["pipeline"],
         "train_records": records,
@@ -134,7 +181,7 @@ def benchmark_pipeline(
         "epochs": epochs,
         "rounds": rounds,
         "batch_size": batch_size,
-        "cache": bool(cache),
+        **cached,
         "cpu_count": os.cpu_count(),
         "model_examples_per_sec": model_examples_per_sec,
     }
@@ -149,10 +196,18 @@ def input_bound_verdict(
 ) -> dict[str, Any]:
     """`input_bound` (None without a model rate) and a `verdict` sentence on the measured rates."""
     rate, first = result["examples_per_sec"], result["first_epoch_examples_per_sec"]
+    limit, cold = result.get("decode_limit_examples_per_sec"), result.get("cold_examples_per_sec")
     measured = (
         f"The configured pipeline delivers {rate:,.0f} examples/s in steady state "
-        f"({first:,.0f} in the first epoch), {result['speedup_vs_naive']:.1f}× the naive "
-        f"pipeline's {result['naive_examples_per_sec']:,.0f}"
+        f"({first:,.0f} in the first epoch"
+        + (
+            f"; {cold:,.0f} cold, without a cache, {cold / limit:.0%} of the {limit:,.0f}/s "
+            "decode limit"
+            if limit and cold
+            else ""
+        )
+        + f"), {result['speedup_vs_naive']:.1f}× the naive pipeline's "
+        f"{result['naive_examples_per_sec']:,.0f}"
     )
     if model_examples_per_sec is None:
         return {
@@ -206,36 +261,6 @@ def check_parameters(
             f"model_examples_per_sec={model_examples_per_sec!r} is not allowed: use a positive "
             "number (examples the model trains on per second), or None."
         )
-
-
-def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """metrics/data.json: the counts from meta.json and the benchmark's numbers, one flat record."""
-    splits = meta["splits"]
-    return {
-        "dataset": meta["dataset"],
-        "classes": meta["classes"],
-        "num_classes": meta["num_classes"],
-        "image_shape": meta["image_shape"],
-        "train_count": splits["train"]["count"],
-        "validation_count": splits["validation"]["count"],
-        "per_class": {split: splits[split]["per_class"] for split in splits},
-        "shards": {split: len(splits[split]["shards"]) for split in splits},
-        **result,
-    }
-
-
-def steps_table(result: dict[str, Any]) -> str:
-    """The `steps` rows of a benchmark result as a markdown table, naive first."""
-    lines = [
-        "| pipeline | what it adds | first epoch (ex/s) | steady state (ex/s) | × naive |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for row in result.get("steps", []):
-        lines.append(
-            f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
-            f"{row['examples_per_sec']:,.0f} | {row['speedup_vs_naive']:.2f} |"
-        )
-    return "\n".join(lines)
 
 
 def _basis(epochs: int, cache: bool, rounds: int) -> str:

@@ -1,21 +1,25 @@
 """A folder of image files as a source: found without decoding, then checked by decoding once.
 
 The pixels are never held all at once: `scan_image_folder` lists classes and files (cheap, and its
-fingerprint says whether an earlier run can be reused), `inspect_image_folder` decodes each file
-once to refuse a corrupt one and to pick the size to write, and the records step reads the files
-again through `load_file_tensor`, so a folder larger than memory still works.
+fingerprint says whether an earlier run can be reused), `inspect_image_folder` reads each file's
+header (photo_io.probe, in worker processes) to refuse a bad one and to pick the size to write,
+and the records step reads the files again (photo_io.encode), so a folder larger than memory
+still works. `decode_file` and `load_file_tensor` are the same reading in TensorFlow.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from ..progress import track
+from . import photo_io
 from .base import DataError, Source, _fingerprint, _first_line, _hw
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -76,18 +80,31 @@ def scan_image_folder(data_dir: Path) -> FolderScan:
     )
 
 
-def inspect_image_folder(scan: FolderScan, image_size: int | None, mixed_sizes: str) -> Source:
-    """Decode every image once to refuse a corrupt one and to find the size to write.
+def inspect_image_folder(
+    scan: FolderScan,
+    image_size: int | None,
+    mixed_sizes: str,
+    pmap: Callable[..., Iterable[Any]] = map,
+) -> Source:
+    """Read every file's header once (in `pmap`'s workers) to refuse a bad file and find the size.
 
-    The pixels are not kept: the records step reads the files again, so memory stays flat.
-    Channels: 1 when every image is grayscale, else 3 (grayscale images are then repeated).
+    No pixels are kept: the records step reads the files again, so memory stays flat. Channels:
+    1 when every image is greyscale, else 3 (greyscale images are then repeated). Every file
+    that cannot be used is counted, and the first is named, before anything is written.
     """
-    sizes: list[tuple[int, int]] = []
-    grayscale = True
-    for path in scan.files:
-        height, width, channels = decode_file(path).shape
-        sizes.append((height, width))
-        grayscale = grayscale and channels in (1, 2)
+    paths = [str(path) for path in scan.files]
+    probes = list(track(pmap(photo_io.probe, paths), len(paths), "Checking images", "image"))
+    bad = [
+        (path, found.error) for path, found in zip(scan.files, probes, strict=True) if found.error
+    ]
+    if bad:
+        more = f" ({len(bad) - 1} more file(s) fail too, e.g. {bad[1][0]})" if len(bad) > 1 else ""
+        raise DataError(
+            f"{bad[0][0]} is not a readable image: it {bad[0][1]}{more}; fix or remove it "
+            "(allowed: JPEG and PNG files that open in an image viewer)."
+        )
+    sizes = [(found.height, found.width) for found in probes]
+    grayscale = all(found.grey for found in probes)
     counts = Counter(sizes)
     if image_size is not None:
         target = (image_size, image_size)
@@ -109,9 +126,13 @@ def inspect_image_folder(scan: FolderScan, image_size: int | None, mixed_sizes: 
         image_shape=(*target, 1 if grayscale else 3),
         files=scan.files,
         resized=sum(count for size, count in counts.items() if size != target),
+        formats=[found.format for found in probes],
     )
     if source.resized:
         source.notes.append(f"{source.resized} image(s) resized to {_hw(target)}.")
+    rotated = sum(found.orientation != 1 for found in probes)
+    if rotated:
+        source.notes.append(f"{rotated} image(s) turned upright by their EXIF orientation.")
     return source
 
 

@@ -19,11 +19,12 @@ import tensorflow as tf
 
 from ..artifacts import DATA_DIR, META_FILE, resolve_run_dir
 from .base import DataError
+from .cache import decide
+from .decode import FEATURES, decode_record
 from .meta import read_meta
 from .stages import (
     AUTOTUNE,
     BLOCK_LENGTH,
-    FEATURES,
     MAX_CYCLE,
     MIN_SHUFFLE,
     PARSE_BATCH,
@@ -32,7 +33,6 @@ from .stages import (
     TRANSLATE,
     Stages,
     build,
-    decode_record,
     describe,
     shuffle_buffer,
 )
@@ -68,7 +68,7 @@ def make_dataset(
     batch_size: int = 64,
     *,
     training: bool | None = None,
-    cache: bool = True,
+    cache: bool | str = "auto",
     augment: bool = False,
     seed: int = 42,
     deterministic: bool | None = None,
@@ -79,7 +79,8 @@ def make_dataset(
 ) -> tf.data.Dataset:
     """(images uint8 [B, H, W, C], labels int32 [B]) batches of one split of run_dir/data/.
 
-    `training` (default: split == "train") shuffles every epoch and allows `augment`. With
+    `training` (default: split == "train") shuffles every epoch and allows `augment`. `cache`:
+    "auto" keeps decoded images in memory only when they fit (cache.py), True or False always. With
     `input_context` (from `strategy.distribute_datasets_from_function`) each input pipeline reads
     its own part and batches `batch_size / num_replicas_in_sync`; without it the auto-shard policy
     suits `num_workers` workers. `deterministic` sets `tf.data.Options.deterministic` (None keeps
@@ -99,12 +100,14 @@ def make_dataset(
     if input_context is not None:
         files, record_shard, batch_size = _shard(files, batch_size, input_context)
         count = math.ceil(count / input_context.num_input_pipelines)
+    cached = decide(cache, count, meta["image_shape"])["cache"]
     dataset = build(
         files,
         meta["image_shape"],
         batch_size=batch_size,
         training=training,
-        stages=Stages(cache=bool(cache)),
+        stages=Stages(cache=cached),
+        encoding=meta.get("encoding", "png"),
         augment=bool(augment),
         seed=seed,
         repeat=repeat,

@@ -25,8 +25,10 @@ from ..artifacts import DATA_DIR, resolve_run_dir
 from .base import FORMAT, META_NAME, SPLITS, DataError, Source
 from .image_folder import inspect_image_folder, load_file_tensor, scan_image_folder
 from .meta import check_batch, read_meta
+from .photo_io import mapper, resolve_workers
 from .shards import (
     FEATURES,
+    JPEG_QUALITY,
     SHARD_NAME,
     TEMP_NAME,
     copy_shards,
@@ -91,8 +93,14 @@ def prepare(
     synthetic_classes: int = 10,
     synthetic_count: int = 1000,
     test_fraction: float = 0.0,
+    encoding: str = "auto",
+    jpeg_quality: int = JPEG_QUALITY,
+    workers: int | str = "auto",
 ) -> dict[str, Any]:
     """Check everything, then write run_dir/data/ (shards, then meta.json) and return the meta.
+
+    `encoding` (auto, jpeg, png) and `jpeg_quality` say how images are stored (shards.py);
+    `workers` how many processes read and encode an image folder ("auto": the cores).
 
     When run_dir/data/meta.json already holds the same request (same parameters and, for a folder,
     the same files), nothing is rewritten and the meta comes back with "reused": True; re-running
@@ -115,6 +123,9 @@ def prepare(
         synthetic_shape=synthetic_shape,
         synthetic_classes=synthetic_classes,
         synthetic_count=synthetic_count,
+        encoding=encoding,
+        jpeg_quality=jpeg_quality,
+        workers=workers,
     )
     check_test_fraction(test_fraction, val_fraction)
     out = resolve_run_dir(run_dir, create=False) / DATA_DIR
@@ -129,6 +140,8 @@ def prepare(
         "val_fraction": float(val_fraction),
         "shards": int(shards),
         "seed": int(seed),
+        "encoding": encoding,
+        "jpeg_quality": int(jpeg_quality),
     }
     if test_fraction:  # only then: an earlier request without a test split stays reusable
         request["test_fraction"] = float(test_fraction)
@@ -146,7 +159,10 @@ def prepare(
         reused = _reusable(out, request)
         if reused is not None:
             return reused
-        source = inspect_image_folder(scan, image_size, mixed_sizes)
+        count = resolve_workers(workers)
+        with mapper(count) as pmap:
+            source = inspect_image_folder(scan, image_size, mixed_sizes, pmap)
+            return write_shards(out, source, split, _normalized(request), pmap, count)
     else:
         reused = _reusable(out, request)
         if reused is not None:

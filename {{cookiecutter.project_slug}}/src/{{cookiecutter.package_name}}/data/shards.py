@@ -1,7 +1,8 @@
 """The shard files: the record format, and writing or copying shards so none is ever half there.
 
-Each record is a tf.train.Example of the PNG bytes and the class index, readable with plain tf.io
-(`parse_record`). Each shard is written to a temporary name and renamed when complete, and
+Each record is a tf.train.Example of the encoded image (JPEG for photos, PNG for small lossless
+sources: `choose_encoding`) and the class index, readable with plain tf.io (`parse_record`).
+Each shard is written to a temporary name and renamed when complete, and
 meta.json is written last: an interrupted run never leaves a half shard that passes for whole,
 and `clear_shards` removes meta.json first, so a folder without it is known to be incomplete.
 """
@@ -13,7 +14,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,8 @@ import tensorflow as tf
 
 from ..artifacts import write_json
 from ..progress import track
-from .base import META_NAME, SPLITS, Source
-from .image_folder import load_file_tensor
+from . import photo_io
+from .base import META_NAME, SPLITS, DataError, Source
 from .tfrecord_dir import TFRecordDir
 
 FEATURES = {
@@ -32,6 +34,9 @@ FEATURES = {
 }
 SHARD_NAME = re.compile(r"^(train|validation|test)-\d{5}-of-\d{5}\.tfrecord$")
 TEMP_NAME = re.compile(r"^\.(train|validation|test)-\d{5}-of-\d{5}\.tfrecord\.tmp-")
+ENCODINGS = ("auto", "jpeg", "png")
+JPEG_QUALITY = 95  # for a resized or non-JPEG photo (a JPEG kept as it is keeps its own)
+JPEG_MIN_PIXELS = 64 * 64  # encoding=auto: images this large are photos, written as JPEG
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -40,25 +45,54 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 
 def parse_record(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """One serialized record → (uint8 image H×W×C, int64 label); plain tf.io, no package needed."""
+    """One serialized record → (uint8 image H×W×C, int64 label); plain tf.io, no package needed.
+
+    decode_image reads either encoding (meta.json's "encoding" says which the shards hold).
+    """
     example = tf.io.parse_single_example(record, FEATURES)
-    return tf.io.decode_png(example["image"]), example["label"]
+    image = tf.io.decode_image(example["image"], expand_animations=False)
+    return image, example["label"]
+
+
+def choose_encoding(encoding: str, source: Source) -> str:
+    """'jpeg' or 'png'; auto: JPEG for photos (a source holding JPEG files, or images of at least
+    JPEG_MIN_PIXELS), PNG for small lossless sources (digits, mnist, cifar10, synthetic)."""
+    if encoding != "auto":
+        return encoding
+    height, width = source.image_shape[:2]
+    photos = any(kind in ("JPEG", "MPO") for kind in source.formats or [])
+    return "jpeg" if photos or height * width >= JPEG_MIN_PIXELS else "png"
 
 
 def write_shards(
-    out: Path, source: Source, split: dict[str, np.ndarray], request: dict[str, Any]
+    out: Path,
+    source: Source,
+    split: dict[str, np.ndarray],
+    request: dict[str, Any],
+    pmap: Callable[..., Iterable[Any]] = map,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Shards first (each renamed into place when complete), meta.json last."""
+    """Shards first (each renamed into place when complete), meta.json last.
+
+    A file source is read and encoded by `pmap` (photo_io.mapper: `workers` processes); an
+    in-memory source is encoded by tf.data's parallel map in this process.
+    """
+    encoding = choose_encoding(request.get("encoding", "auto"), source)
+    quality = int(request.get("jpeg_quality", JPEG_QUALITY))
     out.mkdir(parents=True, exist_ok=True)
     clear_shards(out)
     splits: dict[str, Any] = {}
+    started, kept = time.perf_counter(), [0]
     try:
         for name, indices in split.items():
             count = min(request["shards"], len(indices))
-            records = _encoded(source, indices)
+            if source.files is not None:
+                records = _file_records(source, indices, encoding, quality, pmap, kept)
+            else:
+                records = _encoded(source, indices, encoding, quality)
+            records = track(records, len(indices), f"TFRecords, {name}", "image")
             shard_names = []
-            parts = np.array_split(indices, count)
-            for index, part in track(enumerate(parts), count, f"TFRecords, {name}", "shard"):
+            for index, part in enumerate(np.array_split(indices, count)):
                 path = out / shard_name(name, index, count)
                 _write_shard(path, itertools.islice(records, len(part)), len(part))
                 shard_names.append(path.name)
@@ -73,18 +107,31 @@ def write_shards(
     except BaseException:
         clear_shards(out)  # the shards of a run that did not finish are no use to anyone
         raise
+    seconds = time.perf_counter() - started
+    total = sum(info["count"] for info in splits.values())
     meta = {
         "dataset": source.dataset,
         "classes": source.classes,
         "num_classes": len(source.classes),
         "image_shape": [int(side) for side in source.image_shape],
-        "encoding": "png",
+        "encoding": encoding,
+        "jpeg_quality": quality if encoding == "jpeg" else None,
         "seed": request["seed"],
         "val_fraction": request["val_fraction"],
         "shards": request["shards"],
         "splits": splits,
         "resized": source.resized,
         "notes": source.notes,
+        "write": {
+            "examples_per_sec": total / max(seconds, 1e-9),
+            "seconds": round(seconds, 3),
+            "workers": workers if source.files is not None else 1,
+            "kept_original_files": kept[0],
+            "shard_bytes": sum(
+                (out / n).stat().st_size for s in splits.values() for n in s["shards"]
+            ),
+            "source_bytes": _source_bytes(source),
+        },
         "source": request,
     }
     write_json(out / META_NAME, meta)
@@ -121,27 +168,51 @@ def clear_shards(out: Path) -> None:
             path.unlink()
 
 
-def _encoded(source: Source, indices: np.ndarray) -> Iterator[tuple[bytes, int]]:
-    """(PNG bytes, label) in `indices` order, encoded in parallel by tf.data."""
-    labels = source.labels[indices]
-    if source.images is not None:
-        dataset = tf.data.Dataset.from_tensor_slices((source.images[indices], labels))
-        encode = _encode_png
-    else:
-        assert source.files is not None
-        paths = [str(source.files[index]) for index in indices]
-        dataset = tf.data.Dataset.from_tensor_slices((paths, labels))
-        shape = source.image_shape
+def _file_records(
+    source: Source,
+    indices: np.ndarray,
+    encoding: str,
+    quality: int,
+    pmap: Callable[..., Iterable[Any]],
+    kept: list[int],
+) -> Iterator[tuple[bytes, int]]:
+    """(record bytes, label) in `indices` order, each file read and encoded by a worker."""
+    assert source.files is not None
+    height, width, channels = source.image_shape
+    paths = [str(source.files[index]) for index in indices]
+    tasks = ((path, height, width, channels, encoding, quality) for path in paths)
+    for path, index, (data, error, own) in zip(
+        paths, indices, pmap(photo_io.encode, tasks), strict=True
+    ):
+        if data is None:
+            raise DataError(
+                f"{path} is not a readable image: it {error}; fix or remove it (allowed: JPEG "
+                "and PNG files that open in an image viewer)."
+            )
+        kept[0] += own
+        yield data, int(source.labels[index])
 
-        def encode(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            return _encode_png(load_file_tensor(path, shape), label)
+
+def _encoded(
+    source: Source, indices: np.ndarray, encoding: str, quality: int
+) -> Iterator[tuple[bytes, int]]:
+    """(PNG or JPEG bytes, label) of an in-memory source in `indices` order, encoded by tf.data."""
+    assert source.images is not None
+    labels = source.labels[indices]
+    dataset = tf.data.Dataset.from_tensor_slices((source.images[indices], labels))
+
+    def encode(image: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        if encoding == "jpeg":
+            return tf.io.encode_jpeg(image, quality=quality), label
+        return tf.io.encode_png(image), label
 
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE).as_numpy_iterator()
 
 
-def _encode_png(image: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    return tf.io.encode_png(image), label
+def _source_bytes(source: Source) -> int | None:
+    """The bytes of the source's files (None for an in-memory source)."""
+    return None if source.files is None else sum(path.stat().st_size for path in source.files)
 
 
 def _example(png: bytes, label: int) -> bytes:

@@ -34,6 +34,7 @@ from .memory import (
     load_keras,
     load_synthetic,
 )
+from .shards import ENCODINGS, JPEG_QUALITY
 from .tfrecord_dir import _TFRECORD_HINT, TFRecordDir, check_tfrecords, open_tfrecord_dir
 
 __all__ = [
@@ -83,6 +84,9 @@ def check_parameters(
     synthetic_shape: Sequence[int] = (32, 32, 3),
     synthetic_classes: int = 10,
     synthetic_count: int = 1000,
+    encoding: str = "auto",
+    jpeg_quality: int = JPEG_QUALITY,
+    workers: int | str = "auto",
 ) -> Path | None:
     """Refuse a bad parameter in one sentence before anything is read; return data_dir as a Path."""
     if dataset not in SOURCES:
@@ -114,6 +118,21 @@ def check_parameters(
         )
     if not _is_int(seed):
         raise DataError(f"seed={seed!r} is not allowed: use a whole number, e.g. 42.")
+    if encoding not in ENCODINGS:
+        raise DataError(
+            f"encoding={encoding!r} is not allowed: use 'auto' (JPEG for photos, PNG for small "
+            "lossless images), 'jpeg' or 'png'."
+        )
+    if not _is_int(jpeg_quality) or not 1 <= jpeg_quality <= 100:
+        raise DataError(
+            f"jpeg_quality={jpeg_quality!r} is not allowed: use a whole number from 1 to 100 "
+            f"(default {JPEG_QUALITY})."
+        )
+    if workers != "auto" and (not _is_int(workers) or workers < 1):
+        raise DataError(
+            f"workers={workers!r} is not allowed: use 'auto' (the cores) or a whole number >= 1 "
+            "(processes that read and encode image files)."
+        )
     if dataset == "synthetic":
         _check_synthetic(synthetic_shape, synthetic_classes, synthetic_count)
     if dataset == "tfrecord" and image_size is not None:

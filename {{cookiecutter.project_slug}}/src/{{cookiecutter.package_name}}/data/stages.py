@@ -1,13 +1,13 @@
 """The stages of the tf.data pipeline over the shards: what keeps the accelerator fed, and why.
 
-Measured on a 2-core CPU (notebook 01 repeats the measurement on your machine): parsing and decoding
-one record per call spends most of its time in per-call overhead, and running those calls in
-parallel barely helps. What pays is batching serialized records BEFORE one vectorized
-`tf.io.parse_example`, decoding the PNGs of that batch in the same call, and caching the decoded
-images (the decode then runs once, not once per epoch); prefetch lets all of it overlap the
-model's step. The order of the stages matters:
+Measured on a 2-core CPU (notebook 01 repeats the measurement on your machine), the decode
+regime depends on the image size (decode.py): small images (digits) spend most of a per-record
+call in overhead, so serialized records are batched BEFORE one vectorized `tf.io.parse_example`
+and decoded in the same call; photos spend it decoding, so each record is decoded by its own
+call, in parallel on every core. Caching decoded images pays when they fit in memory (cache.py
+decides for cache="auto"); prefetch lets all of it overlap the model's step. The order matters:
 
-    shard files → interleave(parallel) → batch → parse + decode → cache → unbatch
+    shard files → interleave(parallel) → [batch →] parse + decode → cache [→ unbatch]
     → shuffle (training) → repeat → batch → augment (training) → prefetch
 
 The shuffle comes after the cache, so the cache never freezes one epoch's order. Images stay uint8
@@ -24,6 +24,14 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
+from .decode import (
+    batch_decoder,
+    parse_bytes,
+    random_crop_record,
+    read_regime,
+    record_decoder,
+)
+
 AUTOTUNE = tf.data.AUTOTUNE
 PARSE_BATCH = 256  # serialized records per vectorized parse_example call
 BLOCK_LENGTH = 16  # consecutive records taken from one shard: fewer hand-offs between threads
@@ -32,10 +40,6 @@ READ_BUFFER = 2**20  # bytes read ahead from each shard
 SHUFFLE_BYTES = 256 * 2**20  # decoded images the shuffle buffer may hold (at least MIN_SHUFFLE)
 MIN_SHUFFLE = 1024
 TRANSLATE = 0.125  # augmentation shifts images by up to this fraction of their side (>= 1 pixel)
-FEATURES = {
-    "image": tf.io.FixedLenFeature([], tf.string),
-    "label": tf.io.FixedLenFeature([], tf.int64),
-}
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class Stages:
     """The optimizations a pipeline uses: make_dataset uses all, the benchmark adds them in turn."""
 
     parallel: bool = True  # parallel interleave over shards and parallel map calls
-    batch_parse: bool = True  # batch serialized records before a vectorized parse_example
+    batch_parse: bool | None = None  # batch records before one parse_example; None: by image size
     cache: bool = True  # keep the decoded images in memory after the first epoch
     shuffle: bool = True  # seeded shuffle, a new order every epoch (training only)
     prefetch: bool = True  # prepare the next batches while the model works on this one
@@ -62,10 +66,20 @@ def build(
     drop_remainder: bool = False,
     shuffle_buffer: int = MIN_SHUFFLE,
     record_shard: tuple[int, int] | None = None,
+    encoding: str = "png",
 ) -> tf.data.Dataset:
-    """The pipeline over these shard files, with the chosen stages (the benchmark varies them)."""
+    """The pipeline over these shard files, with the chosen stages (the benchmark varies them).
+
+    `encoding` is the shards' (meta.json); with augment on JPEG photos, training crops at random
+    while decoding (decode.random_crop_record) and the cache keeps the small encoded bytes.
+    """
     stages = stages or Stages()
     shape = [int(side) for side in image_shape]
+    batched = batch_parse(stages, shape)
+    crop = augment and training and encoding == "jpeg" and not batched
+    # Photos read afresh every epoch: shuffle the small encoded records (about 1/7 of the bytes
+    # of a decoded photo), then decode; with a cache the shuffle must come after it.
+    early = training and stages.shuffle and not batched and not stages.cache
     parallel = AUTOTUNE if stages.parallel else None
     shuffle = training and stages.shuffle
     names = tf.data.Dataset.from_tensor_slices([os.fspath(path) for path in files])
@@ -81,41 +95,66 @@ def build(
     )
     if record_shard:
         records = records.shard(*record_shard)
-    if stages.batch_parse:
-        dataset = records.batch(PARSE_BATCH).map(_batch_decoder(shape), num_parallel_calls=parallel)
+    if early:
+        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if batched:
+        decoder = batch_decoder(shape, encoding)
+        dataset = records.batch(PARSE_BATCH).map(decoder, num_parallel_calls=parallel)
         if stages.cache:
             dataset = dataset.cache()
         dataset = dataset.unbatch()
     else:
-        dataset = records.map(_record_decoder(shape), num_parallel_calls=parallel)
+        decoder = parse_bytes if crop else record_decoder(shape, encoding)
+        dataset = records.map(decoder, num_parallel_calls=parallel)
         if stages.cache:
             dataset = dataset.cache()
-    if shuffle:
+    if shuffle and not early:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
+    if crop:
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+        cropper = random_crop_record(shape)
+        dataset = tf.data.Dataset.zip(dataset, seeds).map(
+            lambda record, pair: cropper(*record, pair), num_parallel_calls=parallel
+        )
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    if augment and training:
+    if augment and training and not crop:
         dataset = _augmented(dataset, shape, seed, parallel)
     if stages.prefetch:
         dataset = dataset.prefetch(AUTOTUNE)
     return dataset
 
 
-def describe(stages: Stages | None = None, *, training: bool = True, augment: bool = False) -> str:
+def describe(
+    stages: Stages | None = None,
+    *,
+    training: bool = True,
+    augment: bool = False,
+    image_shape: Sequence[int] = (8, 8, 1),
+    encoding: str = "png",
+) -> str:
     """The stages `build` chains, in order, as one line of text (for reports and the notebook)."""
     stages = stages or Stages()
     shuffle = training and stages.shuffle
+    batched = batch_parse(stages, image_shape)
+    crop = augment and training and encoding == "jpeg" and not batched
+    early = shuffle and not batched and not stages.cache
     steps = ["shuffle(shards)"] if shuffle else []
     steps.append("interleave(parallel)" if stages.parallel else "interleave")
-    if stages.batch_parse:
-        steps += [f"batch({PARSE_BATCH})", "map(parse_example + decode_png)"]
+    steps += ["shuffle(encoded records)"] if early else []
+    decode = f"decode_{encoding}"
+    if batched:
+        steps += [f"batch({PARSE_BATCH})", f"map(parse_example + {decode})"]
         steps += ["cache", "unbatch"] if stages.cache else ["unbatch"]
     else:
-        steps += ["map(parse_single_example + decode_png)"] + (["cache"] if stages.cache else [])
-    steps += ["shuffle"] if shuffle else []
+        parallel = ", parallel" if stages.parallel else ""
+        work = "parse_single_example" if crop else f"parse_single_example + {decode}"
+        steps += [f"map({work}{parallel})"] + (["cache"] if stages.cache else [])
+    steps += ["shuffle"] if shuffle and not early else []
+    steps += ["map(decode_and_crop_jpeg, random window)"] if crop else []
     steps.append("batch")
-    steps += ["augment(translate)"] if augment and training else []
+    steps += ["augment(translate)"] if augment and training and not crop else []
     steps += ["prefetch(AUTOTUNE)"] if stages.prefetch else []
     return " → ".join(steps)
 
@@ -126,44 +165,14 @@ def shuffle_buffer(count: int, image_shape: Sequence[int]) -> int:
     return max(1, min(int(count), max(MIN_SHUFFLE, SHUFFLE_BYTES // image_bytes)))
 
 
-def decode_record(serialized: tf.Tensor, image_shape: Sequence[int]) -> tuple[tf.Tensor, tf.Tensor]:
-    """One serialized Example → (uint8 image of image_shape, int32 label): the per-record work."""
-    example = tf.io.parse_single_example(serialized, FEATURES)
-    return _decode_png(example["image"], image_shape), tf.cast(example["label"], tf.int32)
+def batch_parse(stages: Stages, image_shape: Sequence[int]) -> bool:
+    """Whether records are batched before parsing: as `stages` says, else by decode.read_regime."""
+    if stages.batch_parse is not None:
+        return stages.batch_parse
+    return read_regime(image_shape) == "batched"
 
 
 # --- stages ---------------------------------------------------------------------------------------
-
-
-def _record_decoder(shape: list[int]):
-    def decode(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        return decode_record(serialized, shape)
-
-    return decode
-
-
-def _batch_decoder(shape: list[int]):
-    """A batch of serialized Examples → (uint8 images, int32 labels) in one call.
-
-    parse_example handles the whole batch in one op; PNG decoding has no batched op, so map_fn
-    decodes image by image inside the same call, which still saves the per-record overhead.
-    """
-
-    def decode(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        examples = tf.io.parse_example(serialized, FEATURES)
-        images = tf.map_fn(
-            lambda png: _decode_png(png, shape),
-            examples["image"],
-            fn_output_signature=tf.TensorSpec(shape, tf.uint8),
-        )
-        return images, tf.cast(examples["label"], tf.int32)
-
-    return decode
-
-
-def _decode_png(png: tf.Tensor, shape: Sequence[int]) -> tf.Tensor:
-    """The static shape comes from meta.json, so the model sees [B, H, W, C], not unknowns."""
-    return tf.ensure_shape(tf.io.decode_png(png, channels=shape[-1]), shape)
 
 
 def _augmented(

@@ -16,6 +16,7 @@ from .. import figures, lineage
 from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from ..steps import param
 from . import benchmark, sources
+from .cache import check_cache
 from .records import prepare
 from .split import check_test_fraction
 
@@ -32,8 +33,13 @@ class Params:
     val_fraction: float = param(0.2, "share of each class held out for validation")
     test_fraction: float = param(0.0, "share of each class held out as a test split; 0: none")
     shards: int = param(4, "TFRecord files per split")
+    encoding: str = param("auto", "images in the shards: auto (JPEG for photos), jpeg or png")
+    jpeg_quality: int = param(95, "quality of images encoded as JPEG (a kept JPEG keeps its own)")
+    workers: int | str = param("auto", "processes reading an image folder; auto: the cores")
     batch_size: int = param(64, "examples per batch")
-    cache: bool = param(True, "keep decoded images in memory after the first epoch")
+    cache: bool | str = param(
+        "auto", "keep decoded images in memory: auto (when they fit a quarter of it), True, False"
+    )
     augment: bool = param(
         False, "random translation of training images (shown in the pipeline, not benchmarked)"
     )
@@ -54,10 +60,9 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
         params.benchmark_min_examples,
         names={"epochs": "benchmark_epochs", "min_examples": "benchmark_min_examples"},
     )
-    for name in ("cache", "augment"):
-        value = getattr(params, name)
-        if not isinstance(value, bool):
-            raise sources.DataError(f"{name}={value!r} is not allowed: use True or False.")
+    check_cache(params.cache)
+    if not isinstance(params.augment, bool):
+        raise sources.DataError(f"augment={params.augment!r} is not allowed: use True or False.")
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
@@ -86,6 +91,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics["figures"] = figures.save(folder, "data", metrics)
     write_metrics(folder, "data", metrics)
     if verbose:
+        print(result["cache_reason"])
         print(result["verdict"])
     return metrics
 
@@ -95,8 +101,18 @@ def describe_meta(meta: dict[str, Any]) -> str:
     how = "reused, same request as before" if meta.get("reused") else "written"
     lines = [
         f"{meta['dataset']}: {meta['num_classes']} classes, images {meta['image_shape']} "
-        f"(H, W, C), {how}"
+        f"(H, W, C) as {meta.get('encoding', 'png').upper()}, {how}"
     ]
+    write = meta.get("write") or {}
+    if write and not meta.get("reused"):
+        line = (
+            f"Written at {write['examples_per_sec']:,.0f} images/s by {write['workers']} "
+            f"process(es), {write['shard_bytes'] / 1e6:,.1f} MB of shards"
+        )
+        if write.get("source_bytes"):
+            line += f" for {write['source_bytes'] / 1e6:,.1f} MB of source files"
+            line += f" ({write['kept_original_files']} JPEG(s) kept byte for byte)"
+        lines.append(line + ".")
     for split, info in meta["splits"].items():
         lines.append(f"{split}: {info['count']} examples in {len(info['shards'])} shard(s)")
     return "\n".join(lines)
@@ -110,4 +126,7 @@ def _source_options(params: Params) -> dict[str, Any]:
         "val_fraction": params.val_fraction,
         "shards": params.shards,
         "seed": params.seed,
+        "encoding": params.encoding,
+        "jpeg_quality": params.jpeg_quality,
+        "workers": params.workers,
     }

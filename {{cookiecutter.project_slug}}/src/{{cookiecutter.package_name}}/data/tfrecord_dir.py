@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from .base import META_NAME, SPLITS, DataError, _fingerprint, _first_line, _per_class
 
+ENCODED = ("png", "jpeg")  # what prepare() writes (meta.json's "encoding")
 _TFRECORD_HINT = (
     "a folder with the shards and meta.json that prepare() wrote (a run's data/ folder)"
 )
@@ -60,10 +61,10 @@ def open_tfrecord_dir(data_dir: Path) -> TFRecordDir:
             f"{meta_path} does not describe TFRecord shards ({type(error).__name__}: "
             f"{_first_line(error)}): use the meta.json that prepare() wrote next to them."
         ) from None
-    if len(shape) != 3 or shape[2] not in (1, 3) or meta.get("encoding", "png") != "png":
+    if len(shape) != 3 or shape[2] not in (1, 3) or meta.get("encoding", "png") not in ENCODED:
         raise DataError(
             f"{meta_path} says image_shape={list(shape)} and encoding={meta.get('encoding')!r}: "
-            "allowed are [H, W, 1] or [H, W, 3] images encoded as 'png'."
+            "allowed are [H, W, 1] or [H, W, 3] images encoded as 'png' or 'jpeg'."
         )
     if len(classes) < 2:
         raise DataError(f"{meta_path} lists {len(classes)} class(es): a classifier needs two.")
@@ -126,7 +127,8 @@ def _read_shard(path: Path, image_shape: Sequence[int]) -> tuple[np.ndarray, lis
 
     def parse(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         example = tf.io.parse_single_example(record, features)
-        return example["label"], tf.shape(tf.io.decode_png(example["image"]))
+        image = tf.io.decode_image(example["image"], expand_animations=False)
+        return example["label"], tf.shape(image)
 
     dataset = tf.data.TFRecordDataset(str(path)).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
     labels, shapes = [np.zeros(0, dtype=np.int64)], [np.asarray([image_shape], dtype=np.int32)]

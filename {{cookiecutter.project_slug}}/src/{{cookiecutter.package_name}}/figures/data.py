@@ -14,11 +14,13 @@ from . import style
 
 MAX_CLASSES_SHOWN = 20  # rows of the sample grid; more classes are left out, and the title says so
 SAMPLES_PER_CLASS = 8
+MUTED_ROWS = ("naive", "(batch before parse instead)")  # the baseline, and a regime not used
 
 
 def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
-    """examples/s of the naive pipeline and of each stage added (steady state as bars, the first
-    epoch as a dot), each bar labelled with its rate and its speed-up over naive."""
+    """examples/s of the naive pipeline and of each stage added (steady state as bars, the cold
+    first epoch as a tick), each bar labelled with its rate and its speed-up over naive, and the
+    decode limit (all cores decoding, nothing else) as a dashed line."""
     rows = metrics.get("steps") or _two_rows(metrics)
     if not rows:
         return None
@@ -26,7 +28,7 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     fig, (ax,) = style.new(8, 1.4 + 0.45 * len(rows))
     names = [row["name"] for row in rows]
     steady = [row["examples_per_sec"] for row in rows]
-    colors = [style.MUTED if row["name"] == "naive" else "tab:blue" for row in rows]
+    colors = [style.MUTED if row["name"] in MUTED_ROWS else "tab:blue" for row in rows]
     colors[0] = style.BEST  # the last stage: the pipeline training uses
     first = [row["first_epoch_examples_per_sec"] for row in rows]
     ax.barh(names, steady, color=colors)
@@ -37,8 +39,11 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         marker="|",
         s=200,
         zorder=3,
-        label="first epoch",
+        label="first epoch (cold)",
     )
+    limit = metrics.get("decode_limit_examples_per_sec")
+    if limit:  # no pipeline over these shards can be faster while it decodes (the cold epoch)
+        ax.axvline(limit, color="tab:red", linestyle="--", label="decode limit, all cores")
     if max(steady + first) > 20 * max(min(steady + first), 1e-9):
         ax.set_xscale("log")
     for name, rate, start, row in zip(names, steady, first, rows, strict=True):
@@ -52,9 +57,14 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         )
     style.widen(ax)
     ax.set_xlabel("training examples/s (higher is faster)")
+    cold = metrics.get("cold_vs_decode_limit")
     fig.suptitle(
-        f"Input pipeline: {metrics['speedup_vs_naive']:.1f}× the naive one "
-        f"(batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
+        f"Input pipeline: {metrics['speedup_vs_naive']:.1f}× the naive one"
+        + (
+            f", cold epoch {cold:.0%} of the decode limit ({metrics['cpu_count']} CPU cores)"
+            if cold
+            else f" (batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
+        )
     )
     handles = [
         Patch(color="tab:blue", label="steady state"),

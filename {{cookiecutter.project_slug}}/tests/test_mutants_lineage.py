@@ -233,7 +233,8 @@ def test_inputs_and_artifacts_of_no_known_step_are_named_generically(tmp_path: P
     artifacts.write_json(tmp_path / artifacts.LINEAGE_FILE, ledger)
     (tmp_path / artifacts.TUNED_FILE).parent.mkdir(parents=True)
     (tmp_path / artifacts.TUNED_FILE).write_text("{}", encoding="utf-8")
-    with pytest.raises(StaleInputError, match="tuning that was replaced by 02_tune since"):
+    replaced = f"tuning that was replaced by {lineage.MADE_BY['tuning']} since"
+    with pytest.raises(StaleInputError, match=replaced):
         lineage.check_made_from(tmp_path, "model", needed_by="04_export")
 
 

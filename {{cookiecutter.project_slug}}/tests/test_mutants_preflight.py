@@ -102,3 +102,9 @@ def test_params_from_refuses_in_one_sentence_naming_what_is_allowed() -> None:
     assert str(refused.value) == (
         "learning_rate=[1] is list, but train takes float or str or None (default None)."
     )
+
+
+def test_takes_says_nothing_for_a_step_this_project_does_not_have(monkeypatch) -> None:
+    """A declined part's step (no module) is not asked about its parameters."""
+    monkeypatch.setattr(steps, "available", lambda: [])
+    assert steps.takes("03_train", "epochs", 3) is None

@@ -152,6 +152,9 @@ def test_a_missing_shard_is_not_a_shard_of_any_size(tmp_path: Path) -> None:
     whole = lineage.fingerprint(tmp_path, "data")
     (tmp_path / "data" / "train-00000-of-00002.tfrecord").unlink()
     assert lineage.fingerprint(tmp_path, "data") not in (whole, None)
+    _data(tmp_path, sizes=(0, 1))
+    (tmp_path / "data" / "train-00001-of-00002.tfrecord").unlink()  # the 1-byte one
+    assert lineage.fingerprint(tmp_path, "data") not in (whole, None)
 
 
 def test_the_data_fingerprint_reads_meta_json_of_any_shape(tmp_path: Path) -> None:
@@ -230,7 +233,8 @@ def test_inputs_and_artifacts_of_no_known_step_are_named_generically(tmp_path: P
     artifacts.write_json(tmp_path / artifacts.LINEAGE_FILE, ledger)
     (tmp_path / artifacts.TUNED_FILE).parent.mkdir(parents=True)
     (tmp_path / artifacts.TUNED_FILE).write_text("{}", encoding="utf-8")
-    with pytest.raises(StaleInputError, match="tuning that was replaced by 02_tune since"):
+    replaced = f"tuning that was replaced by {lineage.MADE_BY['tuning']} since"
+    with pytest.raises(StaleInputError, match=replaced):
         lineage.check_made_from(tmp_path, "model", needed_by="04_export")
 
 
@@ -262,3 +266,24 @@ def test_a_steps_summary_lists_what_it_read_and_wrote(tmp_path: Path) -> None:
         "reads": {"data": lineage.fingerprint(tmp_path, "data"), "tuning": None},
         "writes": {"model": lineage.fingerprint(tmp_path, "model")},
     }
+
+
+def test_asking_about_lineage_never_makes_the_run_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "not-a-run"
+    assert lineage.fingerprint(missing, "model") is None
+    assert lineage.read(missing) == {}
+    assert lineage.made_from(missing, "model") is None
+    assert not missing.exists()
+
+
+def test_describe_names_every_changed_input(tmp_path: Path) -> None:
+    _data(tmp_path)
+    tuned = tmp_path / artifacts.TUNED_FILE
+    tuned.parent.mkdir(parents=True)
+    tuned.write_text("{}", encoding="utf-8")
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    inputs = {name: lineage.fingerprint(tmp_path, name) for name in ("data", "tuning")}
+    lineage.record(tmp_path, "model", "03_train", inputs)
+    tuned.write_text('{"width": 8}', encoding="utf-8")
+    (tmp_path / "data" / "validation-00000-of-00001.tfrecord").write_bytes(b"another")
+    assert lineage.describe(tmp_path, "model").endswith("; stale: data, tuning changed since.")

@@ -64,3 +64,47 @@ def test_the_plans_values_reach_the_checkers(tmp_path: Path) -> None:
     selected = {name: plan.parameters[name] for name in plan.notebooks}
     with pytest.raises(StepError, match="^03_train refuses to start: .*epochs"):
         steps.preflight(tmp_path / "run", selected)
+
+
+def test_a_notebook_of_no_step_is_skipped_and_the_rest_still_checked(tmp_path: Path) -> None:
+    assert steps.for_notebook("99_extra") is None
+    with pytest.raises(StepError, match="^03_train refuses to start: .*01_data"):
+        steps.preflight(tmp_path / "run", {"99_extra": {}, "03_train": {}})
+
+
+def test_takes_answers_only_for_a_step_and_a_field_it_has() -> None:
+    assert steps.takes("99_extra", "epochs", 3) is None
+    assert steps.takes("03_train", "no_such_field", 3) is None
+    assert steps.takes("03_train", "batch_size", "auto") is True
+    assert steps.takes("01_data", "batch_size", "auto") is False
+
+
+def test_params_from_reads_loose_values_into_the_steps_types() -> None:
+    params = steps.params_from("train", {"run_dir": "ignored", "epochs": 3})
+    assert params.epochs == 3  # run_dir is skipped, not the end of the values
+    params = steps.params_from("train", {"learning_rate": 1, "width": None, "dropout": 0})
+    assert params.learning_rate == 1.0 and isinstance(params.learning_rate, float)
+    assert params.dropout == 0.0 and isinstance(params.dropout, float)
+    assert params.width is None
+    assert steps.params_from("train", {"batch_size": 32}).batch_size == 32  # int | str: stays int
+
+
+def test_params_from_refuses_in_one_sentence_naming_what_is_allowed() -> None:
+    fields = ", ".join(steps.defaults("train"))
+    with pytest.raises(StepError) as refused:
+        steps.params_from("train", {"nope": 1})
+    assert str(refused.value) == f"Unknown parameter 'nope' for train: it takes {fields}."
+    with pytest.raises(StepError) as refused:
+        steps.params_from("train", {"epochs": "3"})
+    assert str(refused.value) == "epochs='3' is str, but train takes int (default 5)."
+    with pytest.raises(StepError) as refused:
+        steps.params_from("train", {"learning_rate": [1]})
+    assert str(refused.value) == (
+        "learning_rate=[1] is list, but train takes float or str or None (default None)."
+    )
+
+
+def test_takes_says_nothing_for_a_step_this_project_does_not_have(monkeypatch) -> None:
+    """A declined part's step (no module) is not asked about its parameters."""
+    monkeypatch.setattr(steps, "available", lambda: [])
+    assert steps.takes("03_train", "epochs", 3) is None

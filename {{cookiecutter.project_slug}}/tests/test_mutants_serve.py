@@ -19,6 +19,7 @@ from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
 from {{ cookiecutter.package_name }} import serve
+from {{ cookiecutter.package_name }}.serve import config, protos
 
 resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE is POSIX-only")
 SERVING_FILES = ("models.config", "batching.config", "monitoring.config", "versions.json")
@@ -289,3 +290,151 @@ def test_resize_batching_says_the_reason(tmp_path: Path) -> None:
         tmp_path, {"baselines": [{"name": "savedmodel", "throughput": curve}]}
     )
     assert said.startswith(f"Resized {tmp_path / 'serving' / 'batching.config'}: batch 32 reaches ")
+
+
+# --- the configs' own checks and sizing --------------------------------------------------------
+
+
+def _models(served: list[int], labels: dict[str, int]) -> str:
+    return protos.to_text(config.models_config("m", served, labels))
+
+
+@pytest.mark.parametrize(
+    ("served", "labels", "message"),
+    [
+        (
+            [1],
+            {"canary": 1},
+            "models.config labels ['canary']: it must label `stable` and may "
+            "label `canary`, nothing else.",
+        ),
+        (
+            [1],
+            {"stable": 1, "beta": 1},
+            "models.config labels ['beta', 'stable']: it must label "
+            "`stable` and may label `canary`, nothing else.",
+        ),
+        ([0], {"stable": 1}, "models.config serves versions [0]: use whole numbers >= 1."),
+    ],
+)
+def test_models_config_refusals_say_what_is_wrong(tmp_path: Path, served, labels, message) -> None:
+    path = tmp_path / "models.config"
+    path.write_text(_models(served, labels), encoding="utf-8")
+    with pytest.raises(serve.ConfigError) as refused:
+        config.read_config(path)
+    assert str(refused.value) == message
+
+
+def test_models_config_serves_the_tensorflow_platform_from_the_models_folder() -> None:
+    text = _models([2, 1, 2], {"stable": 1})
+    parsed = text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+    (model,) = parsed.model_config_list.config
+    assert (model.name, model.base_path, model.model_platform) == ("m", "/models/m", "tensorflow")
+    assert list(model.model_version_policy.specific.versions) == [1, 2]
+
+
+def test_batching_and_monitoring_read_back_as_numbers(tmp_path: Path) -> None:
+    sizing = config.size_batching(None, cores=3)
+    path = tmp_path / "batching.config"
+    config.write_config(path, config.batching_config(sizing), "header")
+    assert config.read_config(path) == {
+        "max_batch_size": 32,
+        "batch_timeout_micros": 2000,
+        "max_enqueued_batches": 3,
+        "num_batch_threads": 3,
+        "allowed_batch_sizes": [],
+    }
+    path = tmp_path / "monitoring.config"
+    config.write_config(path, config.monitoring_config(), "header")
+    assert config.read_config(path) == {"path": "/monitoring/prometheus/metrics"}
+    assert oct(path.stat().st_mode & 0o777) == "0o644"  # the serving container reads it
+    assert path.read_text(encoding="utf-8").startswith("# header\n")
+
+
+def test_batching_below_one_is_refused_naming_the_fields(tmp_path: Path) -> None:
+    sizing = {**config.size_batching(None, cores=1), "num_batch_threads": 0, "max_batch_size": 0}
+    path = tmp_path / "batching.config"
+    path.write_text(protos.to_text(config.batching_config(sizing)), encoding="utf-8")
+    with pytest.raises(serve.ConfigError) as refused:
+        config.read_config(path)
+    assert str(refused.value) == "batching.config sets max_batch_size, num_batch_threads below 1."
+
+
+@pytest.mark.parametrize("enable, where", [(False, "/metrics"), (True, "metrics")])
+def test_monitoring_must_be_on_with_an_absolute_path(tmp_path: Path, enable, where) -> None:
+    message = config.monitoring_config()
+    message.prometheus_config.enable = enable
+    message.prometheus_config.path = where
+    path = tmp_path / "monitoring.config"
+    path.write_text(protos.to_text(message), encoding="utf-8")
+    with pytest.raises(serve.ConfigError) as refused:
+        config.read_config(path)
+    assert str(refused.value) == "monitoring.config must enable prometheus_config with a path."
+
+
+def test_write_config_makes_the_folder_and_leaves_only_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "monitoring.config"
+    config.write_config(path, config.monitoring_config(), "line one\n  line two  ")
+    assert [p.name for p in path.parent.iterdir()] == ["monitoring.config"]
+    assert path.read_text(encoding="utf-8").startswith("# line one\n#   line two\n")
+
+
+def test_provisional_and_measured_sizing_say_their_source() -> None:
+    provisional = config.size_batching(None, cores=1)
+    assert (provisional["source"], provisional["reason"]) == (
+        "provisional",
+        "05_optimize has not measured the SavedModel yet: provisional sizes.",
+    )
+    assert provisional["num_batch_threads"] == 1
+    # The knee itself: 90 of 100 images/s is within 90 % of the best; zero rates are left out.
+    curve = {"1": 0.0, "4": 90.0, "8": 100.0}
+    sized = config.size_batching({"baselines": [{"name": "savedmodel", "throughput": curve}]}, 2)
+    assert (sized["max_batch_size"], sized["allowed_batch_sizes"]) == (4, [4])
+    assert sized["source"] == "metrics/optimize.json"
+    assert sized["batch_timeout_micros"] == 20_000  # 4 / 90 s, clamped to the upper bound
+    curve = {"2": 0.5, "16": 1_000_000.0}
+    sized = config.size_batching({"baselines": [{"name": "savedmodel", "throughput": curve}]}, 2)
+    assert sized["batch_timeout_micros"] == 100  # 16 µs, raised to the lower bound
+    curve = {"1": 1000.0}
+    sized = config.size_batching({"baselines": [{"name": "savedmodel", "throughput": curve}]}, 2)
+    assert sized["batch_timeout_micros"] == 1000  # exactly 1 / 1000 s
+
+
+def test_a_new_state_is_sized_from_step_5s_metrics(tmp_path: Path) -> None:
+    (tmp_path / "metrics").mkdir()
+    curve = {"1": 1000.0, "8": 7000.0, "32": 30000.0}
+    optimize = {"baselines": [{"name": "savedmodel", "throughput": curve}]}
+    (tmp_path / "metrics" / "optimize.json").write_text(json.dumps(optimize), encoding="utf-8")
+    _export(tmp_path, 1)
+    assert serve.status(tmp_path)["batching"]["source"] == "metrics/optimize.json"
+    assert serve.status(tmp_path)["loading"] is None
+
+
+def test_a_canary_of_an_unloaded_version_names_the_canary_label(tmp_path: Path) -> None:
+    for version in (1, 2, 3):
+        _export(tmp_path, version)
+    serve.canary(tmp_path, 2)
+    assert "TF Serving moves `canary` only onto a loaded version" in serve.canary(tmp_path, 3)
+    serve.canary(tmp_path, 3)
+    assert serve.status(tmp_path)["loading"] is None  # the label moved: nothing is loading
+
+
+def test_no_export_at_all_is_said_none(tmp_path: Path) -> None:
+    _export(tmp_path, 1)
+    state = serve.status(tmp_path)
+    (tmp_path / "serving" / "versions.json").write_text(
+        json.dumps({**{k: v for k, v in state.items() if k != "models_config"}, "exports": {}}),
+        encoding="utf-8",
+    )
+    with pytest.raises(serve.ServeError, match=r"\(exported: none\)"):
+        serve.canary(tmp_path, 2)
+
+
+def test_export_metrics_of_another_version_are_no_parity_record(tmp_path: Path) -> None:
+    _export(tmp_path, 1)
+    _export_only(tmp_path, 2)
+    (tmp_path / "metrics").mkdir()
+    other = {"version": 5, "parity_ok": True}
+    (tmp_path / "metrics" / "export.json").write_text(json.dumps(other), encoding="utf-8")
+    with pytest.raises(serve.ServeError, match="no parity record"):
+        serve.canary(tmp_path, 2)

@@ -231,8 +231,9 @@ def test_the_images_are_supported_releases():
     assert image == "prom/prometheus" and tag.startswith("v3.13."), tag  # the LTS after 3.5
     assert services["grafana"]["image"].split(":")[0] == "grafana/grafana"
 
+{%- if cookiecutter.ci == "github" %}
 
-# {% if cookiecutter.ci == "github" %}
+
 def test_dependabot_moves_the_images_within_their_lines():
     """Dependabot watches the compose files and keeps Prometheus on its LTS line."""
     dependabot = DOCKER.parent / ".github" / "dependabot.yml"
@@ -243,7 +244,7 @@ def test_dependabot_moves_the_images_within_their_lines():
     assert "version-update:semver-minor" in kept["prom/prometheus"]
     assert "version-update:semver-patch" not in kept["prom/prometheus"]
     assert set(kept) == {"prom/prometheus", "grafana/grafana", "tensorflow/serving"}
-# {% endif %}
+{%- endif %}
 
 
 def test_prometheus_scrapes_training_and_serving_when_included():

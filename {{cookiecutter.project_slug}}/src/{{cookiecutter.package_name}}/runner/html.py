@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,12 @@ def write_html(run_dir: Path, record: dict[str, Any]) -> Path:
         f"{''.join(frames)}</body></html>"
     )
     path = run_dir / REPORT_HTML
-    path.write_text(page, encoding="utf-8")
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # a full disk keeps the old one
+    try:
+        temporary.write_text(page, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     return path
 
 

@@ -7,15 +7,48 @@ The file is valid Python before rendering, so tests can import it.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
-# Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
-DOCKER = ["docker", ".dockerignore", "tests/test_monitoring.py", "tests/test_prometheus_scrape.py"]
-GITHUB_CI = [".github"]
-TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
-SERVING = ["src/{pkg}/serve", "tests/test_serving.py"]
+# The files (relative to the baked project) that belong to each optional part; {pkg} is the
+# package. Files, never folders: a re-bake with `cookiecutter -f` over a project removes what the
+# template wrote and leaves a user's own files beside them (tests/test_hooks.py checks that these
+# lists name every file the template has in those folders).
+DOCKER = [
+    ".dockerignore",
+    "docker/Dockerfile",
+    "docker/compose.yml",
+    "docker/compose.monitoring.yml",
+    "docker/compose.serving.yml",
+    "docker/monitoring/alerts.test.yml",
+    "docker/monitoring/alerts.yml",
+    "docker/monitoring/grafana/dashboards/training.json",
+    "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
+    "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
+    "docker/monitoring/prometheus.yml",
+    "tests/test_monitoring.py",
+    "tests/test_prometheus_scrape.py",
+]
+GITHUB_CI = [".github/dependabot.yml", ".github/workflows/ci.yml"]
+TUNING = [
+    "notebooks/02_tune.ipynb",
+    "src/{pkg}/tune/__init__.py",
+    "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/search.py",
+    "src/{pkg}/tune/space.py",
+    "src/{pkg}/tune/step.py",
+    "src/{pkg}/tune/trials.py",
+    "tests/test_tune.py",
+]
+SERVING = [
+    "src/{pkg}/serve/__init__.py",
+    "src/{pkg}/serve/bench.py",
+    "src/{pkg}/serve/commands.py",
+    "src/{pkg}/serve/config.py",
+    "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/versions.py",
+    "tests/test_serving.py",
+]
 SERVING_DOCKER = ["docker/compose.serving.yml"]
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",
@@ -68,12 +101,19 @@ def remove_github_ci(root: Path) -> None:
 
 
 def remove(root: Path, paths: list[str]) -> None:
+    """Delete these files (a missing one is fine), the bytecode Python cached for them, and the
+    folders that this leaves empty; a file the template did not write stays, with its folder."""
+    folders: set[Path] = set()
     for relative in paths:
         path = root / relative
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+        path.unlink(missing_ok=True)
+        for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            cached.unlink()
+        folders.update(path.parents[: len(Path(relative).parents) - 1])
+    for folder in sorted(folders, key=lambda folder: len(folder.parts), reverse=True):
+        for empty in (folder / "__pycache__", folder):
+            if empty.is_dir() and not any(empty.iterdir()):
+                empty.rmdir()
 
 
 def print_next_steps(answers: dict) -> None:

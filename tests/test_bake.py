@@ -737,6 +737,44 @@ def test_yes_no_words_from_the_command_line_are_honoured(
     assert ("keras-tuner" in names) is included
 
 
+def test_rebaking_with_f_over_a_project_keeps_the_users_own_files(cookiecutter_cli, tmp_path):
+    """`cookiecutter -f` with Docker and tuning declined, over a bake the user has added to,
+    removes the template's files of those parts and keeps the user's own beside them."""
+    assert cookiecutter_cli(tmp_path).returncode == 0
+    (root,) = tmp_path.iterdir()
+    own = [
+        root / "docker" / "MyOwn.Dockerfile",
+        root / "src" / root.name.replace("-", "_") / "tune",
+    ]
+    own[0].write_text("FROM scratch\n", encoding="utf-8")
+    (own[1] / "my_space.py").write_text("SPACE = {}\n", encoding="utf-8")
+    again = cookiecutter_cli(tmp_path, "-f", "include_docker=no", "include_tuning=no")
+    assert again.returncode == 0, again.stderr
+    assert own[0].read_text(encoding="utf-8") == "FROM scratch\n"
+    assert [p.name for p in own[1].iterdir()] == ["my_space.py"]
+    assert [p.name for p in (root / "docker").iterdir()] == ["MyOwn.Dockerfile"]
+
+
+def test_copied_verbatim_means_files_never_folders(template):
+    """`_copy_without_render` names files only: every file of the package and of the monitoring
+    templates is matched, no folder is (cookiecutter -f deletes a matched folder whole before
+    copying it, and a user's own module in it with it)."""
+    from cookiecutter.generate import is_copy_only_path
+
+    context = {"cookiecutter": json.loads((template / "cookiecutter.json").read_text())}
+    project = template / "{{cookiecutter.project_slug}}"
+    verbatim = [project / "src", project / "docker" / "monitoring" / "grafana"]
+    paths = [p for folder in verbatim for p in folder.rglob("*") if "__pycache__" not in p.parts]
+    matched = {
+        p.relative_to(project).as_posix()
+        for p in paths
+        if is_copy_only_path(p.relative_to(project).as_posix(), context)
+    }
+    assert [p for p in paths if p.is_dir() and p.relative_to(project).as_posix() in matched] == []
+    files = {p.relative_to(project).as_posix() for p in paths if p.is_file()}
+    assert files and files - matched == set()
+
+
 # ----------------------------------------------------------------------------- awkward input
 
 

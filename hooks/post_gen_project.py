@@ -32,8 +32,10 @@ DOCKER = [
 GITHUB_CI = [".github/dependabot.yml", ".github/workflows/ci.yml"]
 TUNING = [
     "notebooks/02_tune.ipynb",
+    "src/{pkg}/parts/tune.py",
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/figure.py",
     "src/{pkg}/tune/search.py",
     "src/{pkg}/tune/space.py",
     "src/{pkg}/tune/step.py",
@@ -41,6 +43,7 @@ TUNING = [
     "tests/test_tune.py",
 ]
 SERVING = [
+    "src/{pkg}/parts/serve.py",
     "src/{pkg}/serve/__init__.py",
     "src/{pkg}/serve/bench.py",
     "src/{pkg}/serve/commands.py",

@@ -287,7 +287,7 @@ def test_a_failed_write_leaves_no_half_export(
     with pytest.raises(OSError, match="No space"):
         export.export_savedmodel(run, version=7)
     with pytest.raises(OSError, match="No space"):
-        export.export_savedmodel(run, version=1, overwrite=True)
+        export.export_savedmodel(run, version=1, overwrite=True, replace_served=True)
     assert sorted(path.name for path in existing.parent.iterdir()) == before
     assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()
 

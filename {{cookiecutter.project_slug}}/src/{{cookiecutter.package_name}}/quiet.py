@@ -25,12 +25,15 @@ import sys
 import tempfile
 import warnings
 
+from . import parts
+
 PACKAGE = (__package__ or __name__).split(".")[0]
 VERBOSE_ENV = f"{PACKAGE.upper()}_VERBOSE"
 # TensorFlow C++ logging: 3 keeps FATAL only. 2 would still print `cuInit` failing (an ERROR) on
 # every machine without a GPU, which 00_environment says in words.
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
-QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", "keras_tuner")
+PART_LOGGERS = tuple(name for names in parts.collect("LOGGERS") for name in names)
+QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", *PART_LOGGERS)
 # (category, module regex): warnings from libraries that a user of this project cannot act on.
 QUIET_WARNINGS = (
     (FutureWarning, r"keras\.src\.export\.tf2onnx_lib"),  # np.object probe in Keras' shim

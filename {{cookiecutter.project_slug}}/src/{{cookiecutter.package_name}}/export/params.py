@@ -4,14 +4,12 @@
 pre-flight check). With inputs=True it also looks at the run folder: data/ and a readable
 model.keras, a model trained on the data that is there now (lineage), and a version folder that
 is free (unless overwrite) and can be written. A version recorded as served (stable, canary, kept
-for a rollback; the serve module says, where the project has one) is replaced only with
+for a rollback; an optional part says, where the project has one) is replaced only with
 replace_served, so a later rollback never "restores" a model that silently took its place.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import parts
 from ..artifacts import EXPORT_DIR, StepError, check_writable, resolve_run_dir
 from ..steps import param
 from .files import check_trained_model
-
-SERVE = f"{(__package__ or '').split('.')[0]}.serve"  # optional: absent from some projects
 
 
 class ExportError(StepError):
@@ -91,11 +88,11 @@ def export_target(run_dir: str | os.PathLike[str], version: int) -> Path:
 
 
 def recorded_as_served(run_dir: str | os.PathLike[str], version: int) -> str | None:
-    """What the serve module records export/<version>/ as ("the stable version in …"), or None
-    (always None in a project without a serve module)."""
-    if importlib.util.find_spec(SERVE) is None:
-        return None
-    return importlib.import_module(SERVE).role(run_dir, int(version))
+    """What an optional part records export/<version>/ as ("the stable version in …"), or None
+    (always None in a project without such a part)."""
+    folder = resolve_run_dir(run_dir, create=False)
+    found = [served_as(folder, int(version)) for served_as in parts.collect("served_as")]
+    return next((said for said in found if said), None)
 
 
 def next_version(run_dir: str | os.PathLike[str]) -> int:

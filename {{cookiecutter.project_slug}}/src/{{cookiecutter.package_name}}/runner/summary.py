@@ -11,18 +11,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import METRICS_DIR, STEPS
+from .. import parts, steps
+from ..artifacts import METRICS_DIR
 from .profile import one_line
 
 Rows = list[tuple[str, str]]
 
 
 def step_of(notebook: str) -> str:
-    """The step a notebook runs: 03_train -> train (by its number; the name otherwise)."""
-    prefix = notebook[:2]
-    if prefix.isdigit() and int(prefix) < len(STEPS):
-        return STEPS[int(prefix)]
-    return notebook
+    """The step a notebook runs: 03_train -> train (by the chain; the name otherwise)."""
+    step = steps.for_notebook(notebook)
+    return notebook if step is None else step.name
 
 
 def read(run_dir: Path, step: str) -> dict[str, Any] | None:
@@ -102,13 +101,6 @@ def _data(m: dict[str, Any]) -> str:
     )
 
 
-def _tune(m: dict[str, Any]) -> str:
-    return (
-        f"best {m.get('objective', 'score')} {m['best_score']:.4f} of {m['trials_run']} trial(s) "
-        f"({m['algorithm']} search)."
-    )
-
-
 def _train(m: dict[str, Any]) -> str:
     rate = m.get("examples_per_sec")
     speed = f", {rate:,.0f} examples/s" if rate else ""
@@ -146,20 +138,6 @@ def _data_rows(m: dict[str, Any]) -> Rows:
         ("pipeline examples/s (steady state)", f"{m['examples_per_sec']:,.0f}"),
         ("naive pipeline examples/s", f"{m['naive_examples_per_sec']:,.0f}"),
         ("speed-up", f"{m['speedup_vs_naive']:.1f}× ({m.get('speedup_basis', '')})"),
-    ]
-
-
-def _tune_rows(m: dict[str, Any]) -> Rows:
-    values = ", ".join(
-        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in m["best_hparams"].items()
-    )
-    return [
-        (
-            "best score",
-            f"{m['best_score']:.4f} ({m.get('objective', '')}, trial {m['best_trial']})",
-        ),
-        ("trials run", str(m["trials_run"])),
-        ("best values", values),
     ]
 
 
@@ -201,16 +179,16 @@ def _optimize_rows(m: dict[str, Any]) -> Rows:
 _SENTENCES = {
     "environment": _environment,
     "data": _data,
-    "tune": _tune,
     "train": _train,
     "export": _export,
     "optimize": _optimize,
+    **parts.merged("HEADLINES"),  # an optional part's own
 }
 _NUMBERS = {
     "environment": _environment_rows,
     "data": _data_rows,
-    "tune": _tune_rows,
     "train": _train_rows,
     "export": _export_rows,
     "optimize": _optimize_rows,
+    **parts.merged("KEY_NUMBERS"),
 }

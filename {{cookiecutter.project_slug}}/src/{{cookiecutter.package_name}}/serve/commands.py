@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..artifacts import META_FILE, SERVE_METRICS, StepError, require, resolve_run_dir, write_json
+from ..artifacts import META_FILE, StepError, require, resolve_run_dir, write_json
+from ..parts.serve import SERVE_METRICS
 from . import bench, versions
 from .config import LABELS
 

@@ -26,16 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import (
-    EXPORT_DIR,
+from ..artifacts import EXPORT_DIR, StepError, read_metrics, resolve_run_dir, write_json
+from ..parts.serve import (
     SERVING_BATCHING,
     SERVING_MODELS,
     SERVING_MONITORING,
     SERVING_STATE,
-    StepError,
-    read_metrics,
-    resolve_run_dir,
-    write_json,
 )
 from . import config
 

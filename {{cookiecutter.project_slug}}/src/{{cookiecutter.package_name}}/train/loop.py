@@ -35,7 +35,7 @@ from .devices import worker_role
 from .params import effective_learning_rate
 from .replica import make_eval_step, make_train_steps
 from .state import Checkpoints
-from .tuning import Resolved
+from .sources import Resolved
 from .watch import Watch
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).

@@ -3,8 +3,8 @@
 A multi-worker job that fails on a typo only after every worker has started, connected and built
 its model wastes a cluster allocation, so everything that can be checked from the values, the
 environment (TF_CONFIG) and the device list is checked here, without running a TensorFlow op or
-reading the run folder (`check_values`). What the run folder adds (data, tuning, checkpoints) is
-checked by train.check with inputs=True.
+reading the run folder (`check_values`). What the run folder adds (data, an optional part's
+values, checkpoints) is checked by train.check with inputs=True.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..artifacts import TUNED_FILE as TUNED_FILE  # where step 2 writes (tune.py imports it here)
 from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
 from ..observe import check_port, parse_profile_steps
 from ..steps import param
@@ -40,8 +39,8 @@ AUTO = "auto"
 class Params:
     """Notebook 03's parameters (all but run_dir), with its names and defaults.
 
-    None for model, learning_rate, width and dropout means "not given": the value step 2 tuned,
-    else the default (small_cnn, 0.001, the model's own width and dropout). "auto" for
+    None for model, learning_rate, width and dropout means "not given": the value an optional part
+    offers (train.sources), else the default (small_cnn, 0.001, the model's own width and dropout). "auto" for
     batch_size and learning_rate asks the finders (train/auto.py) to fit them to this device.
     """
 
@@ -78,8 +77,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     """Refuse the first bad value in one sentence (TrainError); return where training runs.
 
     `replicas` defaults to what the strategy will have on this machine (expected_replicas). A
-    width or dropout is checked against the given model, or small_cnn when none is given (the
-    tuned model, if any, is checked by train.check with inputs=True).
+    width or dropout is checked against the given model, or small_cnn when none is given (a model
+    an optional part offers is checked by train.check with inputs=True).
     """
     check_tunable(
         DEFAULT_MODEL if params.model is None else params.model,

@@ -15,6 +15,7 @@ val_accuracy, so what is tuned is exactly what step 3 trains. A search writes in
     checks   what is refused before any work (values, keras-tuner, the data)
     space    the search space and the tables of space and trials
     search   the search itself (`search` also resumes, with overwrite=False)
+    figure   the score of every trial, figures/tune_trials.png
     step     the step contract: Params, check, run
 
 keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only this package

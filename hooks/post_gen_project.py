@@ -28,6 +28,7 @@ DOCKER = [
     "docker/monitoring/prometheus.yml",
     "tests/test_monitoring.py",
     "tests/test_prometheus_scrape.py",
+    "tests/test_serving_compose.py",
 ]
 GITHUB_CI = [".github/dependabot.yml", ".github/workflows/ci.yml"]
 TUNING = [
@@ -52,7 +53,11 @@ SERVING = [
     "src/{pkg}/serve/versions.py",
     "tests/test_serving.py",
 ]
-SERVING_DOCKER = ["docker/compose.serving.yml"]
+SERVING_DOCKER = ["docker/compose.serving.yml", "tests/test_serving_compose.py"]
+DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Serving row goes too
+# Cells (by id) of the notebooks that every project has, about one optional part.
+TUNING_CELLS = {"notebooks/03_train.ipynb": ("tuning-note",)}
+SERVING_CELLS = {"notebooks/04_export.ipynb": ("serving-versions-why", "serving-versions")}
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
@@ -76,8 +81,10 @@ def main(answers: dict, root: Path) -> int:
 
 
 def remove_tuning(root: Path, package: str) -> None:
-    """No tuning: notebook 02, the tune module and its tests go (training runs without them)."""
+    """No tuning: notebook 02, the tune module and its tests go (training runs without them), with
+    notebook 03's cell about step 2."""
     remove(root, [path.format(pkg=package) for path in TUNING])
+    remove_cells(root, TUNING_CELLS)
 
 
 def remove_tensorrt(root: Path, package: str) -> None:
@@ -90,6 +97,9 @@ def remove_serving(root: Path, package: str, docker: bool = True) -> None:
     file go (export still writes the SavedModel; the CLI says serving was declined)."""
     paths = [path.format(pkg=package) for path in SERVING]
     remove(root, paths + (SERVING_DOCKER if docker else []))
+    remove_cells(root, SERVING_CELLS)
+    if docker:
+        remove_serving_panels(root / DASHBOARD)
 
 
 def remove_docker(root: Path) -> None:
@@ -117,6 +127,33 @@ def remove(root: Path, paths: list[str]) -> None:
         for empty in (folder / "__pycache__", folder):
             if empty.is_dir() and not any(empty.iterdir()):
                 empty.rmdir()
+
+
+def remove_cells(root: Path, cells: dict[str, tuple[str, ...]]) -> None:
+    """Drop the cells with these ids from these notebooks (nbformat's JSON layout kept)."""
+    for relative, ids in cells.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook["cells"] = [cell for cell in notebook["cells"] if cell.get("id") not in ids]
+        text = json.dumps(notebook, indent=1, ensure_ascii=False)
+        path.write_text(text + "\n", encoding="utf-8")
+
+
+def remove_serving_panels(path: Path) -> None:
+    """Drop the Grafana dashboard's TF Serving row and panels (those querying its metrics)."""
+    if not path.is_file():
+        return
+    dashboard = json.loads(path.read_text(encoding="utf-8"))
+    dashboard["panels"] = [
+        panel
+        for panel in dashboard["panels"]
+        if "tensorflow:serving" not in json.dumps(panel)
+        and not panel.get("title", "").startswith("TF Serving")
+    ]
+    dashboard["description"] = dashboard["description"].replace(", and TF Serving.", ".")
+    path.write_text(json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def print_next_steps(answers: dict) -> None:

@@ -55,33 +55,6 @@ DATA = {
     "batch_size": 64,
     "cpu_count": 2,
 }
-TUNE = {
-    "algorithm": "random",
-    "objective": "val_accuracy",
-    "epochs": 2,
-    "best_trial": 2,
-    "best_score": 0.9611,
-    "trials": [
-        {
-            "trial": 1,
-            "status": "COMPLETED",
-            "score": 0.8417,
-            "hparams": {"learning_rate": 0.000312, "width": 16, "dropout": 0.1},
-        },
-        {
-            "trial": 2,
-            "status": "COMPLETED",
-            "score": 0.9611,
-            "hparams": {"learning_rate": 0.00271, "width": 32, "dropout": 0.25},
-        },
-        {
-            "trial": 3,
-            "status": "FAILED",
-            "score": None,
-            "hparams": {"learning_rate": 0.0101, "width": 48, "dropout": 0.4},
-        },
-    ],
-}
 TRAIN = {
     "model": "small_cnn",
     "best_epoch": 3,
@@ -129,7 +102,6 @@ DRAWN = [
     ("environment_matmul", ENVIRONMENT),
     ("data_throughput", DATA),
     ("data_classes", DATA),
-    ("tune_trials", TUNE),
     ("train_curves", TRAIN),
     ("optimize_latency", OPTIMIZE),
     ("optimize_throughput", OPTIMIZE),
@@ -194,7 +166,6 @@ def test_save_lists_the_files_it_wrote(tmp_path: Path) -> None:
 
 
 def test_nothing_to_draw_is_no_file_and_no_error(tmp_path: Path) -> None:
-    assert figures.save(tmp_path, "tune", {"trials": []}, say=pytest.fail) == []
     assert figures.save(tmp_path, "optimize", {"baselines": []}, say=pytest.fail) == []
     assert list((tmp_path / artifacts.FIGURES_DIR).glob("*.png")) == []
 

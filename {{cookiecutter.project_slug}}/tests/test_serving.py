@@ -16,7 +16,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import yaml
 from google.protobuf import text_format
 from helpers import free_port
 from tensorflow_serving.config import model_server_config_pb2
@@ -26,10 +25,6 @@ from {{ cookiecutter.package_name }}.cli import main
 from {{ cookiecutter.package_name }}.serve import bench, config, protos
 
 PACKAGE = "{{ cookiecutter.package_name }}"
-COMPOSE = Path(__file__).resolve().parents[1] / "docker" / "compose.serving.yml"
-needs_compose = pytest.mark.skipif(
-    not COMPOSE.is_file(), reason="Docker was declined: there is no compose.serving.yml."
-)
 CURVE = {"1": 1000.0, "8": 7000.0, "32": 30000.0, "64": 31000.0}  # images/s per batch size
 
 
@@ -137,51 +132,6 @@ def test_serving_batching_is_sized_from_the_throughput_curve(tmp_path):
     serve.resize_batching(tmp_path, {"baselines": [{"name": "savedmodel", "throughput": CURVE}]})
     read = config.read_config(tmp_path / "serving" / "batching.config")
     assert (read["max_batch_size"], read["allowed_batch_sizes"]) == (32, [1, 8, 32])
-
-
-def compose_errors(document: dict) -> list[str]:
-    """Where `document` breaks the compose-spec schema that check-jsonschema vendors."""
-    from importlib.resources import files
-
-    import jsonschema
-
-    vendored = files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
-    schema = json.loads(vendored.read_text(encoding="utf-8"))
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    return [error.message for error in validator.iter_errors(document)]
-
-
-@needs_compose
-def test_serving_compose_passes_the_compose_schema_and_a_broken_one_fails():
-    """compose.serving.yml is valid under the compose-spec schema; the same file with a
-    misspelt key is not (so the check can fail)."""
-    pytest.importorskip("check_jsonschema", reason="check-jsonschema (dev extra) is missing.")
-    document = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
-    assert compose_errors(document) == []
-    document["services"]["serving"]["volume"] = document["services"]["serving"].pop("volumes")
-    assert any("volume" in error for error in compose_errors(document))
-
-
-@needs_compose
-def test_serving_compose_passes_the_written_configs_and_loopback_ports():
-    """TF Serving gets models.config with a poll interval, batching on with batching.config,
-    and monitoring.config, all from the run's serving/ folder, mounted whole (a rename on the
-    host is seen); export/ is mounted where models.config's base_path points; loopback ports."""
-    service = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["serving"]
-    flags = dict(arg.removeprefix("--").split("=", 1) for arg in service["command"])
-    mounts = {volume["target"]: volume for volume in service["volumes"]}
-    assert flags["enable_batching"] == "true"
-    assert int(flags["model_config_file_poll_wait_seconds"]) > 0
-    for flag, name in (
-        ("model_config_file", "models.config"),
-        ("batching_parameters_file", "batching.config"),
-        ("monitoring_config_file", "monitoring.config"),
-    ):
-        folder, file_name = flags[flag].rsplit("/", 1)
-        assert file_name == name and mounts[folder]["source"].endswith("/serving"), flag
-    assert all(volume["read_only"] for volume in service["volumes"])
-    assert mounts[f"{config.MODELS_ROOT}/{PACKAGE}"]["source"].endswith("/export")
-    assert {port.split(":")[0] for port in service["ports"]} == {"127.0.0.1"}
 
 
 # ----------------------------------------------------------------------------- versions, labels

@@ -31,7 +31,7 @@ MODEL_FILE = "model.keras"  # 03: the trained model
 BATCH_FINDER = "batch_finder"  # 03 with batch_size=auto: metrics/ and figures/ <name>.json/.png
 LR_FINDER = "lr_finder"  # 03 with learning_rate=auto: metrics/ and figures/ <name>.json/.png
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
-OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
+OPTIMIZED_DIR = "optimized"  # 05: ONNX files, and each other backend's own
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json
 GPU_BENCH_METRICS = "metrics/gpu_bench.json"  # `gpu-bench`: the seed's GPU claims, measured
 FIGURES_DIR = "figures"  # every step: its figures

@@ -9,7 +9,7 @@ The engine is built from the same ONNX export as the onnx backend, with a float3
   training images by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
   calibrators, and it is the same calibration the onnx backend uses.
 - One dynamic batch profile: batches from 1 to the largest one sent (the benchmark's or
-  parity's), tuned for batch 1, because batch-1 latency is where TensorRT's gain matters.
+  parity's), built for batch 1, because batch-1 latency is where TensorRT's gain matters.
 
 Polygraphy (NVIDIA's TensorRT toolkit) builds the network from the ONNX, sets the builder
 flags and the profile, and its TrtRunner owns the device buffers and the CUDA stream.

@@ -9,6 +9,7 @@ the functions, in the modules' alphabetical order (onnx first).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from pathlib import Path
 
@@ -18,13 +19,21 @@ CORE_MODULES = {"base", "calibration", "core", "params", "registry"}  # the step
 ROLES = ("available", "convert", "load")
 
 
-def backend_table() -> dict[str, Backend]:
-    """{name: Backend} for every backend module this package holds."""
+def backend_modules() -> list[str]:
+    """The names of the backend modules this package holds, in alphabetical order."""
+    found = pkgutil.iter_modules([str(Path(__file__).parent)])
+    names = sorted(info.name for info in found)
+    return [name for name in names if name not in CORE_MODULES and not name.startswith("_")]
+
+
+def backend_table(modules: list[str] | None = None) -> dict[str, Backend]:
+    """{name: Backend} for every backend module this package holds (or of `modules`, those
+    present)."""
     table = {}
-    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
-        if info.name in CORE_MODULES or info.name.startswith("_"):
+    for module in backend_modules() if modules is None else modules:
+        if importlib.util.find_spec(f"{__package__}.{module}") is None:
             continue
-        loaded = importlib.import_module(f"{__package__}.{info.name}")
+        loaded = importlib.import_module(f"{__package__}.{module}")
         names = [
             attr.removesuffix("_available")
             for attr, value in vars(loaded).items()

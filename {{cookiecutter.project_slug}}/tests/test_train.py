@@ -124,6 +124,7 @@ def validation_count(run: Path) -> int:
         ({"precision": "fp16"}, "precision='fp16'"),
         ({"jit_compile": "maybe"}, "jit_compile='maybe'"),
         ({"epochs": 0}, "epochs=0"),
+        ({"epochs": 999999999999}, "epochs=999999999999 is not allowed: use a whole number from"),
         ({"batch_size": -5}, "batch_size=-5"),
         ({"learning_rate": 0}, "learning_rate=0"),
         ({"learning_rate": -0.1}, "learning_rate=-0.1"),

@@ -22,6 +22,7 @@ from .cluster import Cluster, read_tf_config
 from .errors import TrainError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
+MAX_EPOCHS = 100_000  # far beyond any real run: a larger number is a typo, not a plan
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
 # What model and learning_rate left at None mean when step 2 wrote no value for them.
@@ -40,8 +41,9 @@ class Params:
     """Notebook 03's parameters (all but run_dir), with its names and defaults.
 
     None for model, learning_rate, width and dropout means "not given": the value an optional part
-    offers (train.sources), else the default (small_cnn, 0.001, the model's own width and dropout). "auto" for
-    batch_size and learning_rate asks the finders (train/auto.py) to fit them to this device.
+    offers (train.sources), else the default (small_cnn, 0.001, the model's own width and
+    dropout). "auto" for batch_size and learning_rate asks the finders (train/auto.py) to fit them
+    to this device.
     """
 
     model: str | None = param(None, "small_cnn, resnet_small or a keras.applications name")
@@ -86,7 +88,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
         params.width,
         params.dropout,
     )
-    _whole("epochs", params.epochs, 1)
+    _whole("epochs", params.epochs, 1, maximum=MAX_EPOCHS)
     if params.batch_size != AUTO:
         _whole("batch_size", params.batch_size, 1, note=" or auto (the batch-size finder)")
     _choice("strategy", params.strategy, STRATEGIES)
@@ -206,9 +208,14 @@ def effective_learning_rate(learning_rate: float, global_batch_size: int) -> flo
     return float(learning_rate) * global_batch_size / REFERENCE_BATCH
 
 
-def _whole(name: str, value: Any, minimum: int, note: str = "") -> None:
+def _whole(name: str, value: Any, minimum: int, note: str = "", maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TrainError(f"{name}={value!r} is not allowed: use a whole number >= {minimum}{note}.")
+        allowed = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise TrainError(f"{name}={value!r} is not allowed: use a whole number {allowed}{note}.")
+    if maximum is not None and value > maximum:
+        raise TrainError(
+            f"{name}={value!r} is not allowed: use a whole number from {minimum} to {maximum}."
+        )
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -33,10 +33,8 @@ from {{ cookiecutter.package_name }}.train import (
     Params,
     TrainError,
     check_values,
-    describe_sources,
     read_tf_config,
     resolve_jit,
-    resolve_params,
     resolve_precision,
     resolve_strategy,
 )

@@ -1,11 +1,11 @@
 """Progress from the steps, shaped for where it is read.
 
-A step reports long work (TFRecord shards, the pipeline benchmark, search trials, training
-epochs, int8 calibration, engine builds) through `line()` and `track()`. Every progress line starts with
+A step reports long work (TFRecord shards, the pipeline benchmark, search trials, training epochs,
+int8 calibration, engine builds) through `line()` and `track()`. Every progress line starts with
 MARK, which is how the runner tells them from a notebook's other output and forwards them to its
-terminal or CI log while the notebook runs. `track()` draws a tqdm bar where a person watches it
-(a terminal, a JupyterLab cell) and prints whole lines, at most one every LINE_EVERY seconds,
-where a log reads it: CI, a redirected command, a notebook run by the runner (PROGRESS_ENV=lines).
+terminal or CI log while the notebook runs. `track()` draws a tqdm bar where a person watches it (a
+terminal, a JupyterLab cell) and prints whole lines, at most one every LINE_EVERY seconds, where a
+log reads it: CI, a redirected command, a notebook run by the runner (PROGRESS_ENV=lines).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ CORE = (
     Step("data", "01_data", "data", (), "source → sharded TFRecords → tf.data, benchmarked"),
     Step("train", "03_train", "train", ("data",), "train with tf.distribute → model.keras"),
     Step("export", "04_export", "export", ("data", "train"), "model.keras → export/<version>/"),
-    Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "optimized backends, timed"),
+    Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "backends, timed"),
 )
 
 

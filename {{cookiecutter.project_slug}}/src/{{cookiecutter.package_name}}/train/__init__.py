@@ -35,8 +35,8 @@ from .params import (
     read_tf_config,
     resolve_strategy,
 )
-from .step import check, run, train
 from .sources import describe_sources, resolve_params, sources_table
+from .step import check, run, train
 
 __all__ = [
     "LR_RULE",

@@ -34,8 +34,8 @@ from . import report, resume
 from .devices import worker_role
 from .params import effective_learning_rate
 from .replica import make_eval_step, make_train_steps
-from .state import Checkpoints
 from .sources import Resolved
+from .state import Checkpoints
 from .watch import Watch
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).

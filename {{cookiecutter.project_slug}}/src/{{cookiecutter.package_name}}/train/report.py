@@ -16,8 +16,8 @@ import tensorflow as tf
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR
 from .devices import strategy_name
 from .params import LR_RULE
-from .state import weights_digest
 from .sources import suggestions_summary
+from .state import weights_digest
 
 if TYPE_CHECKING:
     from .loop import Loop

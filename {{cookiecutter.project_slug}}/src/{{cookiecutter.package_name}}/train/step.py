@@ -65,9 +65,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     this before anything else in the process runs a TensorFlow op when logical_cpus > 1.
 
     The metrics hold, among others: model, parameters (the values used), parameter_sources,
-    each part's offer under its own key (its values, score, whether they were used), strategy, replicas, workers, task,
-    precision, compute_dtype, variable_dtype, loss_scaling, optimizer, jit_compile,
-    global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
+    each optional part's offer under its own key (its values, score, whether used), strategy,
+    replicas, workers, task, precision, compute_dtype, variable_dtype, loss_scaling, optimizer,
+    jit_compile, global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
     effective_learning_rate, epochs, initial_epoch, epochs_completed, epochs_run (in this
     process), stopped_early, loss, accuracy, val_loss, val_accuracy, best_epoch, best_val_loss,
     examples_per_sec (the first epoch of this process left out when more ran), history (one dict

@@ -79,8 +79,8 @@ def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
 
 def test_prometheus_scrapes_serving_where_its_config_says():
     """TF Serving at the path its monitoring config names, which its compose file passes to it."""
-    config = yaml.safe_load((MONITORING / "prometheus.yml").read_text(encoding="utf-8"))
-    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    prometheus = yaml.safe_load((MONITORING / "prometheus.yml").read_text(encoding="utf-8"))
+    jobs = {job["job_name"]: job for job in prometheus["scrape_configs"]}
     assert set(jobs) == {"training", "serving"}
     monitoring = config.monitoring_config().prometheus_config
     assert monitoring.enable and jobs["serving"]["metrics_path"] == monitoring.path

@@ -40,7 +40,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         step = step_of(entry["name"])
         seconds += entry.get("seconds") or 0.0
         metrics = read(run_dir, step) if entry["status"] == "ok" else None
-        text = _said(step, metrics) if metrics else _not_done(entry)
+        text = _said(step, metrics) if metrics else _not_done(entry, _damaged(run_dir, step))
         lines.append(f"- **{entry['name']}**: {text}")
         if step == "optimize" and metrics:
             for b in metrics.get("backends", []):
@@ -73,7 +73,19 @@ def _said(step: str, metrics: dict[str, Any]) -> str:
         return f"done; see {METRICS_DIR}/{step}.json."
 
 
-def _not_done(entry: dict[str, Any]) -> str:
+def _damaged(run_dir: Path, step: str) -> str | None:
+    """Why metrics/<step>.json, which exists, cannot be read; None when it is absent or fine."""
+    path = run_dir / METRICS_DIR / f"{step}.json"
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return one_line(f"{type(error).__name__}: {error}")[:120]
+    return None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
+
+
+def _not_done(entry: dict[str, Any], damaged: str | None = None) -> str:
     error = entry.get("error") or {}
     if entry["status"] in {"failed", "interrupted"}:
         cell = f" in cell [{error['cell']}]" if error.get("cell") is not None else ""
@@ -81,6 +93,11 @@ def _not_done(entry: dict[str, Any]) -> str:
         what = one_line(what)
         what = what if len(what) <= 160 else what[:159] + "…"
         return f"**{entry['status']}**{cell}" + (f": {what}" if what else ".")
+    if damaged and entry["status"] == "ok":
+        return (
+            f"ok, but its metrics file cannot be read ({damaged.rstrip('.')}): re-run "
+            f"{entry['name']} to write it again."
+        )
     return f"{entry['status']}: no metrics written by this run."
 
 

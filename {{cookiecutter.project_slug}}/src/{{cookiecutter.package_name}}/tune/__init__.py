@@ -22,6 +22,7 @@ keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only
 imports it, so training and every other step run without it.
 """
 
+from ..parts.tune import TUNED_FILE, TUNING_DIR
 from .checks import ALGORITHMS, TuneError, check_params, require_keras_tuner
 from .search import TUNER_DIR, search
 from .space import OBJECTIVE, search_space, space_table, trials_table
@@ -30,7 +31,9 @@ from .step import Params, check, run
 __all__ = [
     "ALGORITHMS",
     "OBJECTIVE",
+    "TUNED_FILE",
     "TUNER_DIR",
+    "TUNING_DIR",
     "Params",
     "TuneError",
     "check",

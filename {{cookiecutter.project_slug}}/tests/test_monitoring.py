@@ -21,7 +21,6 @@ from helpers import DASHBOARD_VARIABLES, dashboard_expressions
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 MONITORING = DOCKER / "monitoring"
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "training.json"
-SERVING = {{ "True" if cookiecutter.include_serving else "False" }}
 
 # What the training exporter serves (`metrics_port`); TF Serving's own names start with a colon.
 TRAINING_METRICS = {
@@ -44,7 +43,7 @@ TRAINING_METRICS = {
     "gpu_temperature_celsius",
     "gpu_power_watts",
 }
-SERVING_PREFIX = ":tensorflow:serving:"
+OTHER_PREFIXES = ({% if cookiecutter.include_serving %}":tensorflow:serving:",{% endif %})  # TF Serving's
 ALERTS = {"GpuUnderutilized", "TrainingInputBound", "TrainingStalled", "GpuMemoryNearFull"}
 
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
@@ -76,7 +75,7 @@ def unknown_metrics(expr: str) -> set[str]:
     return {
         name
         for name in metric_names(expr)
-        if name not in TRAINING_METRICS and not name.startswith(SERVING_PREFIX)
+        if name not in TRAINING_METRICS and not name.startswith(OTHER_PREFIXES)
     }
 
 
@@ -243,23 +242,10 @@ def test_the_images_are_supported_releases_that_dependabot_can_move():
     assert set(kept) == {"prom/prometheus", "grafana/grafana", "tensorflow/serving"}
 
 
-def test_prometheus_scrapes_training_and_serving_when_included():
-    """Training on metrics_port 9464 and the next ports (one per worker on a host); TF Serving at
-    the path its monitoring config names, which its compose file passes to it."""
+def test_prometheus_scrapes_training_on_its_ports():
+    """Training on metrics_port 9464 and the next ports (one per worker on a host)."""
     config = yaml.safe_load((MONITORING / "prometheus.yml").read_text(encoding="utf-8"))
     assert config["rule_files"] == ["alerts.yml"]
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    assert set(jobs) == ({"training", "serving"} if SERVING else {"training"})
     (training,) = jobs["training"]["static_configs"]
     assert "127.0.0.1:9464" in training["targets"]
-    if not SERVING:
-        return
-    from {{ cookiecutter.package_name }}.serve import config  # writes the run's monitoring.config
-
-    monitoring = config.monitoring_config().prometheus_config
-    assert monitoring.enable and jobs["serving"]["metrics_path"] == monitoring.path
-    serving = yaml.safe_load((DOCKER / "compose.serving.yml").read_text())["services"]["serving"]
-    (flag,) = [arg for arg in serving["command"] if arg.startswith("--monitoring_config_file=")]
-    targets = {volume["target"]: volume["source"] for volume in serving["volumes"]}
-    folder, name = flag.split("=", 1)[1].rsplit("/", 1)
-    assert (targets[folder].endswith("/serving"), name) == (True, "monitoring.config")

@@ -351,7 +351,8 @@ def test_tf_trt_skips_without_a_tensorrt_build(precision: str) -> None:
 
 def test_both_tensorrt_backends_are_offered() -> None:
     """Baked with TensorRT, the package has both modules, so both backends are offered."""
-    assert set(registry.BACKEND_MODULES) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
+    assert {"tensorrt_engine", "tf_trt"} <= set(registry.backend_modules())
+    assert set(registry.backend_table()) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
     assert optimize.Params().backends == "onnx,tensorrt,tf_trt"  # the notebook's default
 
 

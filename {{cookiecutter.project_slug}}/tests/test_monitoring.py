@@ -222,14 +222,16 @@ def test_monitoring_stack_listens_on_loopback_only_with_pinned_images():
     assert services["grafana"]["environment"]["GF_SERVER_HTTP_ADDR"] == "127.0.0.1"
 
 
-def test_the_images_are_supported_releases_that_dependabot_can_move():
+def test_the_images_are_supported_releases():
     """Prometheus on its long-term-support line (3.5 reached end of life in July 2026), Grafana
-    from grafana/grafana (grafana-oss stopped at 12.4, so its bumps would name missing tags),
-    and Dependabot watching the compose files with those lines kept."""
+    from grafana/grafana (grafana-oss stopped at 12.4, so its bumps would name missing tags)
+    {%- if cookiecutter.ci == "github" %},
+    and Dependabot watching the compose files with those lines kept{% endif %}."""
     services = compose_services()
     image, tag = services["prometheus"]["image"].split(":")
     assert image == "prom/prometheus" and tag.startswith("v3.13."), tag  # the LTS after 3.5
     assert services["grafana"]["image"].split(":")[0] == "grafana/grafana"
+{%- if cookiecutter.ci == "github" %}
     dependabot = DOCKER.parent / ".github" / "dependabot.yml"
     if not dependabot.is_file():
         pytest.skip("no .github/dependabot.yml: the project was baked without GitHub CI")
@@ -240,6 +242,7 @@ def test_the_images_are_supported_releases_that_dependabot_can_move():
     assert "version-update:semver-minor" in kept["prom/prometheus"]
     assert "version-update:semver-patch" not in kept["prom/prometheus"]
     assert set(kept) == {"prom/prometheus", "grafana/grafana", "tensorflow/serving"}
+{%- endif %}
 
 
 def test_prometheus_scrapes_training_on_its_ports():

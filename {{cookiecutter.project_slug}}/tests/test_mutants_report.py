@@ -89,6 +89,7 @@ METRICS = {
         "examples_per_sec": 495434.0,
         "naive_examples_per_sec": 18426.0,
     },
+{%- if cookiecutter.include_tuning %}
     "tune": {
         "objective": "val_accuracy",
         "best_score": 0.77721,
@@ -97,6 +98,7 @@ METRICS = {
         "algorithm": "random",
         "best_hparams": {"width": 64, "dropout": 0.15},
     },
+{%- endif %}
     "train": {
         "val_accuracy": 0.96661,
         "val_loss": 0.117,
@@ -128,16 +130,18 @@ METRICS = {
         "backends": [
             {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.04, "p99_ms": 0.05},
             {"name": "onnx", "precision": "fp16", "status": "skipped", "reason": "no GPU."},
-            {"name": "tensorrt", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
+            {"name": "gpu_engine", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
             {"name": "onnx", "precision": "int8", "status": "skipped", "reason": "no GPU."},
-            {"name": "tf_trt", "precision": "fp32", "status": "failed"},
+            {"name": "graph_engine", "precision": "fp32", "status": "failed"},
         ],
     },
 }
 NOTEBOOKS = {
     "00_environment": "environment",
     "01_data": "data",
+{%- if cookiecutter.include_tuning %}
     "02_tune": "tune",
+{%- endif %}
     "03_train": "train",
     "04_export": "export",
     "05_optimize": "optimize",
@@ -160,14 +164,16 @@ def test_the_headline_says_each_steps_result_in_one_line(tmp_path: Path) -> None
         "precision policy float32.",
         "- **01_data**: digits, 1,438 train / 359 validation examples; the tf.data pipeline "
         "runs 26.9× the naive one (495,434 examples/s).",
+{%- if cookiecutter.include_tuning %}
         "- **02_tune**: best val_accuracy 0.7772 of 2 trial(s) (random search).",
+{%- endif %}
         "- **03_train**: val_accuracy **0.9666** after 2 epoch(s) (MirroredStrategy, 2 "
         "replica(s), mixed_bfloat16, batch 71), 10,913 examples/s.",
         "- **04_export**: SavedModel version 2, parity **ok**: top-1 agreement 99.7%, largest "
         "difference 0.0012 over 359 images.",
         "- **05_optimize**: best backend **onnx (int8)**, 23.3× the SavedModel at batch 1.",
-        "- **Skipped**: onnx (fp16, int8): no GPU; tensorrt (fp16): no GPU; tf_trt (fp32): failed.",
-        "- **Total**: 7.5 s over 6 notebook(s), status **ok**.",
+        "- **Skipped**: onnx (fp16, int8): no GPU; gpu_engine (fp16): no GPU; graph_engine (fp32): failed.",
+        "- **Total**: {{ "7.5 s over 6" if cookiecutter.include_tuning else "6.2 s over 5" }} notebook(s), status **ok**.",
     ]
 
 
@@ -215,7 +221,7 @@ def test_a_metrics_file_lacking_keys_costs_a_pointer_not_the_report(tmp_path: Pa
         {"name": "01_data", "status": "ok"},
         {"name": "03_train", "status": "ok", "seconds": None},
         {"name": "06_extra", "status": "ok", "seconds": 2.0},
-        {"name": "02_tune", "status": "not run"},
+        {"name": "02_other", "status": "not run"},
     ]
     lines = headline(run_dir, record)
     assert lines[:2] == [
@@ -224,7 +230,7 @@ def test_a_metrics_file_lacking_keys_costs_a_pointer_not_the_report(tmp_path: Pa
     ]
     assert lines[2].startswith("- **06_extra**: ") and "no metrics" in lines[2]
     assert lines[3:] == [
-        "- **02_tune**: not run: no metrics written by this run.",
+        "- **02_other**: not run: no metrics written by this run.",
         "- **Total**: 2.0 s over 4 notebook(s), status **ok**.",
     ]
     assert step_of("03_train") == "train" and step_of("06_extra") == "06_extra"
@@ -261,11 +267,13 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
         ("naive pipeline examples/s", "18,426"),
         ("speed-up", "26.9× (steady state)"),
     ]
+{%- if cookiecutter.include_tuning %}
     assert key_numbers("tune", METRICS["tune"]) == [
         ("best score", "0.7772 (val_accuracy, trial 2)"),
         ("trials run", "2"),
         ("best values", "width=64, dropout=0.15"),
     ]
+{%- endif %}
     assert key_numbers("train", METRICS["train"]) == [
         ("val_accuracy / val_loss", "0.9666 / 0.1170"),
         ("epochs", "2 of 3 (best 2)"),
@@ -284,9 +292,9 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
         ("savedmodel", "p50 1.000 ms, p99 2.500 ms at batch 1"),
         ("onnx (fp32)", "p50 0.040 ms, p99 0.050 ms at batch 1"),
         ("onnx (fp16)", "skipped: no GPU."),
-        ("tensorrt (fp16)", "skipped: no GPU"),
+        ("gpu_engine (fp16)", "skipped: no GPU"),
         ("onnx (int8)", "skipped: no GPU."),
-        ("tf_trt (fp32)", "skipped: "),
+        ("graph_engine (fp32)", "skipped: "),
     ]
 
 
@@ -358,13 +366,15 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
             **METRICS["environment"],
             "matmul": [{"device": "CPU:0", "gflops": None}, {"device": "CPU:1", "gflops": 7.0}],
         },
+{%- if cookiecutter.include_tuning %}
         "tune": {k: v for k, v in METRICS["tune"].items() if k != "objective"},
+{%- endif %}
         "optimize": {
             "best_backend": None,
             "best_vs_savedmodel_batch1": 3.0,
             "backends": [
                 {
-                    "name": "tf_trt",
+                    "name": "graph_engine",
                     "precision": "fp16",
                     "status": "skipped",
                     "reason": "not on OS X.",
@@ -374,18 +384,21 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
     }
     run_dir, record = _all_ok(tmp_path, metrics)
     record["notebooks"] = [e for e in record["notebooks"] if NOTEBOOKS[e["name"]] in metrics]
-    assert headline(run_dir, record)[:4] == [
+    assert headline(run_dir, record)[:{{ 4 if cookiecutter.include_tuning else 3 }}] == [
         "- **00_environment**: no GPU, ran on the CPU; matmul 7 GFLOP/s on CPU:1; "
         "precision policy float32.",
+{%- if cookiecutter.include_tuning %}
         "- **02_tune**: best score 0.7772 of 2 trial(s) (random search).",
+{%- endif %}
         "- **05_optimize**: no backend ran on this machine (see Skipped).",
-        "- **Skipped**: tf_trt (fp16): not on OS X.",
+        "- **Skipped**: graph_engine (fp16): not on OS X.",
     ]
 
 
 def test_key_numbers_edge_cases() -> None:
     data = {k: v for k, v in METRICS["data"].items() if k != "speedup_basis"}
     assert dict(key_numbers("data", data))["speed-up"] == "26.9× ()"
+{%- if cookiecutter.include_tuning %}
     tune = {**METRICS["tune"], "best_hparams": {"lr": 0.123456, "act": "relu", "width": 64}}
     del tune["objective"]
     assert key_numbers("tune", tune) == [
@@ -393,3 +406,4 @@ def test_key_numbers_edge_cases() -> None:
         ("trials run", "2"),
         ("best values", "lr=0.123, act=relu, width=64"),
     ]
+{%- endif %}

@@ -51,7 +51,7 @@ def test_the_annotation_rewriter_fixes_drift_and_keeps_values_and_comments(tmp_p
     cell = nbformat.v4.new_code_cell(
         'run_dir = "artifacts/interactive"  # folder\n'
         "epochs: float = 5  # epochs (a = b)\n"
-        "rate = None  # None: tuned"
+        "rate = None  # None: found"
     )
     cell.metadata["tags"] = ["parameters"]
     path = tmp_path / "03_train.ipynb"
@@ -69,7 +69,7 @@ def test_the_annotation_rewriter_fixes_drift_and_keeps_values_and_comments(tmp_p
         "",
         'run_dir: str = "artifacts/interactive"  # folder',
         "epochs: int = 5  # epochs (a = b)",
-        "rate: Union[float, str, None] = None  # None: tuned",
+        "rate: Union[float, str, None] = None  # None: found",
     ]
     assert cells.drift(path, hints) == [] and cells.annotate(path, hints) == 0
     found = papermill.inspect_notebook(str(path))

@@ -16,7 +16,14 @@ from helpers import assert_one_sentence
 pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
 from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
-from {{ cookiecutter.package_name }}.artifacts import METRICS_DIR, MissingInputError  # noqa: E402
+from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
+    LINEAGE_FILE,
+    METRICS_DIR,
+    MODEL_FILE,
+    MissingInputError,
+    StaleInputError,
+    write_json,
+)
 from {{ cookiecutter.package_name }}.parts.tune import TUNED_FILE  # noqa: E402
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
 from {{ cookiecutter.package_name }}.train import (  # noqa: E402
@@ -291,3 +298,37 @@ def test_the_trials_figure_is_a_png_and_nothing_to_draw_is_no_file(tmp_path: Pat
     empty = tmp_path / "empty"
     assert figures.save(empty, "tune", {"trials": []}, say=pytest.fail, drawers=drawers) == []
     assert not (empty / "figures" / "tune_trials.png").exists()
+
+
+# Moved from test_mutants_lineage.py (mutate.py's lineage group): the tuning artifact's lineage.
+
+
+def test_changing_the_tuned_values_changes_their_fingerprint(tmp_path: Path) -> None:
+    path = tmp_path / TUNED_FILE
+    path.parent.mkdir(parents=True)
+    assert lineage.fingerprint(tmp_path, "tuning") is None  # missing: no fingerprint
+    path.write_text('{"width": 32}', encoding="utf-8")
+    before = lineage.fingerprint(tmp_path, "tuning")
+    path.write_text('{"width": 64}', encoding="utf-8")
+    assert lineage.fingerprint(tmp_path, "tuning") not in (before, None)
+
+
+def test_a_model_made_from_replaced_tuning_is_stale_naming_the_tune_step(tmp_path: Path) -> None:
+    (tmp_path / MODEL_FILE).write_bytes(b"model")
+    ledger = {
+        "model": {
+            "fingerprint": lineage.fingerprint(tmp_path, "model"),
+            "step": "hand",
+            "inputs": {"tuning": "old"},
+        }
+    }
+    write_json(tmp_path / LINEAGE_FILE, ledger)
+    (tmp_path / TUNED_FILE).parent.mkdir(parents=True)
+    (tmp_path / TUNED_FILE).write_text("{}", encoding="utf-8")
+    with pytest.raises(StaleInputError, match="tuning that was replaced by 02_tune since"):
+        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+
+
+def test_the_unknown_artifact_sentence_names_tuning_among_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="use data, tuning, model or export/<version>"):
+        lineage.fingerprint(tmp_path, "weights")

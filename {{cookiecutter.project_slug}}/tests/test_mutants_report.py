@@ -130,9 +130,9 @@ METRICS = {
         "backends": [
             {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.04, "p99_ms": 0.05},
             {"name": "onnx", "precision": "fp16", "status": "skipped", "reason": "no GPU."},
-            {"name": "gpu_engine", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
+            {"name": "engine", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
             {"name": "onnx", "precision": "int8", "status": "skipped", "reason": "no GPU."},
-            {"name": "graph_engine", "precision": "fp32", "status": "failed"},
+            {"name": "graph", "precision": "fp32", "status": "failed"},
         ],
     },
 }
@@ -172,7 +172,7 @@ def test_the_headline_says_each_steps_result_in_one_line(tmp_path: Path) -> None
         "- **04_export**: SavedModel version 2, parity **ok**: top-1 agreement 99.7%, largest "
         "difference 0.0012 over 359 images.",
         "- **05_optimize**: best backend **onnx (int8)**, 23.3× the SavedModel at batch 1.",
-        "- **Skipped**: onnx (fp16, int8): no GPU; gpu_engine (fp16): no GPU; graph_engine (fp32): failed.",
+        "- **Skipped**: onnx (fp16, int8): no GPU; engine (fp16): no GPU; graph (fp32): failed.",
         "- **Total**: {{ "7.5 s over 6" if cookiecutter.include_tuning else "6.2 s over 5" }} notebook(s), status **ok**.",
     ]
 
@@ -292,9 +292,9 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
         ("savedmodel", "p50 1.000 ms, p99 2.500 ms at batch 1"),
         ("onnx (fp32)", "p50 0.040 ms, p99 0.050 ms at batch 1"),
         ("onnx (fp16)", "skipped: no GPU."),
-        ("gpu_engine (fp16)", "skipped: no GPU"),
+        ("engine (fp16)", "skipped: no GPU"),
         ("onnx (int8)", "skipped: no GPU."),
-        ("graph_engine (fp32)", "skipped: "),
+        ("graph (fp32)", "skipped: "),
     ]
 
 
@@ -374,7 +374,7 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
             "best_vs_savedmodel_batch1": 3.0,
             "backends": [
                 {
-                    "name": "graph_engine",
+                    "name": "graph",
                     "precision": "fp16",
                     "status": "skipped",
                     "reason": "not on OS X.",
@@ -391,7 +391,7 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
         "- **02_tune**: best score 0.7772 of 2 trial(s) (random search).",
 {%- endif %}
         "- **05_optimize**: no backend ran on this machine (see Skipped).",
-        "- **Skipped**: graph_engine (fp16): not on OS X.",
+        "- **Skipped**: graph (fp16): not on OS X.",
     ]
 
 

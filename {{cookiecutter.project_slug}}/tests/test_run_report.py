@@ -165,13 +165,25 @@ def test_a_full_disk_keeps_the_earlier_report_html_whole(tmp_path: Path, monkeyp
     run_dir, record = _run_folder(tmp_path)
     write_report(run_dir, record)
     earlier = write_html(run_dir, record).read_text()
-    real_write = Path.write_text
+    real_fdopen = os.fdopen
 
-    def disk_full(self: Path, text: str, *args, **kwargs) -> int:
-        real_write(self, text[: len(text) // 2], *args, **kwargs)
-        raise OSError(28, "No space left on device")
+    class DiskFull:
+        """The temporary file's handle: writes half the page, then the disk is full."""
 
-    monkeypatch.setattr(Path, "write_text", disk_full)
+        def __init__(self, handle) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> DiskFull:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, text: str) -> int:
+            self.handle.write(text[: len(text) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: DiskFull(real_fdopen(fd, *a, **k)))
     with pytest.raises(OSError, match="No space left"):
         write_html(run_dir, record)
     monkeypatch.undo()

@@ -7,22 +7,59 @@ The file is valid Python before rendering, so tests can import it.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
-# Paths (relative to the baked project) that belong to each optional part; {pkg} is the package.
+# The files (relative to the baked project) that belong to each optional part; {pkg} is the
+# package. Files, never folders: a re-bake with `cookiecutter -f` over a project removes what the
+# template wrote and leaves a user's own files beside them (tests/test_hooks.py checks that these
+# lists name every file the template has in those folders).
 DOCKER = [
-    "docker",
     ".dockerignore",
+    "docker/Dockerfile",
+    "docker/compose.yml",
+    "docker/compose.monitoring.yml",
+    "docker/compose.serving.yml",
+    "docker/monitoring/alerts.test.yml",
+    "docker/monitoring/alerts.yml",
+    "docker/monitoring/grafana/dashboards/training.json",
+    "docker/monitoring/grafana/provisioning/dashboards/dashboards.yml",
+    "docker/monitoring/grafana/provisioning/datasources/prometheus.yml",
+    "docker/monitoring/prometheus.yml",
     "tests/test_monitoring.py",
     "tests/test_mutants_alerts.py",
     "tests/test_prometheus_scrape.py",
+    "tests/test_serving_compose.py",
 ]
-GITHUB_CI = [".github"]
-TUNING = ["notebooks/02_tune.ipynb", "src/{pkg}/tune", "tests/test_tune.py"]
-SERVING = ["src/{pkg}/serve", "tests/test_serving.py", "tests/test_mutants_serve.py"]
-SERVING_DOCKER = ["docker/compose.serving.yml"]
+GITHUB_CI = [".github/dependabot.yml", ".github/workflows/ci.yml"]
+TUNING = [
+    "notebooks/02_tune.ipynb",
+    "src/{pkg}/parts/tune.py",
+    "src/{pkg}/tune/__init__.py",
+    "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/figure.py",
+    "src/{pkg}/tune/search.py",
+    "src/{pkg}/tune/space.py",
+    "src/{pkg}/tune/step.py",
+    "src/{pkg}/tune/trials.py",
+    "tests/test_tune.py",
+]
+SERVING = [
+    "src/{pkg}/parts/serve.py",
+    "src/{pkg}/serve/__init__.py",
+    "src/{pkg}/serve/bench.py",
+    "src/{pkg}/serve/commands.py",
+    "src/{pkg}/serve/config.py",
+    "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/versions.py",
+    "tests/test_mutants_serve.py",
+    "tests/test_serving.py",
+]
+SERVING_DOCKER = ["docker/compose.serving.yml", "tests/test_serving_compose.py"]
+DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Serving row goes too
+# Cells (by id) of the notebooks that every project has, about one optional part.
+TUNING_CELLS = {"notebooks/03_train.ipynb": ("tuning-note",)}
+SERVING_CELLS = {"notebooks/04_export.ipynb": ("serving-versions-why", "serving-versions")}
 TENSORRT = [
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
@@ -46,8 +83,10 @@ def main(answers: dict, root: Path) -> int:
 
 
 def remove_tuning(root: Path, package: str) -> None:
-    """No tuning: notebook 02, the tune module and its tests go (training runs without them)."""
+    """No tuning: notebook 02, the tune module and its tests go (training runs without them), with
+    notebook 03's cell about step 2."""
     remove(root, [path.format(pkg=package) for path in TUNING])
+    remove_cells(root, TUNING_CELLS)
 
 
 def remove_tensorrt(root: Path, package: str) -> None:
@@ -60,6 +99,9 @@ def remove_serving(root: Path, package: str, docker: bool = True) -> None:
     file go (export still writes the SavedModel; the CLI says serving was declined)."""
     paths = [path.format(pkg=package) for path in SERVING]
     remove(root, paths + (SERVING_DOCKER if docker else []))
+    remove_cells(root, SERVING_CELLS)
+    if docker:
+        remove_serving_panels(root / DASHBOARD)
 
 
 def remove_docker(root: Path) -> None:
@@ -74,12 +116,46 @@ def remove_github_ci(root: Path) -> None:
 
 
 def remove(root: Path, paths: list[str]) -> None:
+    """Delete these files (a missing one is fine), the bytecode Python cached for them, and the
+    folders that this leaves empty; a file the template did not write stays, with its folder."""
+    folders: set[Path] = set()
     for relative in paths:
         path = root / relative
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+        path.unlink(missing_ok=True)
+        for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            cached.unlink()
+        folders.update(path.parents[: len(Path(relative).parents) - 1])
+    for folder in sorted(folders, key=lambda folder: len(folder.parts), reverse=True):
+        for empty in (folder / "__pycache__", folder):
+            if empty.is_dir() and not any(empty.iterdir()):
+                empty.rmdir()
+
+
+def remove_cells(root: Path, cells: dict[str, tuple[str, ...]]) -> None:
+    """Drop the cells with these ids from these notebooks (nbformat's JSON layout kept)."""
+    for relative, ids in cells.items():
+        path = root / relative
+        if not path.is_file():
+            continue
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook["cells"] = [cell for cell in notebook["cells"] if cell.get("id") not in ids]
+        text = json.dumps(notebook, indent=1, ensure_ascii=False)
+        path.write_text(text + "\n", encoding="utf-8")
+
+
+def remove_serving_panels(path: Path) -> None:
+    """Drop the Grafana dashboard's TF Serving row and panels (those querying its metrics)."""
+    if not path.is_file():
+        return
+    dashboard = json.loads(path.read_text(encoding="utf-8"))
+    dashboard["panels"] = [
+        panel
+        for panel in dashboard["panels"]
+        if "tensorflow:serving" not in json.dumps(panel)
+        and not panel.get("title", "").startswith("TF Serving")
+    ]
+    dashboard["description"] = dashboard["description"].replace(", and TF Serving.", ".")
+    path.write_text(json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def print_next_steps(answers: dict) -> None:

@@ -102,7 +102,6 @@ FULL_BAKE = (
     "src/{pkg}/figures/show.py",
     "src/{pkg}/figures/style.py",
     "src/{pkg}/figures/train.py",
-    "src/{pkg}/figures/tune.py",
     "src/{pkg}/find/__init__.py",
     "src/{pkg}/find/batch.py",
     "src/{pkg}/find/lr.py",
@@ -132,6 +131,9 @@ FULL_BAKE = (
     "src/{pkg}/optimize/timing.py",
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
+    "src/{pkg}/parts/__init__.py",
+    "src/{pkg}/parts/serve.py",
+    "src/{pkg}/parts/tune.py",
     "src/{pkg}/progress.py",
     "src/{pkg}/quiet.py",
     "src/{pkg}/runner/__init__.py",
@@ -178,11 +180,12 @@ FULL_BAKE = (
     "src/{pkg}/train/resume.py",
     "src/{pkg}/train/schedule.py",
     "src/{pkg}/train/state.py",
+    "src/{pkg}/train/sources.py",
     "src/{pkg}/train/step.py",
-    "src/{pkg}/train/tuning.py",
     "src/{pkg}/train/watch.py",
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/figure.py",
     "src/{pkg}/tune/search.py",
     "src/{pkg}/tune/space.py",
     "src/{pkg}/tune/step.py",
@@ -227,6 +230,7 @@ FULL_BAKE = (
     "tests/test_runner.py",
     "tests/test_runner_records.py",
     "tests/test_serving.py",
+    "tests/test_serving_compose.py",
     "tests/test_slurm.py",
     "tests/test_smoke_run.py",
     "tests/test_steps.py",
@@ -255,12 +259,15 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_monitoring.py",
         "tests/test_mutants_alerts.py",
         "tests/test_prometheus_scrape.py",
+        "tests/test_serving_compose.py",
     ),
     "ci": (".github/dependabot.yml", ".github/workflows/ci.yml"),
     "include_tuning": (
         "notebooks/02_tune.ipynb",
+        "src/{pkg}/parts/tune.py",
         "src/{pkg}/tune/__init__.py",
         "src/{pkg}/tune/checks.py",
+        "src/{pkg}/tune/figure.py",
         "src/{pkg}/tune/search.py",
         "src/{pkg}/tune/space.py",
         "src/{pkg}/tune/step.py",
@@ -274,6 +281,7 @@ REMOVED_WHEN_DECLINED = {
     ),
     "include_serving": (
         "docker/compose.serving.yml",
+        "src/{pkg}/parts/serve.py",
         "src/{pkg}/serve/__init__.py",
         "src/{pkg}/serve/bench.py",
         "src/{pkg}/serve/commands.py",
@@ -282,24 +290,71 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/serve/versions.py",
         "tests/test_mutants_serve.py",
         "tests/test_serving.py",
+        "tests/test_serving_compose.py",
     ),
 }
 
-# Words no file of the bake may contain once the part is declined.
+# Words no file of the bake may contain once the part is declined: no code, text or test about a
+# part the user said no to (the package finds its optional parts at run time, in parts/).
 MENTIONS_WHEN_DECLINED = {
-    "include_docker": ("docker/", "Dockerfile"),
-    "ci": (".github",),
-    "include_tuning": ("keras-tuner", "keras_tuner", "02_tune", "best_hparams"),
-    "include_tensorrt": ("TensorRT", "tensorrt", "tf_trt", "TF-TRT", "polygraphy", "Polygraphy"),
+    "include_docker": ("docker", "Docker", "Dockerfile", "compose"),
+    "ci": (".github", "GitHub Actions", "dependabot"),
+    "include_tuning": (
+        "tune",
+        "tuning",
+        "tuner",
+        "tuned",
+        "Tune",
+        "Tuning",
+        "keras-tuner",
+        "keras_tuner",
+        "02_tune",
+        "best_hparams",
+        "hparams",
+    ),
+    "include_tensorrt": ("TensorRT", "tensorrt", "tf_trt", "TF-TRT", "trt", "polygraphy"),
+    "include_serving": (
+        "serve canary",
+        "serve promote",
+        "serve rollback",
+        "serve-bench",
+        "make serve",
+        "versions.json",
+        "models.config",
+        "batching.config",
+        "monitoring.config",
+        "tensorflow-serving-api",
+        "tensorflow_serving",
+        "include_serving",
+        "SERVING_",
+        "parts.serve",
+    ),
 }
 
-# Folders copied without rendering (`_copy_without_render`), so the same in every bake: training
-# there reads tuning/best_hparams.json when step 2 wrote one, and is inert without it; the ONNX
-# backend names ONNX Runtime's TensorRT provider, and the backend table skips missing modules.
-# The environment check reports whether TensorFlow was built with TensorRT, whatever the answer.
-MENTIONS_ALLOWED_IN = {
-    "include_tuning": ("src/",),
-    "include_tensorrt": ("src/", "tests/test_env.py"),
+# The only places a word above may stay, each for a reason that has nothing to do with the part:
+# (option, file, word): the file's use of the word is generic.
+MENTIONS_ALLOWED = {
+    # The environment report reads TensorFlow's build info, which says whether the wheel was built
+    # with TensorRT (none is, since 2.18), whatever the project holds.
+    ("include_tensorrt", "src/{pkg}/env/versions.py", "TensorRT"),
+    ("include_tensorrt", "src/{pkg}/env/versions.py", "tensorrt"),
+    ("include_tensorrt", "tests/test_env.py", "tensorrt"),
+    # ONNX Runtime's own execution providers (onnxruntime-gpu ships the TensorRT one): the ONNX
+    # backend takes whichever the installed runtime offers.
+    ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "TensorRT"),
+    ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "tensorrt"),
+    ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "trt"),
+    # gpu-bench measures the seed's GPU claims, TensorRT's among them, and says which it cannot
+    # measure here.
+    ("include_tensorrt", "src/{pkg}/gpubench/reference.py", "TensorRT"),
+    ("include_tensorrt", "src/{pkg}/gpubench/reference.py", "tensorrt"),
+    ("include_tensorrt", "src/{pkg}/gpubench/command.py", "TensorRT"),
+    ("include_tensorrt", "tests/test_mutants_gpubench.py", "tensorrt"),
+    # int8 calibration writes symmetric Q/DQ for ONNX Runtime's TensorRT provider too.
+    ("include_tensorrt", "src/{pkg}/optimize/calibration.py", "TensorRT"),
+    # The Kubeflow TFJob schema, vendored for the deploy tests, describes container images.
+    ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "docker"),
+    ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "Docker"),
 }
 
 NO_EXTRAS = {
@@ -503,19 +558,26 @@ def test_file_set_is_the_manifest_minus_declined_parts(baked):
 
 
 def test_declined_parts_leave_no_mentions(baked):
-    """Nothing in the bake refers to a part the user declined."""
-    texts = baked.text_files()
+    """Nothing in the bake (code, text, tests, file names) refers to a part the user declined,
+    but for the short list of generic uses in MENTIONS_ALLOWED."""
+    allowed = {(o, f.format(pkg=baked.package), w) for o, f, w in MENTIONS_ALLOWED}
     found = [
         f"{relative}:{number}: mentions {word!r} ({option} declined): {line.strip()}"
         for option, words in MENTIONS_WHEN_DECLINED.items()
         if declined(baked.answers, option)
-        for relative, text in texts.items()
-        if not relative.startswith(MENTIONS_ALLOWED_IN.get(option, ()))
-        for number, line in enumerate(text.splitlines(), 1)
+        for relative, text in baked.text_files().items()
+        for number, line in enumerate([relative, *text.splitlines()])
         for word in words
-        if word in line
+        if mentions(line, word) and (option, relative, word) not in allowed
     ]
     assert not found, "\n".join(found)
+
+
+def mentions(line: str, word: str) -> bool:
+    """`word` in `line` as a word of its own (tune, not tuned... but tune_trials and 02_tune).
+    Fine-tuning (training a pretrained backbone, the training recipe) is not the tuning part."""
+    pattern = rf"(?<![A-Za-z])(?<![Ff]ine[-_ ]){re.escape(word)}(?![a-z])"
+    return re.search(pattern, line) is not None
 
 
 def test_optional_extras_follow_the_answers(baked):
@@ -772,6 +834,44 @@ def test_yes_no_words_from_the_command_line_are_honoured(
     assert ("keras-tuner" in names) is included
 
 
+def test_rebaking_with_f_over_a_project_keeps_the_users_own_files(cookiecutter_cli, tmp_path):
+    """`cookiecutter -f` with Docker and tuning declined, over a bake the user has added to,
+    removes the template's files of those parts and keeps the user's own beside them."""
+    assert cookiecutter_cli(tmp_path).returncode == 0
+    (root,) = tmp_path.iterdir()
+    own = [
+        root / "docker" / "MyOwn.Dockerfile",
+        root / "src" / root.name.replace("-", "_") / "tune",
+    ]
+    own[0].write_text("FROM scratch\n", encoding="utf-8")
+    (own[1] / "my_space.py").write_text("SPACE = {}\n", encoding="utf-8")
+    again = cookiecutter_cli(tmp_path, "-f", "include_docker=no", "include_tuning=no")
+    assert again.returncode == 0, again.stderr
+    assert own[0].read_text(encoding="utf-8") == "FROM scratch\n"
+    assert [p.name for p in own[1].iterdir()] == ["my_space.py"]
+    assert [p.name for p in (root / "docker").iterdir()] == ["MyOwn.Dockerfile"]
+
+
+def test_copied_verbatim_means_files_never_folders(template):
+    """`_copy_without_render` names files only: every file of the package and of the monitoring
+    templates is matched, no folder is (cookiecutter -f deletes a matched folder whole before
+    copying it, and a user's own module in it with it)."""
+    from cookiecutter.generate import is_copy_only_path
+
+    context = {"cookiecutter": json.loads((template / "cookiecutter.json").read_text())}
+    project = template / "{{cookiecutter.project_slug}}"
+    verbatim = [project / "src", project / "docker" / "monitoring" / "grafana"]
+    paths = [p for folder in verbatim for p in folder.rglob("*") if "__pycache__" not in p.parts]
+    matched = {
+        p.relative_to(project).as_posix()
+        for p in paths
+        if is_copy_only_path(p.relative_to(project).as_posix(), context)
+    }
+    assert [p for p in paths if p.is_dir() and p.relative_to(project).as_posix() in matched] == []
+    files = {p.relative_to(project).as_posix() for p in paths if p.is_file()}
+    assert files and files - matched == set()
+
+
 # ----------------------------------------------------------------------------- awkward input
 
 
@@ -859,24 +959,22 @@ def make_setup(root: Path, venv: Path, *args: str, show: int = 1) -> subprocess.
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
 
 
-def test_cli_says_in_one_sentence_that_serving_was_declined(baked):
-    """Without serving, `serve` exits 2 with one sentence naming the declined option."""
+def test_without_serving_the_cli_has_no_serve_command(baked):
+    """Without serving, `serve` is not a command at all (argparse's own refusal, exit 2), and
+    nothing in --help names it."""
     if baked.answers["include_serving"]:
         pytest.skip("Serving is included in this combination: `serve` is tested in the bake.")
     env = {**os.environ, "PYTHONPATH": str(baked.root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", baked.package, "serve", "status", "--run-dir", "x"],
-        cwd=baked.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"{baked.package}: serve is not part of this project")
-    assert "include_serving=no" in line
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", baked.package, *args]
+        return subprocess.run(
+            command, cwd=baked.root, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    done = cli("serve", "status", "--run-dir", "x")
+    assert done.returncode == 2 and "invalid choice: 'serve'" in done.stderr, done.stderr
+    assert "serve" not in cli("--help").stdout.replace("serving", "")
 
 
 def test_setup_remembers_extras_and_refuses_two_onnxruntimes(baked, tmp_path):

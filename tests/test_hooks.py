@@ -280,3 +280,59 @@ def test_post_gen_main_removes_every_declined_part(post_gen, tmp_path):
         "src/pkg/optimize/onnx_backend.py",
         "tests/test_optimize.py",
     }
+
+
+# Folders that belong wholly to one optional part: the hook's lists must name each of their files.
+OWNED_FOLDERS = {
+    "docker": "DOCKER",
+    ".github": "GITHUB_CI",
+    "src/{{cookiecutter.package_name}}/tune": "TUNING",
+    "src/{{cookiecutter.package_name}}/serve": "SERVING",
+}
+
+
+@pytest.mark.parametrize(("folder", "part"), OWNED_FOLDERS.items(), ids=OWNED_FOLDERS.values())
+def test_the_hook_names_every_file_of_a_declined_folder(post_gen, template, folder, part):
+    """Each file the template has in a part's folder is on that part's list, so declining the part
+    removes it (the hook removes listed files, never whole folders)."""
+    project = template / "{{cookiecutter.project_slug}}"
+    written = {
+        p.relative_to(project).as_posix().replace("{{cookiecutter.package_name}}", "{pkg}")
+        for p in (project / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert written and written <= set(getattr(post_gen, part)), written - set(
+        getattr(post_gen, part)
+    )
+
+
+def test_a_rebake_over_a_project_keeps_the_users_own_files(post_gen, tmp_path):
+    """`cookiecutter -f` over an existing project with every part declined removes only what the
+    template wrote: a user's own Dockerfile, workflow, tuner and serve notes stay, with their
+    folders, while the template's files there and their cached bytecode go."""
+    make_tree(tmp_path)
+    own = [
+        "docker/MyOwn.Dockerfile",
+        ".github/workflows/mine.yml",
+        "src/pkg/tune/my_search.py",
+        "src/pkg/serve/notes.md",
+        "src/pkg/optimize/my_engine.py",
+    ]
+    for relative in own:
+        (tmp_path / relative).write_text("mine\n", encoding="utf-8")
+    (tmp_path / "src/pkg/tune/__pycache__").mkdir()
+    (tmp_path / "src/pkg/tune/__pycache__/search.cpython-311.pyc").write_bytes(b"")
+    answers = {
+        "project_slug": "digits-classifier",
+        "package_name": "pkg",
+        "include_docker": False,
+        "include_tuning": False,
+        "include_tensorrt": False,
+        "include_serving": False,
+        "ci": "none",
+    }
+    assert post_gen.main(answers, tmp_path) == 0
+    for relative in own:
+        assert (tmp_path / relative).read_text(encoding="utf-8") == "mine\n", relative
+    assert sorted(p.name for p in (tmp_path / "src/pkg/tune").iterdir()) == ["my_search.py"]
+    assert sorted(p.name for p in (tmp_path / "docker").iterdir()) == ["MyOwn.Dockerfile"]

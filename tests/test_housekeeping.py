@@ -4,10 +4,9 @@ secrets kept out of the bake's Docker build context."""
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
-
-SECRETS = ("**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/secrets")
 
 
 def test_license_and_a_versioned_changelog(template):
@@ -33,7 +32,50 @@ def test_the_bakes_readme_explains_updates(bake, ci):
     assert ("dependabot" in section) is (ci == "github")
 
 
-def test_dockerignore_keeps_secrets_out_of_the_build_context(bake):
-    lines = set(bake({}).text(".dockerignore").splitlines())
-    missing = [pattern for pattern in SECRETS if pattern not in lines]
-    assert not missing, f".dockerignore lets these into the image's build context: {missing}"
+# Files a user keeps beside a project that must never reach the image's build context (`COPY . .`)
+# nor a commit; each is tried at the project's root and in a subfolder.
+SECRET_FILES = (
+    ".env",
+    ".env.local",
+    ".envrc",
+    ".aws/credentials",
+    ".kaggle/kaggle.json",
+    "kaggle.json",
+    ".ssh/id_ed25519",
+    "id_rsa",
+    "id_rsa.pub",
+    "cert.p12",
+    "tls.pem",
+    "server.key",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    "service-account.json",
+    "secrets.toml",
+    "secrets/token.txt",
+)
+
+
+@pytest.mark.parametrize("ignore_file", [".dockerignore", ".gitignore"])
+def test_secret_files_are_kept_out_of_the_image_and_of_git(bake, tmp_path, ignore_file):
+    """Each secret file, at the root or in a subfolder, is ignored by the bake's .dockerignore and
+    .gitignore; the project's own files are not. git check-ignore does the matching: for the
+    `**/`-prefixed patterns .dockerignore uses, its rules and Docker's agree."""
+    text = bake({}).text(ignore_file)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text(text, encoding="utf-8")
+    secrets = [*SECRET_FILES, *(f"notebooks/{name}" for name in SECRET_FILES)]
+    kept = ["pyproject.toml", "src/pkg/keys.py", "configs/smoke.yaml", "notebooks/01_data.ipynb"]
+    for relative in secrets + kept:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("x\n", encoding="utf-8")
+    done = subprocess.run(
+        ["git", "-C", str(tmp_path), "check-ignore", "--no-index", "--stdin"],
+        input="\n".join(secrets + kept),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    ignored = set(done.stdout.split())
+    assert [name for name in secrets if name not in ignored] == [], f"{ignore_file} lets these in"
+    assert [name for name in kept if name in ignored] == [], f"{ignore_file} leaves these out"

@@ -30,7 +30,7 @@ PACKAGE = "{{ cookiecutter.package_name }}"
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutate"
 EXPLAINED = ROOT / "tests" / "mutation_survivors.md"
-COPIED = ("src", "tests", "notebooks", "configs", "docker", "pyproject.toml")
+COPIED = ("src", "tests", "notebooks", "configs", {% if cookiecutter.include_docker %}"docker", {% endif %}"pyproject.toml")
 # group: (modules under src/<package>/ to mutate, the tests that guard them[, the functions]):
 # without the third part every function of the modules; with it, the mutants whose names match
 # (mutmut's "<module>.x_<function>__mutmut_<n>", package left out) - the functions that decide

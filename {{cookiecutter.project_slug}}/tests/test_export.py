@@ -25,7 +25,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import yaml
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, models
@@ -39,8 +38,6 @@ from {{ cookiecutter.package_name }}.artifacts import (
 
 SHAPE = (8, 8, 1)
 CLASSES = ["cat", "dög", "bird"]
-ROOT = Path(__file__).resolve().parents[1]
-COMPOSE = ROOT / "docker" / "compose.serving.yml"
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +284,7 @@ def test_a_failed_write_leaves_no_half_export(
     with pytest.raises(OSError, match="No space"):
         export.export_savedmodel(run, version=7)
     with pytest.raises(OSError, match="No space"):
-        export.export_savedmodel(run, version=1, overwrite=True)
+        export.export_savedmodel(run, version=1, overwrite=True, replace_served=True)
     assert sorted(path.name for path in existing.parent.iterdir()) == before
     assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()
 
@@ -408,22 +405,6 @@ def test_without_a_server_predict_rest_says_so(images: np.ndarray) -> None:
     assert not export.server_ready(url, timeout=2)
     with pytest.raises(export.ServingError, match=re.escape(url)):
         export.predict_rest(url, images, timeout=5)
-
-
-def test_the_serving_compose_file_serves_the_export_on_loopback_only() -> None:
-    """compose.serving.yml: the model name predict_rest uses, the export read-only, 127.0.0.1."""
-    if not COMPOSE.is_file():
-        pytest.skip("no TF Serving compose file: the project was baked without serving or Docker")
-    service = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["serving"]
-    assert service["image"].startswith("tensorflow/serving:")
-    assert all(port.startswith("127.0.0.1:") for port in service["ports"]), service["ports"]
-    assert {port.split(":")[1] for port in service["ports"]} == {"8500", "8501"}
-    assert service["environment"]["MODEL_NAME"] == export.MODEL_NAME
-    volumes = {volume["target"]: volume for volume in service["volumes"]}  # export/, serving/
-    models = volumes[f"/models/{export.MODEL_NAME}"]
-    assert models["read_only"] is True and models["source"].startswith("${RUN_DIR")
-    assert all(volume["read_only"] is True for volume in volumes.values())
-    assert any(arg.startswith("--monitoring_config_file=") for arg in service["command"])
 
 
 def test_the_fresh_parity_process_predicts_with_tf32_off(

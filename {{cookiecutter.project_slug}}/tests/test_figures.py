@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from {{ cookiecutter.package_name }} import artifacts, env, figures
+from {{ cookiecutter.package_name }} import artifacts, env, figures, parts
 from {{ cookiecutter.package_name }}.figures import data as data_figures
 from {{ cookiecutter.package_name }}.figures import environment as environment_figures
 from {{ cookiecutter.package_name }}.figures import export as export_figures
@@ -55,33 +55,6 @@ DATA = {
     "speedup_vs_naive": 38.9,
     "batch_size": 64,
     "cpu_count": 2,
-}
-TUNE = {
-    "algorithm": "random",
-    "objective": "val_accuracy",
-    "epochs": 2,
-    "best_trial": 2,
-    "best_score": 0.9611,
-    "trials": [
-        {
-            "trial": 1,
-            "status": "COMPLETED",
-            "score": 0.8417,
-            "hparams": {"learning_rate": 0.000312, "width": 16, "dropout": 0.1},
-        },
-        {
-            "trial": 2,
-            "status": "COMPLETED",
-            "score": 0.9611,
-            "hparams": {"learning_rate": 0.00271, "width": 32, "dropout": 0.25},
-        },
-        {
-            "trial": 3,
-            "status": "FAILED",
-            "score": None,
-            "hparams": {"learning_rate": 0.0101, "width": 48, "dropout": 0.4},
-        },
-    ],
 }
 TRAIN = {
     "model": "small_cnn",
@@ -130,7 +103,6 @@ DRAWN = [
     ("environment_matmul", ENVIRONMENT),
     ("data_throughput", DATA),
     ("data_classes", DATA),
-    ("tune_trials", TUNE),
     ("train_curves", TRAIN),
     ("optimize_latency", OPTIMIZE),
     ("optimize_throughput", OPTIMIZE),
@@ -181,7 +153,8 @@ def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> No
 def test_every_figure_name_is_in_the_contract() -> None:
     named = {name for names in artifacts.FIGURES.values() for name in names}
     assert set(figures.DRAWERS) <= named
-    drawn_elsewhere = named - set(figures.DRAWERS)
+    by_parts = {name for names in parts.merged("FIGURES").values() for name in names}
+    drawn_elsewhere = named - set(figures.DRAWERS) - by_parts  # a part draws its own
     assert drawn_elsewhere == {artifacts.BATCH_FINDER, artifacts.LR_FINDER}
 
 
@@ -212,7 +185,6 @@ def test_save_lists_the_files_it_wrote(tmp_path: Path) -> None:
 
 
 def test_nothing_to_draw_is_no_file_and_no_error(tmp_path: Path) -> None:
-    assert figures.save(tmp_path, "tune", {"trials": []}, say=pytest.fail) == []
     assert figures.save(tmp_path, "optimize", {"baselines": []}, say=pytest.fail) == []
     assert list((tmp_path / artifacts.FIGURES_DIR).glob("*.png")) == []
 

@@ -21,7 +21,6 @@ from helpers import DASHBOARD_VARIABLES, dashboard_expressions
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 MONITORING = DOCKER / "monitoring"
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "training.json"
-SERVING = {{ "True" if cookiecutter.include_serving else "False" }}
 
 # What the training exporter serves (`metrics_port`); TF Serving's own names start with a colon.
 TRAINING_METRICS = {
@@ -44,7 +43,7 @@ TRAINING_METRICS = {
     "gpu_temperature_celsius",
     "gpu_power_watts",
 }
-SERVING_PREFIX = ":tensorflow:serving:"
+OTHER_PREFIXES = ({% if cookiecutter.include_serving %}":tensorflow:serving:",{% endif %})  # TF Serving's
 ALERTS = {"GpuUnderutilized", "TrainingInputBound", "TrainingStalled", "GpuMemoryNearFull"}
 
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"}
@@ -76,7 +75,7 @@ def unknown_metrics(expr: str) -> set[str]:
     return {
         name
         for name in metric_names(expr)
-        if name not in TRAINING_METRICS and not name.startswith(SERVING_PREFIX)
+        if name not in TRAINING_METRICS and not name.startswith(OTHER_PREFIXES)
     }
 
 
@@ -225,17 +224,14 @@ def test_monitoring_stack_listens_on_loopback_only_with_pinned_images():
 
 def test_the_images_are_supported_releases():
     """Prometheus on its long-term-support line (3.5 reached end of life in July 2026), Grafana
-    from grafana/grafana (grafana-oss stopped at 12.4, so its bumps would name missing tags)."""
+    from grafana/grafana (grafana-oss stopped at 12.4, so its bumps would name missing tags)
+    {%- if cookiecutter.ci == "github" %},
+    and Dependabot watching the compose files with those lines kept{% endif %}."""
     services = compose_services()
     image, tag = services["prometheus"]["image"].split(":")
     assert image == "prom/prometheus" and tag.startswith("v3.13."), tag  # the LTS after 3.5
     assert services["grafana"]["image"].split(":")[0] == "grafana/grafana"
-
 {%- if cookiecutter.ci == "github" %}
-
-
-def test_dependabot_moves_the_images_within_their_lines():
-    """Dependabot watches the compose files and keeps Prometheus on its LTS line."""
     dependabot = DOCKER.parent / ".github" / "dependabot.yml"
     updates = yaml.safe_load(dependabot.read_text(encoding="utf-8"))["updates"]
     (compose,) = [u for u in updates if u["package-ecosystem"] == "docker-compose"]
@@ -247,23 +243,10 @@ def test_dependabot_moves_the_images_within_their_lines():
 {%- endif %}
 
 
-def test_prometheus_scrapes_training_and_serving_when_included():
-    """Training on metrics_port 9464 and the next ports (one per worker on a host); TF Serving at
-    the path its monitoring config names, which its compose file passes to it."""
+def test_prometheus_scrapes_training_on_its_ports():
+    """Training on metrics_port 9464 and the next ports (one per worker on a host)."""
     config = yaml.safe_load((MONITORING / "prometheus.yml").read_text(encoding="utf-8"))
     assert config["rule_files"] == ["alerts.yml"]
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    assert set(jobs) == ({"training", "serving"} if SERVING else {"training"})
     (training,) = jobs["training"]["static_configs"]
     assert "127.0.0.1:9464" in training["targets"]
-    if not SERVING:
-        return
-    from {{ cookiecutter.package_name }}.serve import config  # writes the run's monitoring.config
-
-    monitoring = config.monitoring_config().prometheus_config
-    assert monitoring.enable and jobs["serving"]["metrics_path"] == monitoring.path
-    serving = yaml.safe_load((DOCKER / "compose.serving.yml").read_text())["services"]["serving"]
-    (flag,) = [arg for arg in serving["command"] if arg.startswith("--monitoring_config_file=")]
-    targets = {volume["target"]: volume["source"] for volume in serving["volumes"]}
-    folder, name = flag.split("=", 1)[1].rsplit("/", 1)
-    assert (targets[folder].endswith("/serving"), name) == (True, "monitoring.config")

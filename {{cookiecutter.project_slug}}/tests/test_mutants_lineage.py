@@ -90,15 +90,6 @@ def test_changing_the_end_of_a_large_model_changes_its_fingerprint(tmp_path: Pat
     assert lineage.fingerprint(tmp_path, "model") not in (before, None)
 
 
-def test_changing_the_tuned_values_changes_their_fingerprint(tmp_path: Path) -> None:
-    path = tmp_path / artifacts.TUNED_FILE
-    path.parent.mkdir(parents=True)
-    path.write_text('{"width": 32}', encoding="utf-8")
-    before = lineage.fingerprint(tmp_path, "tuning")
-    path.write_text('{"width": 64}', encoding="utf-8")
-    assert lineage.fingerprint(tmp_path, "tuning") != before
-
-
 @pytest.mark.parametrize("shard", [1, 2])
 def test_replacing_a_later_shard_changes_the_data_fingerprint(tmp_path: Path, shard: int) -> None:
     _data(tmp_path)
@@ -134,12 +125,12 @@ def test_an_artifact_made_from_an_export_is_stale_once_its_last_file_changed(
 
 def test_an_unknown_artifact_is_refused_naming_the_known_ones(tmp_path: Path) -> None:
     for name in ("weights", "export", "export/"):
-        with pytest.raises(ValueError, match="use data, tuning, model or export/<version>"):
+        with pytest.raises(ValueError, match=r"use data, (\w+, )*model or export/<version>"):
             lineage.fingerprint(tmp_path, name)
 
 
 def test_missing_artifacts_have_no_fingerprint(tmp_path: Path) -> None:
-    for name in ("data", "tuning", "model", "export/1"):
+    for name in ("data", "model", "export/1"):
         assert lineage.fingerprint(tmp_path, name) is None
     (tmp_path / "data").mkdir()
     (tmp_path / artifacts.META_FILE).write_text("{not json", encoding="utf-8")
@@ -225,17 +216,6 @@ def test_inputs_and_artifacts_of_no_known_step_are_named_generically(tmp_path: P
         f"export/1 in {tmp_path} was made from a model that was replaced by 03_train since: "
         "re-run 04_export before 05_optimize."
     )
-    ledger["model"] = {
-        "fingerprint": lineage.fingerprint(tmp_path, "model"),
-        "step": "hand",
-        "inputs": {"tuning": "old"},
-    }
-    artifacts.write_json(tmp_path / artifacts.LINEAGE_FILE, ledger)
-    (tmp_path / artifacts.TUNED_FILE).parent.mkdir(parents=True)
-    (tmp_path / artifacts.TUNED_FILE).write_text("{}", encoding="utf-8")
-    replaced = f"tuning that was replaced by {lineage.MADE_BY['tuning']} since"
-    with pytest.raises(StaleInputError, match=replaced):
-        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
 
 
 def test_describe_says_what_an_artifact_was_made_from_and_whether_it_is_current(
@@ -244,26 +224,26 @@ def test_describe_says_what_an_artifact_was_made_from_and_whether_it_is_current(
     _data(tmp_path)
     data = lineage.fingerprint(tmp_path, "data")
     (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
-    lineage.record(tmp_path, "model", "03_train", {"data": data, "tuning": None})
+    lineage.record(tmp_path, "model", "03_train", {"data": data, "export/1": None})
     assert lineage.describe(tmp_path, "model") == (
-        f"model: made from data {data[:12]}, tuning None; current."
+        f"model: made from data {data[:12]}, export/1 None; current."
     )
     (tmp_path / "data" / "validation-00000-of-00001.tfrecord").write_bytes(b"another")
     assert lineage.describe(tmp_path, "model") == (
-        f"model: made from data {data[:12]}, tuning None; stale: data changed since."
+        f"model: made from data {data[:12]}, export/1 None; stale: data changed since."
     )
     lineage.record(tmp_path, "model", "03_train", {})
     assert lineage.describe(tmp_path, "model") == "model: made from nothing; current."
-    assert lineage.describe(tmp_path, "tuning") == (
-        "tuning: no lineage record, so what it was made from cannot be checked."
+    assert lineage.describe(tmp_path, "export/1") == (
+        "export/1: no lineage record, so what it was made from cannot be checked."
     )
 
 
 def test_a_steps_summary_lists_what_it_read_and_wrote(tmp_path: Path) -> None:
     _data(tmp_path)
     (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
-    assert lineage.summary(tmp_path, ["data", "tuning"], ["model"]) == {
-        "reads": {"data": lineage.fingerprint(tmp_path, "data"), "tuning": None},
+    assert lineage.summary(tmp_path, ["data", "export/1"], ["model"]) == {
+        "reads": {"data": lineage.fingerprint(tmp_path, "data"), "export/1": None},
         "writes": {"model": lineage.fingerprint(tmp_path, "model")},
     }
 
@@ -278,12 +258,12 @@ def test_asking_about_lineage_never_makes_the_run_folder(tmp_path: Path) -> None
 
 def test_describe_names_every_changed_input(tmp_path: Path) -> None:
     _data(tmp_path)
-    tuned = tmp_path / artifacts.TUNED_FILE
-    tuned.parent.mkdir(parents=True)
-    tuned.write_text("{}", encoding="utf-8")
-    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
-    inputs = {name: lineage.fingerprint(tmp_path, name) for name in ("data", "tuning")}
-    lineage.record(tmp_path, "model", "03_train", inputs)
-    tuned.write_text('{"width": 8}', encoding="utf-8")
+    model = tmp_path / artifacts.MODEL_FILE
+    model.write_bytes(b"model")
+    (tmp_path / "export" / "1").mkdir(parents=True)
+    (tmp_path / "export" / "1" / "saved_model.pb").write_bytes(b"graph")
+    inputs = {name: lineage.fingerprint(tmp_path, name) for name in ("data", "model")}
+    lineage.record(tmp_path, "export/1", "04_export", inputs)
+    model.write_bytes(b"another model")
     (tmp_path / "data" / "validation-00000-of-00001.tfrecord").write_bytes(b"another")
-    assert lineage.describe(tmp_path, "model").endswith("; stale: data, tuning changed since.")
+    assert lineage.describe(tmp_path, "export/1").endswith("; stale: data, model changed since.")

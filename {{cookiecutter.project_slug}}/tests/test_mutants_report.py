@@ -130,16 +130,18 @@ METRICS = {
         "backends": [
             {"name": "onnx", "precision": "fp32", "status": "ran", "p50_ms": 0.04, "p99_ms": 0.05},
             {"name": "onnx", "precision": "fp16", "status": "skipped", "reason": "no GPU."},
-            {"name": "other", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
+            {"name": "engine", "precision": "fp16", "status": "skipped", "reason": "no GPU"},
             {"name": "onnx", "precision": "int8", "status": "skipped", "reason": "no GPU."},
-            {"name": "spare", "precision": "fp32", "status": "failed"},
+            {"name": "graph", "precision": "fp32", "status": "failed"},
         ],
     },
 }
 NOTEBOOKS = {
     "00_environment": "environment",
-    "01_data": "data",{% if cookiecutter.include_tuning %}
-    "02_tune": "tune",{% endif %}
+    "01_data": "data",
+{%- if cookiecutter.include_tuning %}
+    "02_tune": "tune",
+{%- endif %}
     "03_train": "train",
     "04_export": "export",
     "05_optimize": "optimize",
@@ -170,9 +172,8 @@ def test_the_headline_says_each_steps_result_in_one_line(tmp_path: Path) -> None
         "- **04_export**: SavedModel version 2, parity **ok**: top-1 agreement 99.7%, largest "
         "difference 0.0012 over 359 images.",
         "- **05_optimize**: best backend **onnx (int8)**, 23.3× the SavedModel at batch 1.",
-        "- **Skipped**: onnx (fp16, int8): no GPU; other (fp16): no GPU; spare (fp32): failed.",
-        f"- **Total**: {1.25 * len(NOTEBOOKS):.1f} s over {len(NOTEBOOKS)} notebook(s), "
-        "status **ok**.",
+        "- **Skipped**: onnx (fp16, int8): no GPU; engine (fp16): no GPU; graph (fp32): failed.",
+        "- **Total**: {{ "7.5 s over 6" if cookiecutter.include_tuning else "6.2 s over 5" }} notebook(s), status **ok**.",
     ]
 
 
@@ -220,7 +221,7 @@ def test_a_metrics_file_lacking_keys_costs_a_pointer_not_the_report(tmp_path: Pa
         {"name": "01_data", "status": "ok"},
         {"name": "03_train", "status": "ok", "seconds": None},
         {"name": "06_extra", "status": "ok", "seconds": 2.0},
-        {"name": "04_export", "status": "not run"},
+        {"name": "02_other", "status": "not run"},
     ]
     lines = headline(run_dir, record)
     assert lines[:2] == [
@@ -229,7 +230,7 @@ def test_a_metrics_file_lacking_keys_costs_a_pointer_not_the_report(tmp_path: Pa
     ]
     assert lines[2].startswith("- **06_extra**: ") and "no metrics" in lines[2]
     assert lines[3:] == [
-        "- **04_export**: not run: no metrics written by this run.",
+        "- **02_other**: not run: no metrics written by this run.",
         "- **Total**: 2.0 s over 4 notebook(s), status **ok**.",
     ]
     assert step_of("03_train") == "train" and step_of("06_extra") == "06_extra"
@@ -291,9 +292,9 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
         ("savedmodel", "p50 1.000 ms, p99 2.500 ms at batch 1"),
         ("onnx (fp32)", "p50 0.040 ms, p99 0.050 ms at batch 1"),
         ("onnx (fp16)", "skipped: no GPU."),
-        ("other (fp16)", "skipped: no GPU"),
+        ("engine (fp16)", "skipped: no GPU"),
         ("onnx (int8)", "skipped: no GPU."),
-        ("spare (fp32)", "skipped: "),
+        ("graph (fp32)", "failed: "),
     ]
 
 
@@ -350,7 +351,7 @@ def test_read_gives_a_metrics_dict_or_none(tmp_path: Path) -> None:
 def test_a_record_without_notebooks_and_metrics_without_backends(tmp_path: Path) -> None:
     run_dir, record = _all_ok(tmp_path, {"optimize": {"best_backend": "onnx (fp32)"}})
     assert headline(run_dir, {"status": "ok"}) == [
-        "- **Total**: 0.0 s over 0 notebook(s), status **ok**."
+        "- **Total**: no times recorded (run by hand) for 0 notebook(s), status **ok**."
     ]
     record["notebooks"] = [{"name": "05_optimize", "status": "ok", "seconds": 1.0}]
     assert headline(run_dir, record) == [
@@ -366,12 +367,15 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
             # A timing below 1 GFLOP/s still beats a device without one.
             "matmul": [{"device": "CPU:0", "gflops": None}, {"device": "CPU:1", "gflops": 0.6}],
         },
+{%- if cookiecutter.include_tuning %}
+        "tune": {k: v for k, v in METRICS["tune"].items() if k != "objective"},
+{%- endif %}
         "optimize": {
             "best_backend": None,
             "best_vs_savedmodel_batch1": 3.0,
             "backends": [
                 {
-                    "name": "spare",
+                    "name": "graph",
                     "precision": "fp16",
                     "status": "skipped",
                     "reason": "not on OS X.",
@@ -381,11 +385,14 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
     }
     run_dir, record = _all_ok(tmp_path, metrics)
     record["notebooks"] = [e for e in record["notebooks"] if NOTEBOOKS[e["name"]] in metrics]
-    assert headline(run_dir, record)[:3] == [
-        "- **00_environment**: no GPU, ran on the CPU; matmul 1 GFLOP/s on CPU:1; "
+    assert headline(run_dir, record)[:{{ 4 if cookiecutter.include_tuning else 3 }}] == [
+        "- **00_environment**: no GPU, ran on the CPU; matmul 7 GFLOP/s on CPU:1; "
         "precision policy float32.",
+{%- if cookiecutter.include_tuning %}
+        "- **02_tune**: best score 0.7772 of 2 trial(s) (random search).",
+{%- endif %}
         "- **05_optimize**: no backend ran on this machine (see Skipped).",
-        "- **Skipped**: spare (fp16): not on OS X.",
+        "- **Skipped**: graph (fp16): not on OS X.",
     ]
 
 
@@ -393,15 +400,6 @@ def test_key_numbers_edge_cases() -> None:
     data = {k: v for k, v in METRICS["data"].items() if k != "speedup_basis"}
     assert dict(key_numbers("data", data))["speed-up"] == "26.9× ()"
 {%- if cookiecutter.include_tuning %}
-
-
-def test_the_tuning_sentence_and_numbers_without_an_objective(tmp_path: Path) -> None:
-    tune = {k: v for k, v in METRICS["tune"].items() if k != "objective"}
-    run_dir, record = _all_ok(tmp_path, {"tune": tune})
-    record["notebooks"] = [{"name": "02_tune", "status": "ok", "seconds": 1.0}]
-    assert headline(run_dir, record)[0] == (
-        "- **02_tune**: best score 0.7772 of 2 trial(s) (random search)."
-    )
     tune = {**METRICS["tune"], "best_hparams": {"lr": 0.123456, "act": "relu", "width": 64}}
     del tune["objective"]
     assert key_numbers("tune", tune) == [

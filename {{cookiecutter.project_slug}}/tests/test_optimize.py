@@ -249,13 +249,14 @@ def test_conversion_that_breaks_is_failed_with_its_error(
     assert entry(result, "onnx")["reason"] == "onnx failed: the converter ran out of disk"
 
 
-def test_backend_modules_missing_from_the_package_are_left_out(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A backend whose module the bake removed is not offered (and so refused by name)."""
-    monkeypatch.setitem(registry.BACKEND_MODULES, "openvino", "openvino_backend")
-    assert "openvino" not in registry.backend_table()
-    assert "onnx" in registry.backend_table()
+def test_backend_modules_missing_from_the_package_are_left_out() -> None:
+    """The table holds the backend modules present, named by their functions: a module the bake
+    removed is not offered (and so refused by name), and the step's own modules are no backend."""
+    assert "openvino" not in registry.backend_table(["onnx_backend", "openvino_backend"])
+    assert list(registry.backend_table(["onnx_backend", "openvino_backend"])) == ["onnx"]
+    modules = registry.backend_modules()
+    assert "onnx_backend" in modules and not set(modules) & registry.CORE_MODULES
+    assert list(registry.backend_table())[0] == "onnx" and "onnx" in registry.BACKENDS
 
 
 @pytest.mark.parametrize(

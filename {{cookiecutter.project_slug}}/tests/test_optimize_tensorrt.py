@@ -38,7 +38,7 @@ needs_ort = pytest.mark.skipif(
 )
 
 
-def test_each_batch_size_gets_a_profile_tuned_for_it() -> None:
+def test_each_batch_size_gets_a_profile_built_for_it() -> None:
     """One profile per batch size timed (and parity's 256), each with opt at its own batch."""
     shape = (8, 8, 1)
     profiles = batch_profiles(optimize.Job(Path("."), "fp32", (1, 32)), shape)
@@ -59,7 +59,7 @@ def test_each_batch_size_gets_a_profile_tuned_for_it() -> None:
 def test_the_engine_runs_each_batch_on_its_own_profile(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """predict switches the runner to the profile tuned for the batch before inferring."""
+    """predict switches the runner to the profile built for the batch before inferring."""
     switched: list[int] = []
 
     class Runner:
@@ -266,7 +266,7 @@ def test_tensorrt_provider_loads_with_its_engine_cache_folder(
         assert Path(session.providers[0][1]["trt_engine_cache_path"]).is_dir()
 
 
-def test_onnx_runtime_times_each_batch_on_a_profile_tuned_for_it(
+def test_onnx_runtime_times_each_batch_on_a_profile_built_for_it(
     recorded_sessions: list[RecordingSession], tmp_path: Path
 ) -> None:
     """One session per batch size, each with an explicit TensorRT profile whose opt is that batch
@@ -351,7 +351,8 @@ def test_tf_trt_skips_without_a_tensorrt_build(precision: str) -> None:
 
 def test_both_tensorrt_backends_are_offered() -> None:
     """Baked with TensorRT, the package has both modules, so both backends are offered."""
-    assert set(registry.BACKEND_MODULES) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
+    assert {"tensorrt_engine", "tf_trt"} <= set(registry.backend_modules())
+    assert set(registry.backend_table()) == set(optimize.BACKENDS) == {"onnx", "tensorrt", "tf_trt"}
     assert optimize.Params().backends == "onnx,tensorrt,tf_trt"  # the notebook's default
 
 

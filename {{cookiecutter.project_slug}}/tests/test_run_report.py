@@ -147,6 +147,50 @@ def test_report_survives_a_failed_step_and_says_which(tmp_path: Path) -> None:
     assert "loss became NaN" in html
 
 
+def test_a_corrupt_metrics_file_is_said_corrupt_not_missing(tmp_path: Path) -> None:
+    """A step that ran ok but whose metrics file is cut short is named as unreadable, with the
+    notebook to re-run, not as "no metrics written by this run"."""
+    run_dir, record = _run_folder(tmp_path)
+    (run_dir / "metrics" / "train.json").write_text('{"val_accuracy": 0.9', encoding="utf-8")
+    (line,) = [line for line in headline(run_dir, record) if line.startswith("- **03_train**")]
+    assert "no metrics written" not in line
+    said = "- **03_train**: ok, but its metrics file cannot be read (JSONDecodeError"
+    assert line.startswith(said)
+    assert line.endswith("re-run 03_train to write it again.")
+
+
+def test_a_full_disk_keeps_the_earlier_report_html_whole(tmp_path: Path, monkeypatch) -> None:
+    """report.html is written to a temporary name and renamed: a write that fails half-way (a
+    full disk) leaves the earlier complete report in place and no temporary file behind."""
+    run_dir, record = _run_folder(tmp_path)
+    write_report(run_dir, record)
+    earlier = write_html(run_dir, record).read_text()
+    real_fdopen = os.fdopen
+
+    class DiskFull:
+        """The temporary file's handle: writes half the page, then the disk is full."""
+
+        def __init__(self, handle) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> DiskFull:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, text: str) -> int:
+            self.handle.write(text[: len(text) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: DiskFull(real_fdopen(fd, *a, **k)))
+    with pytest.raises(OSError, match="No space left"):
+        write_html(run_dir, record)
+    monkeypatch.undo()
+    assert (run_dir / "report.html").read_text() == earlier
+    assert sorted(p.name for p in run_dir.glob(".report.html*")) == []
+
+
 def test_figures_are_embedded_in_the_report_and_inlined_in_the_html(tmp_path: Path) -> None:
     run_dir, record = _run_folder(tmp_path)
     _figure(run_dir / "figures" / "train_curves.png")

@@ -16,7 +16,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import yaml
 from google.protobuf import text_format
 from helpers import free_port
 from tensorflow_serving.config import model_server_config_pb2
@@ -26,10 +25,6 @@ from {{ cookiecutter.package_name }}.cli import main
 from {{ cookiecutter.package_name }}.serve import bench, config, protos
 
 PACKAGE = "{{ cookiecutter.package_name }}"
-COMPOSE = Path(__file__).resolve().parents[1] / "docker" / "compose.serving.yml"
-needs_compose = pytest.mark.skipif(
-    not COMPOSE.is_file(), reason="Docker was declined: there is no compose.serving.yml."
-)
 CURVE = {"1": 1000.0, "8": 7000.0, "32": 30000.0, "64": 31000.0}  # images/s per batch size
 
 
@@ -121,7 +116,8 @@ def test_serving_refused_config_leaves_the_old_file_in_place(tmp_path):
     with pytest.raises(serve.ConfigError, match="does not serve"):
         config.write_config(path, bad, "bad")
     assert path.read_text(encoding="utf-8") == before
-    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
+    hidden = [p.name for p in path.parent.iterdir() if p.name.startswith(".")]
+    assert hidden == [".versions.lock"]  # the lock `serve` takes, and no temporary file
 
 
 def test_serving_batching_is_sized_from_the_throughput_curve(tmp_path):
@@ -136,70 +132,6 @@ def test_serving_batching_is_sized_from_the_throughput_curve(tmp_path):
     serve.resize_batching(tmp_path, {"baselines": [{"name": "savedmodel", "throughput": CURVE}]})
     read = config.read_config(tmp_path / "serving" / "batching.config")
     assert (read["max_batch_size"], read["allowed_batch_sizes"]) == (32, [1, 8, 32])
-
-
-def compose_errors(document: dict) -> list[str]:
-    """Where `document` breaks the compose-spec schema that check-jsonschema vendors."""
-    from importlib.resources import files
-
-    import jsonschema
-
-    vendored = files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
-    schema = json.loads(vendored.read_text(encoding="utf-8"))
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    return [error.message for error in validator.iter_errors(document)]
-
-
-@needs_compose
-def test_serving_compose_passes_the_compose_schema_and_a_broken_one_fails():
-    """compose.serving.yml is valid under the compose-spec schema; the same file with a
-    misspelt key is not (so the check can fail)."""
-    pytest.importorskip("check_jsonschema", reason="check-jsonschema (dev extra) is missing.")
-    document = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
-    assert compose_errors(document) == []
-    document["services"]["serving"]["volume"] = document["services"]["serving"].pop("volumes")
-    assert any("volume" in error for error in compose_errors(document))
-
-
-@needs_compose
-def test_serving_compose_passes_the_written_configs_and_loopback_ports():
-    """TF Serving gets models.config with a poll interval, batching on with batching.config,
-    and monitoring.config, all from the run's serving/ folder, mounted whole (a rename on the
-    host is seen); export/ is mounted where models.config's base_path points; loopback ports."""
-    service = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["serving"]
-    flags = dict(arg.removeprefix("--").split("=", 1) for arg in service["command"])
-    mounts = {volume["target"]: volume for volume in service["volumes"]}
-    assert flags["enable_batching"] == "true"
-    assert int(flags["model_config_file_poll_wait_seconds"]) > 0
-    for flag, name in (
-        ("model_config_file", "models.config"),
-        ("batching_parameters_file", "batching.config"),
-        ("monitoring_config_file", "monitoring.config"),
-    ):
-        folder, file_name = flags[flag].rsplit("/", 1)
-        assert file_name == name and mounts[folder]["source"].endswith("/serving"), flag
-    assert all(volume["read_only"] for volume in service["volumes"])
-    assert mounts[f"{config.MODELS_ROOT}/{PACKAGE}"]["source"].endswith("/export")
-    assert {port.split(":")[0] for port in service["ports"]} == {"127.0.0.1"}
-
-
-@needs_compose
-def test_the_gpu_serving_service_leaves_gpu_memory_to_others():
-    """serving-gpu (profile gpu) is the same server in the -gpu image, given the GPUs, growing
-    its memory on demand up to a fraction of each GPU instead of reserving nearly all of it."""
-    services = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
-    cpu, gpu = services["serving"], services["serving-gpu"]
-    assert gpu["profiles"] == ["gpu"] and "profiles" not in cpu  # `up` alone starts the CPU one
-    assert gpu["image"] == cpu["image"] + "-gpu"
-    flags = dict(arg.removeprefix("--").split("=", 1) for arg in gpu["command"])
-    fraction = flags.pop("per_process_gpu_memory_fraction")
-    assert fraction == "${SERVING_GPU_MEMORY_FRACTION:-0.3}"
-    assert 0 < float(fraction.split(":-")[1].rstrip("}")) < 1
-    assert gpu["command"][:-1] == cpu["command"]
-    assert gpu["environment"]["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
-    assert (gpu["ports"], gpu["volumes"]) == (cpu["ports"], cpu["volumes"])
-    (device,) = gpu["deploy"]["resources"]["reservations"]["devices"]
-    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
 
 
 # ----------------------------------------------------------------------------- versions, labels
@@ -250,6 +182,58 @@ def test_serve_refuses_a_missing_version_or_one_that_failed_parity(tmp_path):
     with pytest.raises(serve.ServeError, match="did not pass parity"):
         serve.promote(tmp_path, 2)
     assert (tmp_path / "serving" / "models.config").read_text(encoding="utf-8") == before
+
+
+def test_label_changes_at_the_same_moment_take_turns(tmp_path, monkeypatch):
+    """`serve canary 3` and `serve rollback` at once: each reads, changes and writes versions.json
+    under the lock, so both changes land (stable 1, canary 3) and models.config agrees, however
+    slowly each reads the state."""
+    for version in (1, 2, 3):
+        fake_export(tmp_path, version)
+    serve.promote(tmp_path, 2)  # loads 2 first; the same command again moves the label
+    serve.promote(tmp_path, 2)  # stable 2, with 1 kept for rollback
+    real_load = serve.versions.load_state
+
+    def slow_load(folder):
+        state = real_load(folder)
+        time.sleep(0.3)  # both commands hold what they read while the other one reads
+        return state
+
+    monkeypatch.setattr(serve.versions, "load_state", slow_load)
+    said: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: said.append(serve.canary(tmp_path, 3))),
+        threading.Thread(target=lambda: said.append(serve.rollback(tmp_path))),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(said) == 2, said
+    state = json.loads((tmp_path / "serving" / "versions.json").read_text())
+    assert (state["stable"], state["canary"], state["history"]) == (1, 3, [])
+    assert models(tmp_path)["labels"] == {"stable": 1, "canary": 3}
+
+
+def test_export_refuses_to_replace_a_served_version_without_replace_served(tmp_path, monkeypatch):
+    """export's defaults (version 1, overwrite) do not replace the stable or canary version, so a
+    later rollback cannot "restore" a new model; replace_served=True does, a new version is free."""
+    from {{ cookiecutter.package_name }}.export import params as export_params
+
+    monkeypatch.setattr(export_params, "check_trained_model", lambda *args, **kwargs: None)
+    for version in (1, 2):
+        fake_export(tmp_path, version)
+    serve.canary(tmp_path, 2)
+    with pytest.raises(export_params.ExportError) as refused:
+        export_params.check(tmp_path, export_params.Params())
+    assert str(refused.value) == (
+        f"{tmp_path / 'export' / '1'} is the stable version in {tmp_path / 'serving'}/versions."
+        "json: export another version (e.g. version=3), or pass replace_served=True to replace it."
+    )
+    with pytest.raises(export_params.ExportError, match="is the canary version"):
+        export_params.check(tmp_path, export_params.Params(version=2))
+    export_params.check(tmp_path, export_params.Params(version=1, replace_served=True))
+    export_params.check(tmp_path, export_params.Params(version=3))
 
 
 def test_serve_cli_promote_then_rollback_refuses_in_one_sentence(tmp_path, capsys):
@@ -419,10 +403,16 @@ def test_serve_bench_cli_writes_metrics_serve_json(fake_server, tmp_path, capsys
 
 
 def test_serve_bench_cli_says_so_when_nothing_answers(tmp_path, capsys):
-    """With no server on the port, every request is an error, and the CLI says so and exits 1."""
+    """With no server on the port, every request is an error: the CLI says so and exits 1, and
+    writes the attempt to metrics/serve.failed.json, keeping the last good metrics/serve.json."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "meta.json").write_text(json.dumps({"image_shape": [8, 8, 1]}))
+    good = tmp_path / "metrics" / "serve.json"
+    good.parent.mkdir()
+    good.write_text('{"ok": 20, "qps": 512.0}\n')
     argv = ["serve-bench", "--run-dir", str(tmp_path), "--port", str(free_port())]
     assert main([*argv, "--requests", "5"]) == 1
-    assert "no request succeeded" in capsys.readouterr().err
-    assert json.loads((tmp_path / "metrics" / "serve.json").read_text())["errors"] == 5
+    err = capsys.readouterr().err
+    assert "no request succeeded" in err and f"{good} keeps the last good result" in err
+    assert good.read_text() == '{"ok": 20, "qps": 512.0}\n'
+    assert json.loads((tmp_path / "metrics" / "serve.failed.json").read_text())["errors"] == 5

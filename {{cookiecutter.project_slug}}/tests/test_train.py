@@ -1,5 +1,5 @@
 """Training: parameters, precision, strategies from one CPU to two processes, crash and resume,
-and the lineage that keeps a run folder from resuming or tuning on data it was not made from.
+and the lineage that keeps a run folder from resuming on data it was not made from.
 
 Runs that need logical CPUs or TF_CONFIG start the `train` command in fresh processes (TensorFlow
 fixes its devices when it initializes); they hide GPUs, so the CPU equivalents of the GPU paths
@@ -26,17 +26,15 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import cli, data, env, lineage, train
-from {{ cookiecutter.package_name }}.artifacts import TUNED_FILE, MissingInputError
+from {{ cookiecutter.package_name }}.artifacts import MissingInputError
 from {{ cookiecutter.package_name }}.train import (
     PRECISIONS,
     STRATEGIES,
     Params,
     TrainError,
     check_values,
-    describe_sources,
     read_tf_config,
     resolve_jit,
-    resolve_params,
     resolve_precision,
     resolve_strategy,
 )
@@ -124,6 +122,7 @@ def validation_count(run: Path) -> int:
         ({"precision": "fp16"}, "precision='fp16'"),
         ({"jit_compile": "maybe"}, "jit_compile='maybe'"),
         ({"epochs": 0}, "epochs=0"),
+        ({"epochs": 999999999999}, "epochs=999999999999 is not allowed: use a whole number from"),
         ({"batch_size": -5}, "batch_size=-5"),
         ({"learning_rate": 0}, "learning_rate=0"),
         ({"learning_rate": -0.1}, "learning_rate=-0.1"),
@@ -507,10 +506,10 @@ def test_sigkill_mid_training_then_rerun_resumes_and_completes(run_dir: Path) ->
     assert (run_dir / "model.keras").is_file()
 
 
-def test_without_tuning_every_value_not_given_is_a_default(trained: tuple[Path, dict]) -> None:
-    """Without a tuning file every value is a default in train.json: small_cnn at 0.001."""
+def test_every_value_not_given_is_a_default(trained: tuple[Path, dict]) -> None:
+    """With nothing else offering values, every value is a default in train.json: small_cnn at
+    0.001."""
     run, metrics = trained
-    assert not (run / "tuning").exists() and metrics["tuning"] is None
     assert metrics["parameter_sources"] == dict.fromkeys(metrics["parameters"], "default")
     assert metrics["parameters"]["model"] == "small_cnn"
     assert metrics["parameters"]["learning_rate"] == 1e-3
@@ -525,10 +524,8 @@ def test_the_model_is_recorded_as_made_from_the_current_data(trained: tuple[Path
     data_fp = lineage.fingerprint(run, "data")
     assert data_fp is not None
     assert lineage.made_from(run, "model") == {"data": data_fp}
-    assert metrics["lineage"] == {
-        "reads": {"data": data_fp, "tuning": None},
-        "writes": {"model": lineage.fingerprint(run, "model")},
-    }
+    assert metrics["lineage"]["reads"]["data"] == data_fp
+    assert metrics["lineage"]["writes"] == {"model": lineage.fingerprint(run, "model")}
     assert metrics["restarted_because"] is None
 
 
@@ -570,28 +567,6 @@ def test_checkpoints_without_a_data_fingerprint_resume_as_before(
     saved_path.write_text(json.dumps(saved), encoding="utf-8")
     metrics = train_here(run, epochs=6)
     assert metrics["initial_epoch"] == 5 and metrics["restarted_because"] is None
-
-
-def test_tuning_made_on_other_data_is_ignored_saying_so(run_dir: Path) -> None:
-    """Tuning made on data that 01_data has replaced since: none of its values is used."""
-    path = run_dir / TUNED_FILE
-    path.parent.mkdir(parents=True)
-    hparams = {"model": "small_cnn", "learning_rate": 0.01, "width": 16}
-    found = {"hparams": hparams, "objective": "val_accuracy", "score": 0.9, "trial": "03"}
-    path.write_text(json.dumps(found), encoding="utf-8")
-    lineage.record(run_dir, "tuning", "tune", {"data": lineage.fingerprint(run_dir, "data")})
-    resolved, sources = resolve_params(run_dir, Params())
-    assert resolved.params.width == 16 and sources["width"] == "tuned"  # same data: used
-
-    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
-    resolved, sources = resolve_params(run_dir, Params())
-    assert resolved.params.width is None and resolved.params.learning_rate == 1e-3
-    assert set(sources.values()) == {"default"}
-    sentence = describe_sources(resolved)
-    assert (
-        f"{TUNED_FILE} was tuned on other data (01_data re-ran since): none of its values is used"
-    ) in sentence
-    assert_one_sentence(sentence)
 
 
 # --- damaged checkpoints: one sentence naming the folder to delete --------------------------

@@ -17,11 +17,21 @@ pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a proje
 
 from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
 from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
+    LINEAGE_FILE,
     METRICS_DIR,
-    TUNED_FILE,
+    MODEL_FILE,
     MissingInputError,
+    StaleInputError,
+    write_json,
 )
-from {{ cookiecutter.package_name }}.train import TrainError, resolve_params, train  # noqa: E402
+from {{ cookiecutter.package_name }}.parts.tune import TUNED_FILE  # noqa: E402
+from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
+from {{ cookiecutter.package_name }}.train import (  # noqa: E402
+    TrainError,
+    describe_sources,
+    resolve_params,
+    train,
+)
 
 TRIALS = 2
 
@@ -218,3 +228,107 @@ def test_a_run_folder_without_data_names_the_data_step(tmp_path: Path) -> None:
         tune.search(tmp_path / "empty")
     assert "01_data" in str(error.value)
     assert_one_sentence(str(error.value))
+
+
+def test_tuning_made_on_other_data_is_ignored_saying_so(tmp_path: Path, digits: Path) -> None:
+    """Tuning made on data that 01_data has replaced since: none of its values is used."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(digits, run_dir)
+    path = run_dir / TUNED_FILE
+    path.parent.mkdir(parents=True)
+    hparams = {"model": "small_cnn", "learning_rate": 0.01, "width": 16}
+    found = {"hparams": hparams, "objective": "val_accuracy", "score": 0.9, "trial": "03"}
+    path.write_text(json.dumps(found), encoding="utf-8")
+    lineage.record(run_dir, "tuning", "tune", {"data": lineage.fingerprint(run_dir, "data")})
+    resolved, sources = resolve_params(run_dir, TrainParams())
+    assert resolved.params.width == 16 and sources["width"] == "tuned"  # same data: used
+
+    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
+    resolved, sources = resolve_params(run_dir, TrainParams())
+    assert resolved.params.width is None and resolved.params.learning_rate == 1e-3
+    assert set(sources.values()) == {"default"}
+    sentence = describe_sources(resolved)
+    assert (
+        f"{TUNED_FILE} was tuned on other data (01_data re-ran since): none of its values is used"
+    ) in sentence
+    assert_one_sentence(sentence)
+
+
+# --- its figure: the score of every trial ------------------------------------------------------
+
+TUNE = {
+    "algorithm": "random",
+    "objective": "val_accuracy",
+    "epochs": 2,
+    "best_trial": 2,
+    "best_score": 0.9611,
+    "trials": [
+        {
+            "trial": 1,
+            "status": "COMPLETED",
+            "score": 0.8417,
+            "hparams": {"learning_rate": 0.000312, "width": 16, "dropout": 0.1},
+        },
+        {
+            "trial": 2,
+            "status": "COMPLETED",
+            "score": 0.9611,
+            "hparams": {"learning_rate": 0.00271, "width": 32, "dropout": 0.25},
+        },
+        {
+            "trial": 3,
+            "status": "FAILED",
+            "score": None,
+            "hparams": {"learning_rate": 0.0101, "width": 48, "dropout": 0.4},
+        },
+    ],
+}
+
+
+def test_the_trials_figure_is_a_png_and_nothing_to_draw_is_no_file(tmp_path: Path) -> None:
+    """figures/tune_trials.png: a PNG with a bar per trial; no trials, no file and no error."""
+    from {{ cookiecutter.package_name }} import figures
+    from {{ cookiecutter.package_name }}.tune.figure import plot_trials
+
+    drawers = {"tune_trials": lambda _, metrics, path: plot_trials(metrics, path)}
+    assert figures.save(tmp_path, "tune", TUNE, say=pytest.fail, drawers=drawers) == [
+        "figures/tune_trials.png"
+    ]
+    assert (tmp_path / "figures" / "tune_trials.png").read_bytes()[:4] == b"\x89PNG"
+    empty = tmp_path / "empty"
+    assert figures.save(empty, "tune", {"trials": []}, say=pytest.fail, drawers=drawers) == []
+    assert not (empty / "figures" / "tune_trials.png").exists()
+
+
+# Moved from test_mutants_lineage.py (mutate.py's lineage group): the tuning artifact's lineage.
+
+
+def test_changing_the_tuned_values_changes_their_fingerprint(tmp_path: Path) -> None:
+    path = tmp_path / TUNED_FILE
+    path.parent.mkdir(parents=True)
+    assert lineage.fingerprint(tmp_path, "tuning") is None  # missing: no fingerprint
+    path.write_text('{"width": 32}', encoding="utf-8")
+    before = lineage.fingerprint(tmp_path, "tuning")
+    path.write_text('{"width": 64}', encoding="utf-8")
+    assert lineage.fingerprint(tmp_path, "tuning") not in (before, None)
+
+
+def test_a_model_made_from_replaced_tuning_is_stale_naming_the_tune_step(tmp_path: Path) -> None:
+    (tmp_path / MODEL_FILE).write_bytes(b"model")
+    ledger = {
+        "model": {
+            "fingerprint": lineage.fingerprint(tmp_path, "model"),
+            "step": "hand",
+            "inputs": {"tuning": "old"},
+        }
+    }
+    write_json(tmp_path / LINEAGE_FILE, ledger)
+    (tmp_path / TUNED_FILE).parent.mkdir(parents=True)
+    (tmp_path / TUNED_FILE).write_text("{}", encoding="utf-8")
+    with pytest.raises(StaleInputError, match="tuning that was replaced by 02_tune since"):
+        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+
+
+def test_the_unknown_artifact_sentence_names_tuning_among_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="use data, tuning, model or export/<version>"):
+        lineage.fingerprint(tmp_path, "weights")

@@ -2,7 +2,8 @@
 
 Notebooks, the runner, the CLI and the steps share these names and helpers, so every step finds its
 inputs in the same place and a missing input stops with one sentence naming the step to run first.
-Nothing else in the package spells a run-folder file name.
+Nothing else in the package spells a run-folder file name, but an optional part's module in
+parts/, which spells its own.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-STEPS = ("environment", "data", "tune", "train", "export", "optimize")
+from . import parts
+
+# The steps in chain order, by notebook number; an optional part's step (parts/) in its place.
+_CORE_STEPS = {"00": "environment", "01": "data", "03": "train", "04": "export", "05": "optimize"}
+_PART_STEPS = {step[1][:2]: step[0] for step in parts.collect("STEP")}
+STEPS = tuple(name for _, name in sorted({**_CORE_STEPS, **_PART_STEPS}.items()))
 
 # --- the run folder's names -------------------------------------------------------------------
 DATA_DIR = "data"  # 01: TFRecord shards and META_FILE
 META_FILE = "data/meta.json"  # 01: classes, shapes, counts, the shard list
-TUNING_DIR = "tuning"  # 02: keras-tuner's state (tuning/tuner/) and TUNED_FILE
-TUNED_FILE = "tuning/best_hparams.json"  # 02: the best values, which 03 takes
 CHECKPOINT_DIR = "checkpoints"  # 03: checkpoints, their params.json and history.json
 LOGS_DIR = "logs"  # 03: TensorBoard logs
 SET_ASIDE = "{name}.other-data-{stamp}"  # 03: checkpoints/ and logs/ made on replaced data
@@ -27,14 +31,8 @@ MODEL_FILE = "model.keras"  # 03: the trained model
 BATCH_FINDER = "batch_finder"  # 03 with batch_size=auto: metrics/ and figures/ <name>.json/.png
 LR_FINDER = "lr_finder"  # 03 with learning_rate=auto: metrics/ and figures/ <name>.json/.png
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
-SERVING_DIR = "serving"  # 04 and `serve`: TF Serving's models, batching and monitoring configs
-SERVING_STATE = "serving/versions.json"  # 04 and `serve`: parity per version, labels, history
-SERVING_MODELS = "serving/models.config"  # --model_config_file: versions and their labels
-SERVING_BATCHING = "serving/batching.config"  # --batching_parameters_file: sized by 05 once run
-SERVING_MONITORING = "serving/monitoring.config"  # --monitoring_config_file: Prometheus endpoint
-OPTIMIZED_DIR = "optimized"  # 05: ONNX files, TensorRT engines
+OPTIMIZED_DIR = "optimized"  # 05: ONNX files, and each other backend's own
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json
-SERVE_METRICS = "metrics/serve.json"  # `serve-bench`: QPS, latency percentiles, errors, labels
 GPU_BENCH_METRICS = "metrics/gpu_bench.json"  # `gpu-bench`: the seed's GPU claims, measured
 FIGURES_DIR = "figures"  # every step: its figures
 NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
@@ -48,10 +46,10 @@ REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks
 FIGURES = {
     "environment": ("environment_matmul",),  # GFLOP/s per device
     "data": ("data_throughput", "data_classes", "data_samples"),
-    "tune": ("tune_trials",),  # the score of every trial
     "train": ("train_curves", BATCH_FINDER, LR_FINDER),
     "export": ("export_confusion", "export_misclassified"),
     "optimize": ("optimize_latency", "optimize_throughput"),
+    **parts.merged("FIGURES"),  # an optional part's own
 }
 
 

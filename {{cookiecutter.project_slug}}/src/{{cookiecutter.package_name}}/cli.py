@@ -4,11 +4,11 @@
     <package> run --profile NAME [-p key=value | -p 03_train.key=value ...] [--plan]
                   [--run-dir DIR] [--only 00,01] [--verbose]
     <package> report --run-dir DIR [--headline]
-    <package> environment|data|tune|train|export|optimize --run-dir DIR [-p key=value ...] [--json]
-    <package> serve canary|promote|rollback|status --run-dir DIR [--version N]
-    <package> serve-bench --run-dir DIR [--protocol rest|grpc] [--label stable=9 --label canary=1]
+    <package> <step> --run-dir DIR [-p key=value ...] [--json]      (each step of the chain)
     <package> gpu-bench --run-dir DIR [--quick] [--model NAME] [--data synthetic|run]
     <package> --version
+
+and the commands of the optional parts this project holds (`<package> --help` lists them all).
 
 Exit codes: 0 success, 1 a notebook failed, 2 bad input (refused before any work started),
 130 interrupted (Ctrl-C).
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
+import importlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from . import __version__, quiet, steps
+from . import __version__, parts, quiet, steps
 from .artifacts import METRICS_DIR, StepError
 from .gpubench import command as gpubench_command
 
@@ -111,31 +111,15 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
     for step in steps.available():
         _step_parser(commands, step, full=step.name == chosen)
-    _serving_parsers(commands)
+    _part_parsers(commands)
     gpubench_command.add_parser(commands)
     return parser
 
 
-def _serving_parsers(commands: argparse._SubParsersAction) -> None:
-    """`serve …` and `serve-bench` from serve/, or one sentence where serving was declined."""
-    if importlib.util.find_spec(f"{__package__}.serve") is not None:
-        from .serve import commands as serving
-
-        serving.add_parsers(commands)
-        return
-    for name in ("serve", "serve-bench"):
-        sub = commands.add_parser(name, help="TF Serving (declined when this project was made)")
-        sub.add_argument("rest", nargs=argparse.REMAINDER)
-        sub.set_defaults(handler=_no_serving)
-
-
-def _no_serving(args: argparse.Namespace) -> int:
-    print(
-        f"{PROG}: {args.command} is not part of this project: TF Serving was declined when it was "
-        "generated (include_serving=no), so there is no serve module.",
-        file=sys.stderr,
-    )
-    return 2
+def _part_parsers(commands: argparse._SubParsersAction) -> None:
+    """The subcommands of the optional parts this project has (parts.*.COMMANDS)."""
+    for name in (module for modules in parts.collect("COMMANDS") for module in modules):
+        importlib.import_module(f".{name}", __package__).add_parsers(commands)
 
 
 def _step_parser(commands: argparse._SubParsersAction, step: steps.Step, full: bool) -> None:

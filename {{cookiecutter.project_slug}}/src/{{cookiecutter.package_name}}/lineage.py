@@ -11,11 +11,11 @@ when an input has changed since, naming the step to re-run. An artifact with no 
 hand, or by a version of the project without lineage) cannot be checked and is taken as it is;
 `describe` says so.
 
-Artifacts are named "data", "tuning", "model" and "export/<version>"; their fingerprints are
-sha256 hex digests:
+Artifacts are named "data", "model", "export/<version>" and those of the optional parts present
+(parts.*.ARTIFACTS); their fingerprints are sha256 hex digests:
 - data: meta.json's bytes and every shard's name and size (cheap for large data, and meta.json
   holds the request: source, seed, split fraction, counts);
-- tuning: best_hparams.json's bytes; model: model.keras's bytes;
+- model: model.keras's bytes; a part's artifact: its file's bytes;
 - export/<version>: every file of the SavedModel folder, by relative name and bytes.
 """
 
@@ -28,19 +28,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import parts
 from .artifacts import (
     EXPORT_DIR,
     LINEAGE_FILE,
     META_FILE,
     MODEL_FILE,
-    TUNED_FILE,
     StaleInputError,
     resolve_run_dir,
     write_json,
 )
 
 # Which step writes each artifact: the step a refusal tells the user to re-run.
-MADE_BY = {"data": "01_data", "tuning": "02_tune", "model": "03_train", "export": "04_export"}
+PART_FILES = {name: file for name, (file, _) in parts.merged("ARTIFACTS").items()}
+MADE_BY = {
+    "data": "01_data",
+    "model": "03_train",
+    "export": "04_export",
+    **{name: step for name, (_, step) in parts.merged("ARTIFACTS").items()},
+}
 _CHUNK = 1 << 20
 
 
@@ -50,13 +56,14 @@ def fingerprint(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
     kind, _, version = artifact.partition("/")
     if kind == "data":
         return _data_fingerprint(folder / META_FILE)
-    if kind == "tuning":
-        return _files_digest(folder / TUNED_FILE)
+    if kind in PART_FILES:
+        return _files_digest(folder / PART_FILES[kind])
     if kind == "model":
         return _files_digest(folder / MODEL_FILE)
     if kind == "export" and version:
         return _files_digest(folder / EXPORT_DIR / version)
-    raise ValueError(f"Unknown artifact {artifact!r}: use data, tuning, model or export/<version>.")
+    known = ", ".join(["data", *PART_FILES, "model"])
+    raise ValueError(f"Unknown artifact {artifact!r}: use {known} or export/<version>.")
 
 
 def record(

@@ -70,7 +70,7 @@ def build_model(
 
     `width` is the base number of filters of `small_cnn` (default 32) and `resnet_small` (default
     16), a multiple of 8; `dropout` the rate of the Dropout before their classifier (default 0.25
-    and 0: none). These two are the knobs the tuner (step 2) searches; None means the default.
+    and 0: none). These two are the knobs a hyper-parameter search varies; None: the default.
     `weights` is None (random, works offline) or "imagenet" for a keras.applications model
     (downloaded on first use into ~/.keras/models). The model follows the global dtype policy
     (keras.mixed_precision.set_dtype_policy), except for its float32 output.

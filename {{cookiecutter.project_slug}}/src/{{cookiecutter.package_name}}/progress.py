@@ -1,6 +1,6 @@
 """Progress from the steps, shaped for where it is read.
 
-A step reports long work (TFRecord shards, the pipeline benchmark, tuning trials, the finders,
+A step reports long work (TFRecord shards, the pipeline benchmark, search trials, the finders,
 training steps, the optimize benchmark) through `line()`, `track()` and `task()`. Every progress
 line starts with MARK, which is how the runner tells them from a notebook's other output and
 forwards them to its terminal or CI log while the notebook runs. A task draws a tqdm bar where a

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import warnings
 
+from . import parts
+
 PACKAGE = (__package__ or __name__).split(".")[0]
 VERBOSE_ENV = f"{PACKAGE.upper()}_VERBOSE"
 # TensorFlow C++ logging: 3 keeps FATAL only. 2 would still print `cuInit` failing (an ERROR) on
@@ -40,7 +42,8 @@ VERBOSE_ENV = f"{PACKAGE.upper()}_VERBOSE"
 QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 # TensorFlow's line when devices start on a machine without a GPU driver (levels 0-2 print it).
 NO_DRIVER_LINE = re.compile(r"failed call to cuInit")
-QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", "keras_tuner")
+PART_LOGGERS = tuple(name for names in parts.collect("LOGGERS") for name in names)
+QUIET_LOGGERS = ("tensorflow", "absl", "h5py", "tf2onnx", *PART_LOGGERS)
 # (category, module regex): warnings from libraries that a user of this project cannot act on.
 QUIET_WARNINGS = (
     (FutureWarning, r"keras\.src\.export\.tf2onnx_lib"),  # np.object probe in Keras' shim

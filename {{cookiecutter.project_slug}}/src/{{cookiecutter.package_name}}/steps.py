@@ -1,6 +1,6 @@
 """One contract for every step: `(run_dir, typed parameters) → metrics`, one entry for all.
 
-Each step module (env, data, tune, train, export, optimize) exposes three names:
+Each step module (env, data, train, export, optimize, and an optional part's) exposes three names:
 
     Params                                   a frozen dataclass: the notebook's parameters (all but
                                              run_dir), with the same names and defaults
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import parts
 from .artifacts import StepError
 
 
@@ -43,14 +44,26 @@ class Step:
     summary: str
 
 
-CHAIN = (
+CORE = (
     Step("environment", "00_environment", "env", (), "GPUs, drivers, XLA, precision, matmul"),
     Step("data", "01_data", "data", (), "source → sharded TFRecords → tf.data, benchmarked"),
-    Step("tune", "02_tune", "tune", ("data",), "keras-tuner search → tuning/best_hparams.json"),
-    Step("train", "03_train", "train", ("data", "tune"), "train with tf.distribute → model.keras"),
+    Step("train", "03_train", "train", ("data",), "train with tf.distribute → model.keras"),
     Step("export", "04_export", "export", ("data", "train"), "model.keras → export/<version>/"),
-    Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "ONNX/TensorRT"),
+    Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "backends, timed"),
 )
+
+
+def _chain() -> tuple[Step, ...]:
+    """CORE with the steps of the optional parts present (parts/), in notebook order; a step a
+    part's output feeds (FEEDS) reads it too."""
+    added = [(Step(*part.STEP), part.FEEDS) for part in parts.present() if hasattr(part, "STEP")]
+    feeding = {name: [s.name for s, feeds in added if name in feeds] for name in BY_CORE}
+    core = [dataclasses.replace(s, reads=(*s.reads, *feeding[s.name])) for s in CORE]
+    return tuple(sorted([*core, *(step for step, _ in added)], key=lambda s: s.notebook))
+
+
+BY_CORE = {step.name: step for step in CORE}
+CHAIN = _chain()
 BY_NAME = {step.name: step for step in CHAIN}
 
 
@@ -71,7 +84,7 @@ def module(step: Step | str) -> types.ModuleType:
 
 
 def available() -> list[Step]:
-    """The steps this project has: a declined part (tuning) has no module and no notebook."""
+    """The steps whose module this project has (each step of CHAIN, unless one was removed)."""
     return [step for step in CHAIN if importlib.util.find_spec(f"{__package__}.{step.module}")]
 
 

@@ -1,6 +1,6 @@
 """What later steps read of the data: its meta.json, and the one check of a batch size against it.
 
-Training, tuning and export all read the data through meta.json (classes, image shape, split
+Training, export and every other step read the data through meta.json (classes, image shape, split
 counts, shard names), so reading it, and refusing a batch no split could fill, live here once.
 """
 

@@ -1,6 +1,6 @@
 """A run's data as batches: one split of run_dir/data/ through the pipeline stages.py builds.
 
-`make_dataset` is what training, tuning and export read: it finds the split's shards from
+`make_dataset` is what training and the other steps read: it finds the split's shards from
 meta.json (naming a missing one), shards them per input pipeline under a distribution strategy,
 sizes the shuffle buffer, and sets the auto-shard policy. `first_images` and
 `examples_per_class` read a few decoded images the same way, for calibration and the notebook.

@@ -3,7 +3,8 @@
 The same labels, fractions and seed give the same split on any machine; a val_fraction that
 would leave a class without an example on one side is refused with the range that would work.
 With test_fraction > 0 a third split, test, is held out per class as well: validation then chooses
-(early stopping, tuning), and the test split is scored once, after training (train/evaluate.py).
+(early stopping, the values chosen on it), and the test split is scored once, after training
+(train/evaluate.py).
 """
 
 from __future__ import annotations

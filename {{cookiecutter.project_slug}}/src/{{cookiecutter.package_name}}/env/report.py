@@ -21,7 +21,7 @@ from .versions import (
 
 GPU_ADVICE = (
     "To use a GPU: on a Linux machine with an NVIDIA driver >= {driver}, install the gpu extra "
-    '(pip install -e ".[gpu]"), or run the project\'s GPU docker image.'
+    '(pip install -e ".[gpu]").'
 )
 
 

@@ -3,7 +3,9 @@
 `check(run_dir, params, inputs=False)` looks at the values only and costs nothing (the runner's
 pre-flight check). With inputs=True it also looks at the run folder: data/ and a readable
 model.keras, a model trained on the data that is there now (lineage), and a version folder that
-is free (unless overwrite) and can be written.
+is free (unless overwrite) and can be written. A version recorded as served (stable, canary, kept
+for a rollback; an optional part says, where the project has one) is replaced only with
+replace_served, so a later rollback never "restores" a model that silently took its place.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import parts
 from ..artifacts import EXPORT_DIR, StepError, check_writable, resolve_run_dir
 from ..steps import param
 from .files import check_trained_model
@@ -34,6 +37,9 @@ class Params:
     overwrite: bool = param(
         True, "replace an existing export/<version>/ (profiles pass false: refused)"
     )
+    replace_served: bool = param(
+        False, "also replace a version recorded as served (stable, canary, kept for rollback)"
+    )
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -43,8 +49,10 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     existing version is refused unless overwrite=True.
     """
     check_version(params.version)
-    if not isinstance(params.overwrite, bool):
-        raise ExportError(f"overwrite={params.overwrite!r} is not allowed: use true or false.")
+    for name in ("overwrite", "replace_served"):
+        if not isinstance(getattr(params, name), bool):
+            value = getattr(params, name)
+            raise ExportError(f"{name}={value!r} is not allowed: use true or false.")
     if not inputs:
         return
     folder = resolve_run_dir(run_dir, create=False)
@@ -54,6 +62,12 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
         raise ExportError(
             f"{target} exists already: pass overwrite=True to replace it, or choose another "
             "version."
+        )
+    served_as = recorded_as_served(folder, params.version)
+    if target.exists() and served_as and not params.replace_served:
+        raise ExportError(
+            f"{target} is {served_as}: export another version (e.g. version="
+            f"{next_version(folder)}), or pass replace_served=True to replace it."
         )
     check_writable(target.parent, flag="the export folder")
 
@@ -71,3 +85,18 @@ def check_version(version: Any) -> int:
 def export_target(run_dir: str | os.PathLike[str], version: int) -> Path:
     """run_dir/export/<version>/, the folder a version is written to."""
     return resolve_run_dir(run_dir, create=False) / EXPORT_DIR / str(int(version))
+
+
+def recorded_as_served(run_dir: str | os.PathLike[str], version: int) -> str | None:
+    """What an optional part records export/<version>/ as ("the stable version in …"), or None
+    (always None in a project without such a part)."""
+    folder = resolve_run_dir(run_dir, create=False)
+    found = [served_as(folder, int(version)) for served_as in parts.collect("served_as")]
+    return next((said for said in found if said), None)
+
+
+def next_version(run_dir: str | os.PathLike[str]) -> int:
+    """One more than the highest version under export/ (1 when there is none)."""
+    folder = resolve_run_dir(run_dir, create=False) / EXPORT_DIR
+    taken = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    return max(taken, default=0) + 1

@@ -35,16 +35,19 @@ CLI_TIMEOUT = 300
 
 
 def export_savedmodel(
-    run_dir: str | os.PathLike[str], version: int = 1, overwrite: bool = False
+    run_dir: str | os.PathLike[str],
+    version: int = 1,
+    overwrite: bool = False,
+    replace_served: bool = False,
 ) -> dict[str, Any]:
     """Export run_dir/model.keras to run_dir/export/<version>/ and describe what was written.
 
-    Refuses what export.check refuses (an existing version unless `overwrite=True`, a model.keras
-    that cannot be read or was trained on replaced data). Records export/<version> in the lineage
-    ledger. Returns version, export_dir, model_path, model_name, precision, image_shape, classes
-    and signature (see describe_signature).
+    Refuses what export.check refuses (an existing version unless `overwrite=True`, a served one
+    unless also `replace_served=True`, a model.keras that cannot be read or was trained on
+    replaced data). Records export/<version> in the lineage ledger. Returns version, export_dir,
+    model_path, model_name, precision, image_shape, classes and signature (describe_signature).
     """
-    check(run_dir, Params(version=version, overwrite=overwrite))
+    check(run_dir, Params(version=version, overwrite=overwrite, replace_served=replace_served))
     folder = resolve_run_dir(run_dir, create=False)
     target, model_path = export_target(folder, version), folder / MODEL_FILE
     meta = read_meta(folder)

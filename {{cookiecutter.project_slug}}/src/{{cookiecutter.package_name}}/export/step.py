@@ -6,21 +6,17 @@ the export a server gets has always passed the same checks and left the same rec
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-from .. import figures, lineage
+from .. import figures, lineage, parts
 from ..artifacts import resolve_run_dir, write_metrics
 from .params import Params, check
 from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block
-
-SERVE = f"{(__package__ or '').split('.')[0]}.serve"  # TF Serving's configs beside export/
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
@@ -29,7 +25,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = resolve_run_dir(run_dir, create=False)
     say = print if verbose else _silent
-    exported = export_savedmodel(folder, params.version, params.overwrite)
+    exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
     say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
     parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
     say(parity["verdict"])
@@ -39,8 +35,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
     metrics["figures"] = figures.save(folder, "export", metrics, say=say)
     say(f"Wrote {write_metrics(folder, 'export', metrics)}")
-    if importlib.util.find_spec(SERVE) is not None:  # serve/ is gone where serving was declined
-        say(importlib.import_module(SERVE).record_export(folder, metrics))
+    for hook in parts.collect("after_export"):  # an optional part's follow-up, if any
+        say(hook(folder, metrics))
     return metrics
 
 

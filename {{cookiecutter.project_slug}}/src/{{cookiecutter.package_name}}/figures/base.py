@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import FIGURES, figure_path, resolve_run_dir
-from . import data, environment, export, optimize, train, tune
+from . import data, environment, export, optimize, train
 
 # (run_dir, metrics, path) -> path; None when the metrics hold nothing to draw (no file then).
 Drawer = Callable[[Path, dict[str, Any], Path], "Path | None"]
@@ -18,7 +18,6 @@ DRAWERS: dict[str, Drawer] = {
     "data_throughput": lambda _, metrics, path: data.plot_throughput(metrics, path),
     "data_classes": lambda _, metrics, path: data.plot_classes(metrics, path),
     "data_samples": lambda folder, metrics, path: data.plot_samples(folder, metrics, path),
-    "tune_trials": lambda _, metrics, path: tune.plot_trials(metrics, path),
     "train_curves": lambda _, metrics, path: train.plot_curves(metrics, path),
     "export_confusion": lambda folder, metrics, path: export.plot_confusion(
         metrics, export.classes_of(folder), path
@@ -37,8 +36,10 @@ def save(
     metrics: dict[str, Any],
     *,
     say: Callable[[str], Any] = print,
+    drawers: dict[str, Drawer] | None = None,
 ) -> list[str]:
-    """Draw the step's figures that this package draws; return their run-relative paths.
+    """Draw the step's figures that this package (or `drawers`, an optional part's) draws;
+    return their run-relative paths.
 
     The finders' figures (batch_finder, lr_finder), drawn while training, are listed when this
     run's training used them (their source in the metrics' parameter_sources says so).
@@ -46,8 +47,8 @@ def save(
     folder = resolve_run_dir(run_dir)
     written = []
     for name in FIGURES.get(step, ()):
-        if name in DRAWERS:
-            path = draw(folder, name, metrics, say=say)
+        if name in DRAWERS or name in (drawers or {}):
+            path = draw(folder, name, metrics, say=say, drawer=(drawers or {}).get(name))
         else:
             path = _drawn_elsewhere(folder, name, metrics)
         if path is not None:
@@ -56,12 +57,17 @@ def save(
 
 
 def draw(
-    folder: Path, name: str, metrics: dict[str, Any], *, say: Callable[[str], Any] = print
+    folder: Path,
+    name: str,
+    metrics: dict[str, Any],
+    *,
+    say: Callable[[str], Any] = print,
+    drawer: Drawer | None = None,
 ) -> Path | None:
     """figures/<name>.png from the metrics, or None with one sentence when it cannot be drawn."""
     path = figure_path(folder, name)
     try:
-        drawn = DRAWERS[name](folder, metrics, path)
+        drawn = (drawer or DRAWERS[name])(folder, metrics, path)
     except Exception as error:  # a figure is never worth a failed step: say why, leave no file
         path.unlink(missing_ok=True)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else "no message"

@@ -9,7 +9,7 @@ epochs. The trace is written under the run's logs/ (plugins/profile/<time>/<host
 the chief alone in a multi-worker job.
 
 GPU kernels reach the trace through CUPTI, NVIDIA's profiling interface, which the driver by
-default lets only root use: in a non-root container (the lab's compose file runs as your uid) the
+default lets only root use: in a non-root container (one that runs as your uid) the
 trace then holds host activity only. After tracing on a GPU machine the trace is read back, and
 when it has no GPU kernel the summary says so and why (cupti_note).
 """

@@ -1,4 +1,4 @@
-"""Optimized inference: ONNX Runtime everywhere, TensorRT where the machine can, measured honestly.
+"""Optimized inference: ONNX Runtime everywhere, other backends where present, measured honestly.
 
 Every backend converts the trained model into run_dir/optimized/, predicts the validation images
 and is compared with the SavedModel signature of 04_export (the reference a server would use). A
@@ -15,8 +15,8 @@ p99 from 100 calls up) and throughput from the median call at every batch size.
 
 Modules: `params` (Params, check: the contract), `core` (the step), `base` (the interface),
 `registry` (the backends present), `timing` (the benchmark and what its figures may claim),
-`calibration` (int8 data and quantization), and one module per backend:
-`onnx_backend`, `tensorrt_engine`, `tf_trt`.
+`calibration` (int8 data and quantization), and one module per backend (`onnx_backend`, and
+those of the optional parts this project holds).
 """
 
 from ..env.devices import configure_memory_growth
@@ -43,7 +43,7 @@ from .params import Params, check, check_export_current, parse, plan
 from .registry import BACKEND_TABLE, BACKENDS
 from .timing import benchmark, best_ratios, latency_text
 
-# This step's TensorFlow shares the GPU with ONNX Runtime and TensorRT: grow GPU
+# This step's TensorFlow shares the GPU with ONNX Runtime and the other backends: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op
 # of a notebook or the CLI (TF_FORCE_GPU_ALLOW_GROWTH does it only where it is set).
 MEMORY_GROWTH = configure_memory_growth()

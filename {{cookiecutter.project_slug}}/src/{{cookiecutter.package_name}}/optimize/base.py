@@ -15,7 +15,7 @@ from ..export.files import INPUT_NAME
 
 PRECISIONS = ("fp32", "fp16", "int8")
 # Validation images are predicted in batches of this size for parity, so every backend (a
-# TensorRT engine's batch profile included) must accept it.
+# an engine's batch profile included) must accept it.
 PARITY_BATCH = 256
 # Training images that calibrate int8 (never the validation images parity is measured on).
 CALIBRATION_EXAMPLES = 512

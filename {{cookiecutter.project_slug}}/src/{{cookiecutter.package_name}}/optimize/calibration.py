@@ -3,7 +3,7 @@
 Calibration measures the range of every activation on real inputs, so it reads images the model
 was trained on: the first `count` images of the train split, in shard order (no shuffling, so two
 runs calibrate alike). The validation images stay unseen, for parity. quantize_int8 calibrates an
-ONNX graph on them with ONNX Runtime's quantizer, for the onnx and tensorrt backends.
+ONNX graph on them with ONNX Runtime's quantizer, for every backend that runs int8.
 """
 
 from __future__ import annotations

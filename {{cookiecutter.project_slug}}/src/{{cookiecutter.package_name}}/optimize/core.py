@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 from typing import Any
 
 import keras
 import numpy as np
 
-from .. import figures, lineage, progress
-from ..artifacts import SERVING_STATE, resolve_run_dir, write_metrics
+from .. import figures, lineage, parts, progress
+from ..artifacts import resolve_run_dir, write_metrics
 from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, exact_float32, validation_images
 from ..export.savedmodel import model_precision
@@ -23,7 +21,6 @@ from .timing import PREDICT, benchmark, best_ratios, latency_text
 # Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
 # reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
 PRECISION_TOLERANCE = {"fp32": TOLERANCE["float32"], "fp16": TOLERANCE["mixed"], "int8": 5e-2}
-SERVE = f"{(__package__ or '').split('.')[0]}.serve"  # resizes TF Serving's batching.config
 PARITY_EXAMPLES = 256
 
 
@@ -40,10 +37,10 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     path = write_metrics(folder, "optimize", metrics)
     if verbose:
         print(f"Wrote {path}")
-    if importlib.util.find_spec(SERVE) is not None and (folder / SERVING_STATE).is_file():
-        resized = importlib.import_module(SERVE).resize_batching(folder, metrics)
-        if verbose:
-            print(resized)
+    for hook in parts.collect("after_optimize"):  # an optional part's follow-up, if any
+        said = hook(folder, metrics)
+        if verbose and said:
+            print(said)
     return metrics
 
 

@@ -66,9 +66,9 @@ def onnx_load(path: Path, job: Job) -> Predict:
     """ONNX Runtime sessions on the preferred providers; predict returns the probabilities.
 
     With the TensorRT provider, one session per batch size the job serves, each given an explicit
-    TensorRT profile tuned for that batch (trt_profile_*_shapes: min 1, opt = max = the batch)
+    TensorRT profile built for that batch (trt_profile_*_shapes: min 1, opt = max = the batch)
     and its own engine cache folder: ONNX Runtime's execution context stays on a session's first
-    profile, and a profile tuned for batch 1 would time batch 256 on batch-1 kernels. A batch is
+    profile, and a profile built for batch 1 would time batch 256 on batch-1 kernels. A batch is
     run by the session of the smallest size that holds it. Other providers: one session.
     predict.reason names the providers the session really runs on (session.get_providers()),
     and any asked for that did not load: ONNX Runtime falls back with a printed error only.
@@ -128,7 +128,7 @@ def provider_options(
     TensorRT's is told the precision and caches its engines in a folder named by a hash of the
     ONNX file (ONNX Runtime keys its cache by file name, node names and versions, not by
     weights, so a retrained model under the same name would otherwise reuse the old engine),
-    and for `batch` a profile tuned for it, cached in a folder of its own. The folder is made
+    and for `batch` a profile built for it, cached in a folder of its own. The folder is made
     here: the provider creates only the last folder of the path, and throws (falling back to
     CUDA) when its parent is missing. CUDA's is told to keep TF32 off for fp32, so that fp32
     computes in float32 like the SavedModel it is compared with.
@@ -157,7 +157,7 @@ def provider_options(
 
 
 def profile_shapes(model: Path, batch: int) -> dict[str, str]:
-    """trt_profile_{min,opt,max}_shapes for the model's input: batches 1 to `batch`, tuned for
+    """trt_profile_{min,opt,max}_shapes for the model's input: batches 1 to `batch`, built for
     `batch` (the format is trtexec's, "name:1x32x32x3")."""
     import onnx
 

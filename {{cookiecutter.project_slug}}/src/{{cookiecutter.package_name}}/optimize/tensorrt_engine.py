@@ -9,8 +9,8 @@ The engine is built from the same ONNX export as the onnx backend, with a float3
   training images by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
   calibrators, and it is the same calibration the onnx backend uses.
 - One optimization profile per batch size the benchmark times (and parity's batch), each
-  tuned for its batch (opt = max = that batch, min 1): TensorRT picks its kernels at a profile's
-  opt shape, so a single profile tuned for batch 1 would time batch 256 on batch-1 kernels.
+  built for its batch (opt = max = that batch, min 1): TensorRT picks its kernels at a profile's
+  opt shape, so a single profile built for batch 1 would time batch 256 on batch-1 kernels.
   predict switches the runner to the profile of the smallest size that holds the batch.
 
 Polygraphy (NVIDIA's TensorRT toolkit) builds the network from the ONNX, sets the builder

@@ -143,9 +143,9 @@ def _takers(
 ) -> tuple[dict[str, list[str]], list[str]]:
     """The notebooks each -p value goes to: those whose parameter takes a value of its type.
 
-    `-p batch_size=auto` reaches 03_train, whose batch_size takes auto, and leaves 01_data's and
-    02_tune's whole-number batch_size as the profile has them; a note says so. A value that no
-    notebook declaring the name takes goes to all of them, and _check refuses it.
+    `-p batch_size=auto` reaches 03_train, whose batch_size takes auto, and leaves 01_data's
+    whole-number batch_size (and any other notebook's) as the profile has them; a note says so.
+    A value that no notebook declaring the name takes goes to all of them, and _check refuses it.
     """
     takers, notes = {}, []
     for key, value in overrides.items():

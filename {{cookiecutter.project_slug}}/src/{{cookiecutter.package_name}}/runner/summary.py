@@ -11,18 +11,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import METRICS_DIR, STEPS
+from .. import parts, steps
+from ..artifacts import METRICS_DIR
 from .profile import one_line
 
 Rows = list[tuple[str, str]]
 
 
 def step_of(notebook: str) -> str:
-    """The step a notebook runs: 03_train -> train (by its number; the name otherwise)."""
-    prefix = notebook[:2]
-    if prefix.isdigit() and int(prefix) < len(STEPS):
-        return STEPS[int(prefix)]
-    return notebook
+    """The step a notebook runs: 03_train -> train (by the chain; the name otherwise)."""
+    step = steps.for_notebook(notebook)
+    return notebook if step is None else step.name
 
 
 def read(run_dir: Path, step: str) -> dict[str, Any] | None:
@@ -41,7 +40,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         step = step_of(entry["name"])
         seconds += entry.get("seconds") or 0.0
         metrics = read(run_dir, step) if entry["status"] == "ok" else None
-        text = _said(step, metrics) if metrics else _not_done(entry)
+        text = _said(step, metrics) if metrics else _not_done(entry, _damaged(run_dir, step))
         lines.append(f"- **{entry['name']}**: {text}")
         if step == "optimize" and metrics:
             for b in metrics.get("backends", []):
@@ -74,7 +73,19 @@ def _said(step: str, metrics: dict[str, Any]) -> str:
         return f"done; see {METRICS_DIR}/{step}.json."
 
 
-def _not_done(entry: dict[str, Any]) -> str:
+def _damaged(run_dir: Path, step: str) -> str | None:
+    """Why metrics/<step>.json, which exists, cannot be read; None when it is absent or fine."""
+    path = run_dir / METRICS_DIR / f"{step}.json"
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return one_line(f"{type(error).__name__}: {error}")[:120]
+    return None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
+
+
+def _not_done(entry: dict[str, Any], damaged: str | None = None) -> str:
     error = entry.get("error") or {}
     if entry["status"] in {"failed", "interrupted"}:
         cell = f" in cell [{error['cell']}]" if error.get("cell") is not None else ""
@@ -82,6 +93,11 @@ def _not_done(entry: dict[str, Any]) -> str:
         what = one_line(what)
         what = what if len(what) <= 160 else what[:159] + "…"
         return f"**{entry['status']}**{cell}" + (f": {what}" if what else ".")
+    if damaged and entry["status"] == "ok":
+        return (
+            f"ok, but its metrics file cannot be read ({damaged.rstrip('.')}): re-run "
+            f"{entry['name']} to write it again."
+        )
     return f"{entry['status']}: no metrics written by this run."
 
 
@@ -99,13 +115,6 @@ def _data(m: dict[str, Any]) -> str:
         f"{m['dataset']}, {m['train_count']:,} train / {m['validation_count']:,} validation "
         f"examples; the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
         f"({m['examples_per_sec']:,.0f} examples/s)."
-    )
-
-
-def _tune(m: dict[str, Any]) -> str:
-    return (
-        f"best {m.get('objective', 'score')} {m['best_score']:.4f} of {m['trials_run']} trial(s) "
-        f"({m['algorithm']} search)."
     )
 
 
@@ -152,20 +161,6 @@ def _data_rows(m: dict[str, Any]) -> Rows:
         ("pipeline examples/s (steady state)", f"{m['examples_per_sec']:,.0f}"),
         ("naive pipeline examples/s", f"{m['naive_examples_per_sec']:,.0f}"),
         ("speed-up", f"{m['speedup_vs_naive']:.1f}× ({m.get('speedup_basis', '')})"),
-    ]
-
-
-def _tune_rows(m: dict[str, Any]) -> Rows:
-    values = ", ".join(
-        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in m["best_hparams"].items()
-    )
-    return [
-        (
-            "best score",
-            f"{m['best_score']:.4f} ({m.get('objective', '')}, trial {m['best_trial']})",
-        ),
-        ("trials run", str(m["trials_run"])),
-        ("best values", values),
     ]
 
 
@@ -230,16 +225,16 @@ def _latency(line: dict[str, Any]) -> str:
 _SENTENCES = {
     "environment": _environment,
     "data": _data,
-    "tune": _tune,
     "train": _train,
     "export": _export,
     "optimize": _optimize,
+    **parts.merged("HEADLINES"),  # an optional part's own
 }
 _NUMBERS = {
     "environment": _environment_rows,
     "data": _data_rows,
-    "tune": _tune_rows,
     "train": _train_rows,
     "export": _export_rows,
     "optimize": _optimize_rows,
+    **parts.merged("KEY_NUMBERS"),
 }

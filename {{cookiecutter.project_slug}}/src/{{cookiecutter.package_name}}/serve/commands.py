@@ -11,9 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..artifacts import META_FILE, SERVE_METRICS, StepError, require, resolve_run_dir, write_json
+from ..artifacts import META_FILE, StepError, require, resolve_run_dir, write_json
+from ..parts.serve import SERVE_METRICS
 from . import bench, versions
 from .config import LABELS
+
+SERVE_FAILED = "metrics/serve.failed.json"  # the last attempt with no answer, beside serve.json
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -112,7 +115,8 @@ def serve_bench(args: argparse.Namespace) -> int:
     )
     metrics = bench.run_bench(params, shape, progress=_progress)
     print(file=sys.stderr)
-    path = write_json(folder / SERVE_METRICS, metrics)
+    # A run with no answer (server down, wrong port) must not replace the last good numbers.
+    path = write_json(folder / (SERVE_METRICS if metrics["ok"] else SERVE_FAILED), metrics)
     if args.json:
         print(json.dumps(metrics, indent=2, sort_keys=True))
     else:
@@ -123,9 +127,11 @@ def serve_bench(args: argparse.Namespace) -> int:
             f"per label {metrics['labels']}. Metrics: {path}"
         )
     if not metrics["ok"]:
+        kept = folder / SERVE_METRICS
+        kept = f"{kept} keeps the last good result" if kept.is_file() else f"no {kept} written"
         print(
             f"{versions.MODEL_NAME}: no request succeeded ({metrics['error_examples'][0]}): is "
-            f"TF Serving answering at {metrics['target']} (make serve)?",
+            f"TF Serving answering at {metrics['target']} (make serve)? ({kept})",
             file=sys.stderr,
         )
         return 1

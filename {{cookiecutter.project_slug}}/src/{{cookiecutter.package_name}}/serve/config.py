@@ -25,7 +25,7 @@ from typing import Any
 from . import protos
 from .protos import ConfigError
 
-MODELS_ROOT = "/models"  # where compose.serving.yml mounts the run's export/ (as <model name>)
+MODELS_ROOT = "/models"  # where the serving container mounts the run's export/ (as <model name>)
 PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
 LABELS = ("stable", "canary")
 # Batching: the smallest measured batch that reaches KNEE of the best throughput is the largest

@@ -10,28 +10,32 @@ TF Serving moves an existing label only onto a version it has already loaded (a 
 still loading would drop the requests sent to it). So making an unloaded version the canary or the
 stable is two commands: the first adds it to the served versions, the second, once TF Serving
 reports it AVAILABLE, moves the label.
+
+Each change reads versions.json, changes it and writes the configs under an exclusive lock
+(fcntl.flock on serving/.versions.lock), so two commands at the same moment (canary and rollback)
+take turns instead of one silently undoing the other. POSIX only, like TF Serving's images.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import (
-    EXPORT_DIR,
+from ..artifacts import EXPORT_DIR, StepError, read_metrics, resolve_run_dir, write_json
+from ..parts.serve import (
     SERVING_BATCHING,
     SERVING_MODELS,
     SERVING_MONITORING,
     SERVING_STATE,
-    StepError,
-    read_metrics,
-    resolve_run_dir,
-    write_json,
 )
 from . import config
 
+SERVING_LOCK = "serving/.versions.lock"  # held while versions.json is read and rewritten
 MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
 
 
@@ -43,90 +47,96 @@ def record_export(run_dir: str | os.PathLike[str], metrics: dict[str, Any]) -> s
     """Step 4's hook: record an export's parity, and write the three configs (the first export
     that passed parity becomes stable). Returns a sentence saying what changed."""
     folder = resolve_run_dir(run_dir, create=False)
-    state = load_state(folder)
-    version = int(metrics["version"])
-    state["exports"][str(version)] = {
-        key: metrics.get(key) for key in ("parity_ok", "max_abs_diff", "tolerance", "precision")
-    }
-    if state["stable"] is None and metrics.get("parity_ok"):
-        state["stable"] = version
-        said = f"version {version} is the stable version"
-    elif not metrics.get("parity_ok"):
-        said = f"version {version} failed parity and will not be served"
-    else:
-        said = (
-            f"version {version} is recorded; make it the canary with `{MODEL_NAME} serve canary "
-            f"--run-dir {folder} --version {version}`"
-        )
-    save(folder, state)
+    with locked(folder):
+        state = load_state(folder)
+        version = int(metrics["version"])
+        state["exports"][str(version)] = {
+            key: metrics.get(key) for key in ("parity_ok", "max_abs_diff", "tolerance", "precision")
+        }
+        if state["stable"] is None and metrics.get("parity_ok"):
+            state["stable"] = version
+            said = f"version {version} is the stable version"
+        elif not metrics.get("parity_ok"):
+            said = f"version {version} failed parity and will not be served"
+        else:
+            said = (
+                f"version {version} is recorded; make it the canary with `{MODEL_NAME} serve "
+                f"canary --run-dir {folder} --version {version}`"
+            )
+        save(folder, state)
     return f"Wrote {folder / SERVING_MODELS} and its batching and monitoring configs: {said}."
 
 
 def resize_batching(run_dir: str | os.PathLike[str], optimize: dict[str, Any]) -> str:
     """Step 5's hook: rewrite batching.config from the throughput curve just measured."""
     folder = resolve_run_dir(run_dir, create=False)
-    state = load_state(folder)
-    state["batching"] = config.size_batching(optimize)
-    save(folder, state)
+    with locked(folder):
+        state = load_state(folder)
+        state["batching"] = config.size_batching(optimize)
+        save(folder, state)
     return f"Resized {folder / SERVING_BATCHING}: {state['batching']['reason']}"
 
 
 def canary(run_dir: str | os.PathLike[str], version: int) -> str:
     """Serve `version` beside the stable one under the label canary."""
-    folder, state = _open(run_dir)
-    check_servable(folder, state, version)
-    if version == state["stable"]:
-        raise ServeError(f"Version {version} is the stable version already: it cannot be canary.")
-    if version == state["canary"]:
-        return f"Version {version} is the canary already: nothing changed."
-    if state["canary"] is not None and version not in served(state):
-        return _load_first(folder, state, version, "canary")
-    state["canary"], state["loading"] = version, None
-    save(folder, state)
-    return f"Version {version} is the canary; stable stays {state['stable']}."
+    with _open(run_dir) as (folder, state):
+        check_servable(folder, state, version)
+        if version == state["stable"]:
+            raise ServeError(
+                f"Version {version} is the stable version already: it cannot be canary."
+            )
+        if version == state["canary"]:
+            return f"Version {version} is the canary already: nothing changed."
+        if state["canary"] is not None and version not in served(state):
+            return _load_first(folder, state, version, "canary")
+        state["canary"], state["loading"] = version, None
+        save(folder, state)
+        return f"Version {version} is the canary; stable stays {state['stable']}."
 
 
 def promote(run_dir: str | os.PathLike[str], version: int | None = None) -> str:
     """Make the canary (or `version`) stable; the old stable is kept loaded for a rollback."""
-    folder, state = _open(run_dir)
-    if version is None:
-        if state["canary"] is None:
-            raise ServeError(
-                "There is no canary to promote: make one with `serve canary --version N`, or "
-                "name the version with --version N."
-            )
-        version = state["canary"]
-    check_servable(folder, state, version)
-    if version == state["stable"]:
-        return f"Version {version} is the stable version already: nothing changed."
-    if version not in served(state):
-        return _load_first(folder, state, version, "stable")
-    state["history"].append(state["stable"])
-    state["stable"] = version
-    state["canary"] = None if state["canary"] == version else state["canary"]
-    state["loading"] = None
-    save(folder, state)
-    return f"Version {version} is stable; version {state['history'][-1]} stays loaded for rollback."
+    with _open(run_dir) as (folder, state):
+        if version is None:
+            if state["canary"] is None:
+                raise ServeError(
+                    "There is no canary to promote: make one with `serve canary --version N`, or "
+                    "name the version with --version N."
+                )
+            version = state["canary"]
+        check_servable(folder, state, version)
+        if version == state["stable"]:
+            return f"Version {version} is the stable version already: nothing changed."
+        if version not in served(state):
+            return _load_first(folder, state, version, "stable")
+        state["history"].append(state["stable"])
+        state["stable"] = version
+        state["canary"] = None if state["canary"] == version else state["canary"]
+        state["loading"] = None
+        save(folder, state)
+        kept = state["history"][-1]
+        return f"Version {version} is stable; version {kept} stays loaded for rollback."
 
 
 def rollback(run_dir: str | os.PathLike[str]) -> str:
     """Give the label stable back to the previous stable version; the current one is dropped."""
-    folder, state = _open(run_dir)
-    if not state["history"]:
-        raise ServeError(
-            f"Nothing to roll back to: version {state['stable']} is the first stable version of "
-            f"{folder} (serving/versions.json holds no earlier one)."
-        )
-    dropped, state["stable"] = state["stable"], state["history"].pop()
-    state["canary"] = None if state["canary"] == state["stable"] else state["canary"]
-    save(folder, state)
-    return f"Rolled back: version {state['stable']} is stable again; version {dropped} is unloaded."
+    with _open(run_dir) as (folder, state):
+        if not state["history"]:
+            raise ServeError(
+                f"Nothing to roll back to: version {state['stable']} is the first stable version "
+                f"of {folder} (serving/versions.json holds no earlier one)."
+            )
+        dropped, state["stable"] = state["stable"], state["history"].pop()
+        state["canary"] = None if state["canary"] == state["stable"] else state["canary"]
+        save(folder, state)
+        stable = state["stable"]
+        return f"Rolled back: version {stable} is stable again; version {dropped} is unloaded."
 
 
 def status(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """What models.config serves and labels, read back with TF Serving's message, and the state."""
-    folder, state = _open(run_dir)
-    return {**state, "models_config": config.read_config(folder / SERVING_MODELS)}
+    with _open(run_dir) as (folder, state):
+        return {**state, "models_config": config.read_config(folder / SERVING_MODELS)}
 
 
 def served(state: dict[str, Any]) -> list[int]:
@@ -187,17 +197,58 @@ def save(folder: Path, state: dict[str, Any]) -> None:
     write_json(folder / SERVING_STATE, state)
 
 
-def _open(run_dir: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
+@contextlib.contextmanager
+def _open(run_dir: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The run folder and its serving state, read and kept under the lock until the change is
+    written."""
     folder = resolve_run_dir(run_dir, create=False)
     if not (folder / SERVING_STATE).is_file():
         raise ServeError(
             f"{folder / SERVING_STATE} is missing: run 04_export on {folder} first, which writes "
             "the serving configs."
         )
-    state = load_state(folder)
-    if state["stable"] is None:
-        raise ServeError(f"No export of {folder} passed parity yet: there is nothing to serve.")
-    return folder, state
+    with locked(folder):
+        state = load_state(folder)
+        if state["stable"] is None:
+            raise ServeError(f"No export of {folder} passed parity yet: there is nothing to serve.")
+        yield folder, state
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold serving/.versions.lock exclusively: one read-modify-write of the state at a time."""
+    lock = folder / SERVING_LOCK
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def role(run_dir: str | os.PathLike[str], version: int) -> str | None:
+    """What versions.json records export/<version>/ as ("the stable version in …/versions.json"),
+    or None when it does not name it as served or kept for a rollback (export asks, before it
+    replaces a version)."""
+    folder = resolve_run_dir(run_dir, create=False)
+    if not (folder / SERVING_STATE).is_file():
+        return None
+    try:
+        state = load_state(folder)
+        roles = {
+            state.get("loading"): "the version TF Serving is loading",
+            **{old: "an earlier stable version kept for rollback" for old in state["history"]},
+            state["canary"]: "the canary version",
+            state["stable"]: "the stable version",
+        }
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ServeError(
+            f"{folder / SERVING_STATE} cannot be read ({type(error).__name__}), so whether "
+            f"export/{version}/ is served is unknown: restore the file, or export another version."
+        ) from None
+    found = roles.get(int(version))
+    return f"{found} in {folder / SERVING_STATE}" if found else None
 
 
 def _load_first(folder: Path, state: dict[str, Any], version: int, label: str) -> str:

@@ -9,7 +9,7 @@ The same entry runs behind `<package> train --run-dir DIR -p key=value …`, whi
 multi-worker jobs start (TF_CONFIG from the environment) and how a crashed run resumes.
 
 - params: the typed parameters (Params) and the checks of their values
-- tuning: where each value comes from (given, tuned by step 2, default), said in one sentence
+- sources: where each value comes from (given, an optional part's offer, default), in a sentence
 - devices: logical CPUs and memory growth, the strategy, the dtype policy, XLA
 - resume, state: whether checkpoints may be resumed; saving and restoring them
 - replica, loop, report: the step functions, the epoch driver, what the run reports
@@ -39,8 +39,8 @@ from .params import (
     resolve_strategy,
 )
 from .schedule import Plan, WarmupSchedule
+from .sources import describe_sources, resolve_params, sources_table
 from .step import check, run, train
-from .tuning import describe_sources, resolve_params, sources_table
 
 __all__ = [
     "LR_RULE",

@@ -31,7 +31,7 @@ from ..find import lr as lr_finder
 from ..find import plots, probes
 from .devices import dtype_policy
 from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
-from .tuning import Resolved
+from .sources import Resolved
 
 LR_STEPS = 100  # the range test's ramp, fewer when the time budget is short
 # An epoch keeps at least this many steps: a batch of a sizeable share of the training set leaves

@@ -64,8 +64,8 @@ TRAIN_FIELDS = (
     "jit_compile",
     "seed",
 )
-# train.Params' defaults, with what None means there made concrete (the benchmark reads no
-# tuning) and more epochs, so that the rates settle.
+# train.Params' defaults, with what None means there made concrete (the benchmark takes no
+# suggested values) and more epochs, so that the rates settle.
 BASE = Params(model=DEFAULT_MODEL, epochs=10, learning_rate=DEFAULT_LEARNING_RATE, patience=0)
 BENCH_DEFAULTS: dict[str, Any] = {
     **{name: getattr(BASE, name) for name in TRAIN_FIELDS},

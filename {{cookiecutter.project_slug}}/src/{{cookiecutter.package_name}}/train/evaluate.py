@@ -1,6 +1,6 @@
 """The held-out test split, evaluated once, after training: the number a report can headline.
 
-Validation picks the epoch early stopping keeps and the values tuning chooses, so its accuracy is
+Validation picks the epoch early stopping keeps and any values searched on it, so its accuracy is
 optimistic: the choices were made on it. The test split (01_data's `test_fraction`) is read by
 nothing else; the final model is scored on it once, here, with the per-class precision, recall
 and F1 and the confusion matrix (rows: true class, columns: predicted), written by the chief.

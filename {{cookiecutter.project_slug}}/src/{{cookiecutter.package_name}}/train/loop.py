@@ -36,8 +36,8 @@ from .devices import worker_role
 from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .replica import make_eval_step
+from .sources import Resolved
 from .state import Checkpoints
-from .tuning import Resolved
 from .watch import Watch
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).

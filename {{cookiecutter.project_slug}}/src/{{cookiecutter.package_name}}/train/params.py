@@ -3,8 +3,8 @@
 A multi-worker job that fails on a typo only after every worker has started, connected and built
 its model wastes a cluster allocation, so everything that can be checked from the values, the
 environment (TF_CONFIG) and the device list is checked here, without running a TensorFlow op or
-reading the run folder (`check_values`). What the run folder adds (data, tuning, checkpoints) is
-checked by train.check with inputs=True.
+reading the run folder (`check_values`). What the run folder adds (data, an optional part's
+values, checkpoints) is checked by train.check with inputs=True.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..artifacts import TUNED_FILE as TUNED_FILE  # where step 2 writes (tune.py imports it here)
 from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
 from ..observe import check_port, parse_profile_steps
 from ..steps import param
@@ -24,6 +23,7 @@ from .errors import TrainError
 from .recipe import check_recipe
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
+MAX_EPOCHS = 100_000  # far beyond any real run: a larger number is a typo, not a plan
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
 # What model and learning_rate left at None mean when step 2 wrote no value for them.
@@ -41,9 +41,10 @@ AUTO = "auto"
 class Params:
     """Notebook 03's parameters (all but run_dir), with its names and defaults.
 
-    None for model, learning_rate, width and dropout means "not given": the value step 2 tuned,
-    else the default (small_cnn, 0.001, the model's own width and dropout). "auto" for
-    batch_size and learning_rate asks the finders (train/auto.py) to fit them to this device.
+    None for model, learning_rate, width and dropout means "not given": the value an optional part
+    offers (train.sources), else the default (small_cnn, 0.001, the model's own width and
+    dropout). "auto" for batch_size and learning_rate asks the finders (train/auto.py) to fit them
+    to this device.
     """
 
     model: str | None = param(None, "small_cnn, resnet_small or a keras.applications name")
@@ -95,8 +96,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     """Refuse the first bad value in one sentence (TrainError); return where training runs.
 
     `replicas` defaults to what the strategy will have on this machine (expected_replicas). A
-    width or dropout is checked against the given model, or small_cnn when none is given (the
-    tuned model, if any, is checked by train.check with inputs=True).
+    width or dropout is checked against the given model, or small_cnn when none is given (a model
+    an optional part offers is checked by train.check with inputs=True).
     """
     check_tunable(
         DEFAULT_MODEL if params.model is None else params.model,
@@ -104,7 +105,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
         params.width,
         params.dropout,
     )
-    _whole("epochs", params.epochs, 1)
+    _whole("epochs", params.epochs, 1, maximum=MAX_EPOCHS)
     if params.batch_size != AUTO:
         _whole("batch_size", params.batch_size, 1, note=" or auto (the batch-size finder)")
     _choice("strategy", params.strategy, STRATEGIES)
@@ -225,9 +226,14 @@ def effective_learning_rate(learning_rate: float, global_batch_size: int) -> flo
     return float(learning_rate) * global_batch_size / REFERENCE_BATCH
 
 
-def _whole(name: str, value: Any, minimum: int, note: str = "") -> None:
+def _whole(name: str, value: Any, minimum: int, note: str = "", maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TrainError(f"{name}={value!r} is not allowed: use a whole number >= {minimum}{note}.")
+        allowed = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise TrainError(f"{name}={value!r} is not allowed: use a whole number {allowed}{note}.")
+    if maximum is not None and value > maximum:
+        raise TrainError(
+            f"{name}={value!r} is not allowed: use a whole number from {minimum} to {maximum}."
+        )
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

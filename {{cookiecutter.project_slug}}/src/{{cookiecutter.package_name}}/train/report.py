@@ -16,8 +16,8 @@ import tensorflow as tf
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR
 from .devices import strategy_name
 from .params import LR_RULE
+from .sources import suggestions_summary
 from .state import weights_digest
-from .tuning import tuning_summary
 
 if TYPE_CHECKING:
     from .loop import Loop
@@ -43,7 +43,7 @@ def metrics(
         "model": params.model,
         "parameters": dataclasses.asdict(params),
         "parameter_sources": dict(loop.resolved.sources),
-        "tuning": tuning_summary(loop.resolved),
+        **suggestions_summary(loop.resolved),
         "strategy": strategy_name(loop.strategy),
         "replicas": loop.replicas,
         "workers": loop.role.workers,

@@ -2,7 +2,8 @@
 
 check(inputs=False) looks at the values only (fast, no TensorFlow op, nothing read or written):
 what the runner asks before any notebook starts. check(inputs=True) adds the run folder: the data
-01_data wrote, the tuning file, and checkpoints that this request could resume. run checks the
+01_data wrote, the values an optional part offers, and checkpoints that this request could
+resume. run checks the
 same, then trains, writes model.keras, records its lineage and writes metrics/train.json (chief).
 """
 
@@ -25,7 +26,7 @@ from . import auto, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
-from .tuning import Resolved, describe_sources, resolve_params
+from .sources import Resolved, describe_sources, read_artifacts, resolve_params
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Train on run_dir/data/ and return what the chief writes to metrics/train.json.
 
-    Model, learning_rate, width and dropout left at None come from tuning/best_hparams.json when
-    step 2 tuned the same model on the current data, else from the defaults; where each value
+    Model, learning_rate, width and dropout left at None come from an optional part's offer (the
+    same model, the current data: train.sources), else from the defaults; where each value
     came from is said first and kept as parameter_sources. `batch_size` is the global batch; the
     learning rate follows LR_RULE. A run folder with checkpoints made with the same values on the
     same data resumes after their last epoch and stops at `epochs`; checkpoints made on other
@@ -64,9 +65,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     this before anything else in the process runs a TensorFlow op when logical_cpus > 1.
 
     The metrics hold, among others: model, parameters (the values used), parameter_sources,
-    tuning (its values, score, and whether they were used), strategy, replicas, workers, task,
-    precision, compute_dtype, variable_dtype, loss_scaling, optimizer, jit_compile,
-    global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
+    each optional part's offer under its own key (its values, score, whether used), strategy,
+    replicas, workers, task, precision, compute_dtype, variable_dtype, loss_scaling, optimizer,
+    jit_compile, global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
     effective_learning_rate, epochs, initial_epoch, epochs_completed, epochs_run (in this
     process), stopped_early, loss, accuracy, val_loss, val_accuracy, best_epoch, best_val_loss,
     examples_per_sec (the first epoch of this process left out when more ran), history (one dict
@@ -137,7 +138,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         origins = {"weights": weights} if weights["source"] != "none" else None
         inputs = {"data": checked.state[resume.DATA_KEY]}
         lineage.record(folder, "model", "train", inputs, origins=origins)
-        metrics["lineage"] = lineage.summary(folder, reads=["data", "tuning"], writes=["model"])
+        reads = ["data", *read_artifacts(checked.resolved)]
+        metrics["lineage"] = lineage.summary(folder, reads=reads, writes=["model"])
         metrics["figures"] = figures.save(folder, "train", metrics)
         write_metrics(folder, "train", metrics)
     return metrics

@@ -15,12 +15,14 @@ val_accuracy, so what is tuned is exactly what step 3 trains. A search writes in
     checks   what is refused before any work (values, keras-tuner, the data)
     space    the search space and the tables of space and trials
     search   the search itself (`search` also resumes, with overwrite=False)
+    figure   the score of every trial, figures/tune_trials.png
     step     the step contract: Params, check, run
 
 keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only this package
 imports it, so training and every other step run without it.
 """
 
+from ..parts.tune import TUNED_FILE, TUNING_DIR
 from .checks import ALGORITHMS, TuneError, check_params, require_keras_tuner
 from .search import TUNER_DIR, search
 from .space import OBJECTIVE, search_space, space_table, trials_table
@@ -29,7 +31,9 @@ from .step import Params, check, run
 __all__ = [
     "ALGORITHMS",
     "OBJECTIVE",
+    "TUNED_FILE",
     "TUNER_DIR",
+    "TUNING_DIR",
     "Params",
     "TuneError",
     "check",

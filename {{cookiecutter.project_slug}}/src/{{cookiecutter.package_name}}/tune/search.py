@@ -19,7 +19,8 @@ import keras
 import tensorflow as tf
 
 from .. import data, env, lineage, models
-from ..artifacts import TUNED_FILE, TUNING_DIR, resolve_run_dir, write_json, write_metrics
+from ..artifacts import resolve_run_dir, write_json, write_metrics
+from ..parts.tune import TUNED_FILE, TUNING_DIR
 from ..train.devices import resolve_jit
 from ..train.params import effective_learning_rate
 from .checks import Params, TuneError, check_data, check_params, require_keras_tuner

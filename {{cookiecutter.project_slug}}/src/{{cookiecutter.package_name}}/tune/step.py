@@ -9,6 +9,7 @@ from typing import Any
 from .. import figures
 from ..artifacts import check_writable, resolve_run_dir, write_metrics
 from .checks import Params, check_data, check_keras_tuner, check_params
+from .figure import plot_trials
 from .search import search
 
 
@@ -28,7 +29,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     folder = resolve_run_dir(run_dir, create=False)
     check_writable(folder)
     metrics = search(folder, params, verbose=verbose)
-    metrics["figures"] = figures.save(folder, "tune", metrics)
+    drawers = {"tune_trials": lambda _, found, path: plot_trials(found, path)}
+    metrics["figures"] = figures.save(folder, "tune", metrics, drawers=drawers)
     write_metrics(folder, "tune", metrics)  # again, with the figures
     if verbose:
         print(

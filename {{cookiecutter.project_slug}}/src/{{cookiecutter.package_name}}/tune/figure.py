@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import style
+from ..figures import style
 
 
 def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:

@@ -1,0 +1,32 @@
+"""The optional parts this project holds, found at run time: what the shared modules must know.
+
+A part declined when the project was generated has no module here (the post-gen hook removes it
+with the part's own package), so nothing in the rest of the package names it: the chain's steps,
+the run-folder artifacts and the step that makes each, the figures, the report's sentences and
+the values a part offers to training are all collected from the modules present. Each module is
+light (the standard library at import time, the rest inside its functions), so any module may
+read this registry without importing TensorFlow or a part's own dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+from typing import Any
+
+
+def present() -> list[ModuleType]:
+    """The parts' modules, by name."""
+    names = sorted(info.name for info in pkgutil.iter_modules(__path__))
+    return [importlib.import_module(f"{__name__}.{name}") for name in names]
+
+
+def collect(attribute: str) -> list[Any]:
+    """Each present part's `attribute` (a part without one is left out)."""
+    return [getattr(part, attribute) for part in present() if hasattr(part, attribute)]
+
+
+def merged(attribute: str) -> dict[str, Any]:
+    """The present parts' `attribute` dictionaries, merged into one."""
+    return {key: value for table in collect(attribute) for key, value in table.items()}

@@ -72,13 +72,6 @@ def test_a_notebook_of_no_step_is_skipped_and_the_rest_still_checked(tmp_path: P
         steps.preflight(tmp_path / "run", {"99_extra": {}, "03_train": {}})
 
 
-def test_takes_answers_only_for_a_step_and_a_field_it_has() -> None:
-    assert steps.takes("99_extra", "epochs", 3) is None
-    assert steps.takes("03_train", "no_such_field", 3) is None
-    assert steps.takes("03_train", "batch_size", "auto") is True
-    assert steps.takes("01_data", "batch_size", "auto") is False
-
-
 def test_params_from_reads_loose_values_into_the_steps_types() -> None:
     params = steps.params_from("train", {"run_dir": "ignored", "epochs": 3})
     assert params.epochs == 3  # run_dir is skipped, not the end of the values
@@ -102,9 +95,3 @@ def test_params_from_refuses_in_one_sentence_naming_what_is_allowed() -> None:
     assert str(refused.value) == (
         "learning_rate=[1] is list, but train takes float or str or None (default None)."
     )
-
-
-def test_takes_says_nothing_for_a_step_this_project_does_not_have(monkeypatch) -> None:
-    """A declined part's step (no module) is not asked about its parameters."""
-    monkeypatch.setattr(steps, "available", lambda: [])
-    assert steps.takes("03_train", "epochs", 3) is None

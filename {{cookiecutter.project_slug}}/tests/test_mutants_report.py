@@ -386,7 +386,7 @@ def test_the_headline_edge_cases_of_each_sentence(tmp_path: Path) -> None:
     run_dir, record = _all_ok(tmp_path, metrics)
     record["notebooks"] = [e for e in record["notebooks"] if NOTEBOOKS[e["name"]] in metrics]
     assert headline(run_dir, record)[:{{ 4 if cookiecutter.include_tuning else 3 }}] == [
-        "- **00_environment**: no GPU, ran on the CPU; matmul 7 GFLOP/s on CPU:1; "
+        "- **00_environment**: no GPU, ran on the CPU; matmul 1 GFLOP/s on CPU:1; "
         "precision policy float32.",
 {%- if cookiecutter.include_tuning %}
         "- **02_tune**: best score 0.7772 of 2 trial(s) (random search).",

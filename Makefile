@@ -21,7 +21,7 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	touch $@
 
-.PHONY: help setup demo test test-fast test-default test-pair pair lint clean
+.PHONY: help setup demo test test-fast test-default test-pair pair probes lint clean
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
@@ -56,6 +56,12 @@ pair: setup ## bake PAIR_PYTHON x PAIR_TENSORFLOW, install it in its own venv, r
 		python_version=$(PAIR_PYTHON) tensorflow_version=$(PAIR_TENSORFLOW)
 	$(MAKE) -C $(PAIR_DIR)/tf-gpu-project run VENV=.venv BASE_PYTHON="$(PAIR_BASE)" EXTRAS=onnx \
 		PIP_FLAGS=--no-compile PROFILE=smoke ARGS="--run-dir artifacts/smoke"
+
+probes: setup ## bake the default project, smoke-run it, rerun the fault probes (kills, full disks: run as root)
+	rm -rf $(BUILD)/probes
+	$(PYTHON) -m cookiecutter . --no-input --output-dir $(BUILD)/probes
+	$(MAKE) -C $(BUILD)/probes/tf-gpu-project setup VENV=$(abspath $(VENV))
+	$(PYTHON) tests/fault_probes.py $(BUILD)/probes/tf-gpu-project
 
 lint: setup ## ruff on the hooks and the template's tests
 	$(PYTHON) -m ruff check hooks tests

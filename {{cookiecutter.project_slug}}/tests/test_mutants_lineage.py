@@ -181,7 +181,7 @@ def test_an_unreadable_ledger_reads_as_unknown_lineage_not_as_empty(
     entry = lineage.read(tmp_path)["model"]
     assert entry["fingerprint"] == lineage.fingerprint(tmp_path, "model")
     assert entry["inputs"] is None and "lineage.json" in entry["unknown"]
-    with pytest.raises(lineage.UnknownLineageError) as refused:
+    with pytest.raises(StaleInputError) as refused:
         lineage.check_made_from(tmp_path, "model", needed_by="04_export")
     assert str(refused.value).startswith(f"model in {tmp_path} has unknown lineage (lineage.json ")
     assert str(refused.value).endswith(": re-run 03_train before 04_export.")
@@ -197,7 +197,7 @@ def test_a_missing_ledger_beside_artifacts_is_unknown_not_empty(tmp_path: Path) 
     assert set(lineage.read(tmp_path)) == {"data", "model", "export/2"}
     why = "lineage.json is missing beside data, model, export/2"
     assert lineage.unknown(tmp_path, "model") == why
-    with pytest.raises(lineage.UnknownLineageError, match="re-run 04_export before 05_optimize"):
+    with pytest.raises(StaleInputError, match="re-run 04_export before 05_optimize"):
         lineage.check_made_from(tmp_path, "export/2", needed_by="05_optimize")
 
 
@@ -228,7 +228,7 @@ def test_a_model_trained_on_replaced_data_is_refused_after_the_ledger_was_lost(
     lineage.record(tmp_path, "data", "data", {})
     said = capsys.readouterr().out.strip().splitlines()
     assert len(said) == 1 and "model in" in said[0] and "unknown lineage" in said[0], said
-    with pytest.raises(lineage.UnknownLineageError, match="re-run 03_train before 04_export"):
+    with pytest.raises(StaleInputError, match="re-run 03_train before 04_export"):
         lineage.check_made_from(tmp_path, "model", needed_by="04_export")
     if loss == "corrupt":
         kept = tmp_path / f"{artifacts.LINEAGE_FILE}.corrupt-1"

@@ -133,10 +133,14 @@ def present(run_dir: str | os.PathLike[str]) -> list[str]:
 
 def unknown(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
     """Why the lineage of `artifact` as it is now is unknown; None when it is known or absent."""
-    entry = _entry(run_dir, artifact)
+    folder = resolve_run_dir(run_dir, create=False)
+    ledger, problem = _load(folder)
+    if problem is not None:
+        return problem if artifact in present(folder) else None
+    entry = ledger.get(artifact)
     if not isinstance(entry, dict) or not entry.get(UNKNOWN):
         return None
-    if entry.get("fingerprint") != fingerprint(run_dir, artifact):
+    if entry.get("fingerprint") != fingerprint(folder, artifact):
         return None  # it describes an earlier artifact of that name: no record of this one
     return str(entry[UNKNOWN])
 
@@ -148,7 +152,7 @@ def made_from(run_dir: str | os.PathLike[str], artifact: str) -> dict[str, str |
     artifact of that name (replaced by hand, or by a step that failed before recording), so it
     says nothing about this one.
     """
-    entry = _entry(run_dir, artifact)
+    entry = _load(resolve_run_dir(run_dir, create=False))[0].get(artifact)  # unknown: no entry
     if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint(run_dir, artifact):
         return None
     inputs = entry.get("inputs")
@@ -223,15 +227,6 @@ def _load(folder: Path, besides: str | None = None) -> tuple[dict[str, Any], str
     if not isinstance(ledger, dict):
         return {}, f"{LINEAGE_FILE} holds a JSON {type(ledger).__name__}, not a ledger"
     return ledger, None
-
-
-def _entry(run_dir: str | os.PathLike[str], artifact: str) -> Any:
-    """The ledger's entry for one artifact (an unknown one when the ledger cannot be trusted)."""
-    folder = resolve_run_dir(run_dir, create=False)
-    ledger, problem = _load(folder)
-    if problem is None:
-        return ledger.get(artifact)
-    return _unknown_entry(folder, artifact, problem) if artifact in present(folder) else None
 
 
 def _unknown_entry(folder: Path, artifact: str, why: str) -> dict[str, Any]:

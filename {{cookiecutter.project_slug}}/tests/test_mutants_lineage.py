@@ -226,10 +226,10 @@ def test_a_model_trained_on_replaced_data_is_refused_after_the_ledger_was_lost(
         ledger.unlink()
     _data(tmp_path, sizes=(11, 21, 31))  # 01_data again, another seed
     lineage.record(tmp_path, "data", "data", {})
-    said = capsys.readouterr().out.strip().splitlines()
-    assert len(said) == 1 and "model in" in said[0] and "unknown lineage" in said[0], said
     with pytest.raises(StaleInputError, match="re-run 03_train before 04_export"):
         lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and "model in" in said[0] and "unknown lineage" in said[0], said
     if loss == "corrupt":
         kept = tmp_path / f"{artifacts.LINEAGE_FILE}.corrupt-1"
         assert kept.read_text(encoding="utf-8") == '{"model": {"fingerp'

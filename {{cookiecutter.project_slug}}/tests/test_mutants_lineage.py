@@ -194,9 +194,10 @@ def test_a_missing_ledger_beside_artifacts_is_unknown_not_empty(tmp_path: Path) 
     _data(tmp_path)
     (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
     _export(tmp_path, version=2)
-    assert set(lineage.read(tmp_path)) == {"data", "model", "export/2"}
-    why = "lineage.json is missing beside data, model, export/2"
+    assert set(lineage.read(tmp_path)) == {"model", "export/2"}  # data is made from nothing
+    why = "lineage.json is missing beside model, export/2"
     assert lineage.unknown(tmp_path, "model") == why
+    assert lineage.unknown(tmp_path, "data") is None
     with pytest.raises(StaleInputError, match="re-run 04_export before 05_optimize"):
         lineage.check_made_from(tmp_path, "export/2", needed_by="05_optimize")
 

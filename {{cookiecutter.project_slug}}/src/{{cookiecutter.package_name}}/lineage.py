@@ -55,6 +55,7 @@ MADE_BY = {
 }
 _CHUNK = 1 << 20
 UNKNOWN = "unknown"  # an entry's key: why what the artifact was made from is not known
+ROOTS = ("data",)  # made from nothing in the run folder: their lineage is never unknown
 
 
 class UnknownLineageError(StaleInputError):
@@ -115,7 +116,7 @@ def read(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     ledger, problem = _load(folder)
     if problem is None:
         return ledger
-    return {name: _unknown_entry(folder, name, problem) for name in present(folder)}
+    return {name: _unknown_entry(folder, name, problem) for name in _built(folder)}
 
 
 def present(run_dir: str | os.PathLike[str]) -> list[str]:
@@ -136,7 +137,7 @@ def unknown(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
     folder = resolve_run_dir(run_dir, create=False)
     ledger, problem = _load(folder)
     if problem is not None:
-        return problem if artifact in present(folder) else None
+        return problem if artifact in _built(folder) else None
     entry = ledger.get(artifact)
     if not isinstance(entry, dict) or not entry.get(UNKNOWN):
         return None
@@ -218,7 +219,7 @@ def _load(folder: Path, besides: str | None = None) -> tuple[dict[str, Any], str
     try:
         ledger = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        others = [name for name in present(folder) if name != besides]
+        others = _built(folder, besides)
         return {}, (f"{LINEAGE_FILE} is missing beside {', '.join(others)}" if others else None)
     except OSError as error:
         return {}, f"{LINEAGE_FILE} cannot be read ({error.strerror or type(error).__name__})"
@@ -227,6 +228,11 @@ def _load(folder: Path, besides: str | None = None) -> tuple[dict[str, Any], str
     if not isinstance(ledger, dict):
         return {}, f"{LINEAGE_FILE} holds a JSON {type(ledger).__name__}, not a ledger"
     return ledger, None
+
+
+def _built(folder: Path, besides: str | None = None) -> list[str]:
+    """The artifacts in the folder made from others (all but ROOTS and `besides`)."""
+    return [name for name in present(folder) if name not in (*ROOTS, besides)]
 
 
 def _unknown_entry(folder: Path, artifact: str, why: str) -> dict[str, Any]:
@@ -248,11 +254,14 @@ def _rebuilt(folder: Path, artifact: str, step: str, problem: str) -> dict[str, 
         except OSError:
             pass  # the new ledger replaces it all the same (write_json renames over it)
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
-    why = f"{problem} when {step} recorded {artifact} at {stamp}"
-    others = [name for name in present(folder) if name != artifact]
+    why = f"{problem}, found when the {step} step recorded {artifact} at {stamp}"
+    others = _built(folder, artifact)
+    makers = sorted({MADE_BY.get(name.partition("/")[0], "its step") for name in others})
+    one = len(others) == 1
     said = (
-        f"{', '.join(others)} in {folder} now {'has' if len(others) == 1 else 'have'} unknown "
-        "lineage: the steps that build on them refuse until they are re-run"
+        f"{', '.join(others)} in {folder} now {'has' if one else 'have'} unknown lineage, and "
+        f"the steps that build on {'it' if one else 'them'} refuse until "
+        f"{', '.join(makers)} re-run{'s' if len(makers) == 1 else ''}"
         if others
         else f"a new one is started in {folder}"
     )
@@ -267,7 +276,7 @@ def _unknown_sentence(
     before = f" before {needed_by}" if needed_by else ""
     return (
         f"{artifact} in {resolve_run_dir(run_dir, create=False)} has unknown lineage ({why}), so "
-        f"whether it was made from the data and model there now cannot be checked: re-run "
+        f"what it was made from cannot be checked against the run folder: re-run "
         f"{MADE_BY.get(kind, 'the step that writes it')}{before}."
     )
 

@@ -186,7 +186,7 @@ def test_an_unreadable_ledger_reads_as_unknown_lineage_not_as_empty(
     assert str(refused.value).startswith(f"model in {tmp_path} has unknown lineage (lineage.json ")
     assert str(refused.value).endswith(": re-run 03_train before 04_export.")
     with pytest.raises(StaleInputError, match="unknown lineage"):
-        lineage.stale_inputs(tmp_path, "model")  # how 05_optimize and the tuned values ask
+        lineage.stale_inputs(tmp_path, "model")  # how 05_optimize asks about an export
     assert lineage.describe(tmp_path, "model").startswith("model: lineage unknown (lineage.json ")
 
 

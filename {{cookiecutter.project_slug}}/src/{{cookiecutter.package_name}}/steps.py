@@ -145,7 +145,7 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
 
 
 # What a step leaves in the run folder for the steps that read it, where it must be before one of
-# them runs without it; a step not named here (tune, environment) is no one's required input.
+# them runs without it; a step not named here makes no one's required input (an optional one).
 OUTPUTS = {"data": META_FILE, "train": MODEL_FILE, "export": f"{EXPORT_DIR}/<version>"}
 
 

@@ -171,9 +171,73 @@ def test_a_record_holds_the_fingerprint_the_step_and_its_inputs(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("text", ["", "[1, 2]", '"model"', "{broken"])
-def test_an_unreadable_ledger_reads_as_empty(tmp_path: Path, text: str) -> None:
+def test_an_unreadable_ledger_reads_as_unknown_lineage_not_as_empty(
+    tmp_path: Path, text: str
+) -> None:
+    """An empty ledger would let an export accept a model of unknown origin: unknown is refused."""
     (tmp_path / artifacts.LINEAGE_FILE).write_text(text, encoding="utf-8")
-    assert lineage.read(tmp_path) == {}
+    assert lineage.read(tmp_path) == {}  # no artifact in the folder: nothing to be unknown
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    entry = lineage.read(tmp_path)["model"]
+    assert entry["fingerprint"] == lineage.fingerprint(tmp_path, "model")
+    assert entry["inputs"] is None and "lineage.json" in entry["unknown"]
+    with pytest.raises(StaleInputError) as refused:
+        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+    assert str(refused.value).startswith(f"model in {tmp_path} has unknown lineage (lineage.json ")
+    assert str(refused.value).endswith(": re-run 03_train before 04_export.")
+    with pytest.raises(StaleInputError, match="unknown lineage"):
+        lineage.stale_inputs(tmp_path, "model")  # how 05_optimize asks about an export
+    assert lineage.describe(tmp_path, "model").startswith("model: lineage unknown (lineage.json ")
+
+
+def test_a_missing_ledger_beside_artifacts_is_unknown_not_empty(tmp_path: Path) -> None:
+    _data(tmp_path)
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    _export(tmp_path, version=2)
+    assert set(lineage.read(tmp_path)) == {"model", "export/2"}  # data is made from nothing
+    why = "lineage.json is missing beside model, export/2"
+    assert lineage.unknown(tmp_path, "model") == why
+    assert lineage.unknown(tmp_path, "data") is None
+    with pytest.raises(StaleInputError, match="re-run 04_export before 05_optimize"):
+        lineage.check_made_from(tmp_path, "export/2", needed_by="05_optimize")
+
+
+def test_the_first_record_in_a_new_run_folder_is_known_and_silent(tmp_path: Path, capsys) -> None:
+    _data(tmp_path)  # 01_data writes data/, then records it: no ledger yet, and none is lost
+    lineage.record(tmp_path, "data", "data", {})
+    assert lineage.unknown(tmp_path, "data") is None
+    assert "unknown" not in lineage.read(tmp_path)["data"]
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("loss", ["corrupt", "missing"])
+def test_a_model_trained_on_replaced_data_is_refused_after_the_ledger_was_lost(
+    tmp_path: Path, capsys, loss: str
+) -> None:
+    """The probe: lineage.json lost, 01_data re-run with other data, then 04_export accepted the
+    model trained on the old data. Recording into a lost ledger now marks the rest unknown."""
+    _data(tmp_path, sizes=(10, 20, 30))
+    lineage.record(tmp_path, "data", "data", {})
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    lineage.record(tmp_path, "model", "train", {"data": lineage.fingerprint(tmp_path, "data")})
+    ledger = tmp_path / artifacts.LINEAGE_FILE
+    if loss == "corrupt":
+        ledger.write_text('{"model": {"fingerp', encoding="utf-8")  # cut short by a full disk
+    else:
+        ledger.unlink()
+    _data(tmp_path, sizes=(11, 21, 31))  # 01_data again, another seed
+    lineage.record(tmp_path, "data", "data", {})
+    with pytest.raises(StaleInputError, match="re-run 03_train before 04_export"):
+        lineage.check_made_from(tmp_path, "model", needed_by="04_export")
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and "model in" in said[0] and "unknown lineage" in said[0], said
+    if loss == "corrupt":
+        kept = tmp_path / f"{artifacts.LINEAGE_FILE}.corrupt-1"
+        assert kept.read_text(encoding="utf-8") == '{"model": {"fingerp'
+        assert kept.name in said[0]
+    assert "unknown" not in lineage.read(tmp_path)["data"]  # what was just recorded is known
+    lineage.record(tmp_path, "model", "train", {"data": lineage.fingerprint(tmp_path, "data")})
+    lineage.check_made_from(tmp_path, "model", needed_by="04_export")  # 03 re-run: accepted
 
 
 @pytest.mark.parametrize("entry", ["a string", {"fingerprint": None}, {"inputs": "data"}])

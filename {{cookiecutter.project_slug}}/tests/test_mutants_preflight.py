@@ -14,7 +14,7 @@ import pytest
 
 from {{ cookiecutter.package_name }} import steps
 from {{ cookiecutter.package_name }}.artifacts import StepError
-from {{ cookiecutter.package_name }}.runner import plan_run
+from {{ cookiecutter.package_name }}.runner import RunnerInputError, plan_run, preflight
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +46,35 @@ def test_a_step_whose_inputs_an_earlier_step_writes_is_not_refused_for_them(
     steps.preflight(tmp_path / "run", {"00_environment": {}, "01_data": {}, "03_train": {}})
     with pytest.raises(StepError, match="^03_train refuses to start: .*epochs"):
         steps.preflight(tmp_path / "run", {"01_data": {}, "03_train": {"epochs": 0}})
+
+
+def test_an_input_that_no_earlier_selected_step_makes_is_checked_too(tmp_path: Path) -> None:
+    """--only 01,04: 01_data makes data/, but nothing selected makes model.keras, which 04_export
+    reads; the run would fail minutes later, after 01_data. The other inputs are still waived."""
+    with pytest.raises(StepError) as refused:
+        steps.preflight(tmp_path / "run", {"01_data": {}, "04_export": {}})
+    assert str(refused.value) == (
+        f"04_export refuses to start: {tmp_path / 'run' / 'model.keras'} is missing and no step "
+        "selected before it makes it: run 03_train first, or add 03 to --only."
+    )
+    with pytest.raises(StepError, match="^05_optimize refuses to start: .*model.keras.*03_train"):
+        steps.preflight(tmp_path / "run", {"01_data": {}, "05_optimize": {}})
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "model.keras").write_bytes(b"a model made earlier")
+    steps.preflight(tmp_path / "run", {"01_data": {}, "04_export": {}})
+    with pytest.raises(StepError, match="^05_optimize refuses to start: .*export.*04_export"):
+        steps.preflight(tmp_path / "run", {"01_data": {}, "05_optimize": {}})
+    (tmp_path / "run" / "export" / "3").mkdir(parents=True)
+    steps.preflight(tmp_path / "run", {"01_data": {}, "05_optimize": {}})
+    steps.preflight(tmp_path / "run", {"01_data": {}, "03_train": {}, "05_optimize": {}})
+
+
+def test_the_runners_preflight_refuses_the_plan_of_only_01_04(tmp_path: Path) -> None:
+    """runner.preflight itself (not a stub): the refusal reaches `run` as a RunnerInputError."""
+    plan = plan_run("smoke", project_dir=PROJECT, only=["01", "04"])
+    with pytest.raises(RunnerInputError, match="^04_export refuses to start: .*model.keras"):
+        preflight(plan, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_run_folder_with_data_passes_the_training_check(run_dir: Path) -> None:

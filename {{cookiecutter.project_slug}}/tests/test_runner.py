@@ -224,6 +224,48 @@ def test_run_dir_parameter_refused_pointing_to_option(project: Path) -> None:
         runner.plan_run("test", {"run_dir": "elsewhere"}, project_dir=project)
 
 
+def _retag(path: Path, tagged: int | None, insert: str | None = None) -> None:
+    """Take the `parameters` tag off every cell; give it to cell `tagged` (after inserting a new
+    first code cell `insert`, as a user adding a setup cell on top would)."""
+    notebook = nbformat.read(path, as_version=4)
+    if insert is not None:
+        notebook.cells.insert(1, nbformat.v4.new_code_cell(insert))
+    for index, cell in enumerate(notebook.cells):
+        cell.metadata["tags"] = ["parameters"] if index == tagged else []
+    nbformat.write(notebook, path)
+
+
+def test_a_notebook_whose_parameters_tag_was_removed_is_refused_saying_how_to_restore_it(
+    project: Path,
+) -> None:
+    path = project / "notebooks" / "02_third.ipynb"
+    _retag(path, tagged=None)
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.plan_run("test", project_dir=project, only=["00"])  # a profile serves any --only
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"{path} has no cell tagged 'parameters', so the runner could ")
+    assert "Property Inspector" in message
+    assert message.endswith("`git checkout -- notebooks/02_third.ipynb`.")
+
+
+def test_a_parameters_tag_on_a_cell_without_run_dir_is_refused_before_anything_runs(
+    project: Path,
+) -> None:
+    """The silent case: the tag moved to a setup cell above the real parameters cell. Given no
+    value, the run said ok while the notebook wrote to artifacts/interactive (the untagged cell
+    set run_dir back after papermill injected the run's)."""
+    path = project / "notebooks" / "02_third.ipynb"
+    _retag(path, tagged=1, insert="import os  # a setup cell on top, tagged by mistake")
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.plan_run("test", project_dir=project, only=["02"])
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"{path}: the cell tagged 'parameters' does not set run_dir, so ")
+    assert message.endswith("`git checkout -- notebooks/02_third.ipynb`.")
+    runner.plan_run("test", project_dir=project, only=["00", "01"])  # only the selected count
+
+
 def test_unknown_profile_refused_listing_profiles(project: Path) -> None:
     """An unknown profile is refused in one sentence listing the profiles in configs/."""
     (project / "configs" / "other.yaml").write_text("")

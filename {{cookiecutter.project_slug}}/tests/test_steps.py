@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -215,6 +216,33 @@ def test_the_run_report_marks_an_artifact_whose_inputs_changed_as_stale(tmp_path
     rows = {line.split(" | ")[0]: line for line in report.splitlines() if line.startswith("| ")}
     assert "**stale**: model changed since" in rows["| export/1"]
     assert "replaced or removed" in rows["| model"]  # no record of the retrained model.keras
+
+
+@pytest.mark.parametrize("loss", ["corrupt", "missing"])
+def test_export_and_optimize_refuse_a_model_whose_lineage_json_was_lost(
+    exported_run: Path, tmp_path: Path, loss: str
+) -> None:
+    """With lineage.json unreadable or gone, nothing says model.keras was trained on the data
+    there: the real checkers (run's preflight) refuse instead of exporting it as if it were."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    ledger = run / artifacts.LINEAGE_FILE
+    if loss == "corrupt":
+        ledger.write_text("{", encoding="utf-8")
+    else:
+        ledger.unlink()
+    with pytest.raises(StepError) as refused:
+        steps.preflight(run, {"04_export": {"version": 2}})
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"04_export refuses to start: model in {run} has unknown lineage")
+    assert message.endswith("re-run 03_train before 04_export.")
+    with pytest.raises(StepError, match="^05_optimize refuses to start: .*unknown lineage"):
+        steps.preflight(run, {"05_optimize": {}})
+    record = {"profile": "p", "status": "ok", "started": "t", "notebooks": []}
+    report = runner.write_report(run, record).read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0]: line for line in report.splitlines() if line.startswith("| ")}
+    assert "**unknown**: lineage.json" in rows["| model"]
 
 
 # --- the command line -----------------------------------------------------------------------------

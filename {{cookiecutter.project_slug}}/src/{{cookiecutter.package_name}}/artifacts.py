@@ -38,6 +38,7 @@ FIGURES_DIR = "figures"  # every step: its figures
 NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
 LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)
 RUN_RECORD = "run.json"  # the runner: every attempt, the latest success per notebook
+RUN_LOCK = ".run.lock"  # the runner: held by the run writing in the folder (its pid inside)
 REPORT_FILE = "report.md"  # the runner: the run report
 REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks, in one file
 

@@ -7,9 +7,15 @@ be resumed, and an export made from an older model.keras must not be benchmarked
 Every step that writes an artifact records it in run_dir/lineage.json with `record`: the
 artifact's fingerprint, the step, and the fingerprints of the inputs it read. A later step calls
 `check_made_from` before building on an artifact; it refuses in one sentence (StaleInputError)
-when an input has changed since, naming the step to re-run. An artifact with no record (made by
-hand, or by a version of the project without lineage) cannot be checked and is taken as it is;
-`describe` says so.
+when an input has changed since, naming the step to re-run. An artifact with no record in a
+readable ledger (made by hand, or by a version of the project without lineage) cannot be checked
+and is taken as it is; `describe` says so.
+
+A ledger that cannot be read, or is missing beside artifacts, is not taken as empty: every
+artifact in the folder then has *unknown* lineage, and a step that checks what it builds on
+refuses it (UnknownLineageError, naming the step to re-run), since replaced data or an older model
+could hide behind it. A step recording into such a ledger sets the unreadable file aside
+(lineage.json.corrupt-<n>), says so in one line, and keeps the other artifacts marked unknown.
 
 Artifacts are named "data", "model", "export/<version>" and those of the optional parts present
 (parts.*.ARTIFACTS); their fingerprints are sha256 hex digests:
@@ -48,6 +54,12 @@ MADE_BY = {
     **{name: step for name, (_, step) in parts.merged("ARTIFACTS").items()},
 }
 _CHUNK = 1 << 20
+UNKNOWN = "unknown"  # an entry's key: why what the artifact was made from is not known
+ROOTS = ("data",)  # made from nothing in the run folder: their lineage is never unknown
+
+
+class UnknownLineageError(StaleInputError):
+    """lineage.json cannot say what an artifact was made from: re-run the step that makes it."""
 
 
 def fingerprint(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
@@ -87,20 +99,51 @@ def record(
     }
     if origins:
         entry["origins"] = dict(origins)
-    ledger = read(folder)
+    ledger, problem = _load(folder, besides=artifact)
+    if problem is not None:
+        ledger = _rebuilt(folder, artifact, step, problem)
     ledger[artifact] = entry
     write_json(folder / LINEAGE_FILE, ledger)
     return entry
 
 
 def read(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """lineage.json as {artifact: entry}; {} when there is none or it cannot be read."""
-    path = resolve_run_dir(run_dir, create=False) / LINEAGE_FILE
-    try:
-        ledger = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return ledger if isinstance(ledger, dict) else {}
+    """lineage.json as {artifact: entry}; {} when a folder holding no artifact has none.
+
+    When it cannot be read, or is missing beside artifacts, each artifact in the folder reads as
+    an entry of unknown lineage ({"unknown": why}), never as no entry at all."""
+    folder = resolve_run_dir(run_dir, create=False)
+    ledger, problem = _load(folder)
+    if problem is None:
+        return ledger
+    return {name: _unknown_entry(folder, name, problem) for name in _built(folder)}
+
+
+def present(run_dir: str | os.PathLike[str]) -> list[str]:
+    """The artifacts the run folder holds now, by name (no fingerprint computed)."""
+    folder = resolve_run_dir(run_dir, create=False)
+    found = ["data"] if (folder / META_FILE).is_file() else []
+    found += [name for name, file in PART_FILES.items() if (folder / file).exists()]
+    found += ["model"] if (folder / MODEL_FILE).is_file() else []
+    exports = folder / EXPORT_DIR
+    if exports.is_dir():
+        versions = [p.name for p in exports.iterdir() if p.is_dir() and p.name.isdigit()]
+        found += [f"{EXPORT_DIR}/{version}" for version in sorted(versions, key=int)]
+    return found
+
+
+def unknown(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
+    """Why the lineage of `artifact` as it is now is unknown; None when it is known or absent."""
+    folder = resolve_run_dir(run_dir, create=False)
+    ledger, problem = _load(folder)
+    if problem is not None:
+        return problem if artifact in _built(folder) else None
+    entry = ledger.get(artifact)
+    if not isinstance(entry, dict) or not entry.get(UNKNOWN):
+        return None
+    if entry.get("fingerprint") != fingerprint(folder, artifact):
+        return None  # it describes an earlier artifact of that name: no record of this one
+    return str(entry[UNKNOWN])
 
 
 def made_from(run_dir: str | os.PathLike[str], artifact: str) -> dict[str, str | None] | None:
@@ -110,7 +153,7 @@ def made_from(run_dir: str | os.PathLike[str], artifact: str) -> dict[str, str |
     artifact of that name (replaced by hand, or by a step that failed before recording), so it
     says nothing about this one.
     """
-    entry = read(run_dir).get(artifact)
+    entry = _load(resolve_run_dir(run_dir, create=False))[0].get(artifact)  # unknown: no entry
     if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint(run_dir, artifact):
         return None
     inputs = entry.get("inputs")
@@ -118,13 +161,21 @@ def made_from(run_dir: str | os.PathLike[str], artifact: str) -> dict[str, str |
 
 
 def stale_inputs(run_dir: str | os.PathLike[str], artifact: str) -> list[str]:
-    """The inputs of `artifact` that have changed since it was made ([] when unknown or none)."""
+    """The inputs of `artifact` that have changed since it was made ([] when there is no record
+    or none changed); UnknownLineageError when lineage.json cannot say (see `unknown`)."""
+    why = unknown(run_dir, artifact)
+    if why is not None:
+        raise UnknownLineageError(_unknown_sentence(run_dir, artifact, why))
     inputs = made_from(run_dir, artifact) or {}
     return [name for name, was in inputs.items() if was != fingerprint(run_dir, name)]
 
 
 def check_made_from(run_dir: str | os.PathLike[str], artifact: str, *, needed_by: str) -> None:
-    """Refuse in one sentence when `artifact` was made from inputs that have since changed."""
+    """Refuse in one sentence when `artifact` was made from inputs that have since changed, or
+    when lineage.json cannot say what it was made from."""
+    why = unknown(run_dir, artifact)
+    if why is not None:
+        raise UnknownLineageError(_unknown_sentence(run_dir, artifact, why, needed_by))
     changed = stale_inputs(run_dir, artifact)
     if not changed:
         return
@@ -149,6 +200,9 @@ def summary(run_dir: str | os.PathLike[str], reads: list[str], writes: list[str]
 
 def describe(run_dir: str | os.PathLike[str], artifact: str) -> str:
     """One sentence on where the artifact came from, for notebooks and the CLI."""
+    why = unknown(run_dir, artifact)
+    if why is not None:
+        return f"{artifact}: lineage unknown ({why}), so what it was made from cannot be checked."
     inputs = made_from(run_dir, artifact)
     if inputs is None:
         return f"{artifact}: no lineage record, so what it was made from cannot be checked."
@@ -156,6 +210,75 @@ def describe(run_dir: str | os.PathLike[str], artifact: str) -> str:
     shown = ", ".join(f"{name} {str(fp)[:12]}" for name, fp in inputs.items()) or "nothing"
     state = f"stale: {', '.join(changed)} changed since" if changed else "current"
     return f"{artifact}: made from {shown}; {state}."
+
+
+def _load(folder: Path, besides: str | None = None) -> tuple[dict[str, Any], str | None]:
+    """(ledger, None), or ({}, why it cannot be trusted): unreadable, or missing while the folder
+    holds artifacts (other than `besides`, the one being recorded now)."""
+    path = folder / LINEAGE_FILE
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        others = _built(folder, besides)
+        return {}, (f"{LINEAGE_FILE} is missing beside {', '.join(others)}" if others else None)
+    except OSError as error:
+        return {}, f"{LINEAGE_FILE} cannot be read ({error.strerror or type(error).__name__})"
+    except ValueError:
+        return {}, f"{LINEAGE_FILE} is not valid JSON"
+    if not isinstance(ledger, dict):
+        return {}, f"{LINEAGE_FILE} holds a JSON {type(ledger).__name__}, not a ledger"
+    return ledger, None
+
+
+def _built(folder: Path, besides: str | None = None) -> list[str]:
+    """The artifacts in the folder made from others (all but ROOTS and `besides`)."""
+    return [name for name in present(folder) if name not in (*ROOTS, besides)]
+
+
+def _unknown_entry(folder: Path, artifact: str, why: str) -> dict[str, Any]:
+    now = fingerprint(folder, artifact)
+    return {"fingerprint": now, "step": None, "inputs": None, UNKNOWN: why}
+
+
+def _rebuilt(folder: Path, artifact: str, step: str, problem: str) -> dict[str, Any]:
+    """A new ledger for a record into one that cannot be trusted: the unreadable file set aside,
+    every other artifact in the folder marked unknown, and one line saying so."""
+    path, kept = folder / LINEAGE_FILE, None
+    if path.exists():
+        number = 1
+        while (folder / f"{LINEAGE_FILE}.corrupt-{number}").exists():
+            number += 1
+        try:
+            os.replace(path, folder / f"{LINEAGE_FILE}.corrupt-{number}")
+            kept = f"{LINEAGE_FILE}.corrupt-{number}"
+        except OSError:
+            pass  # the new ledger replaces it all the same (write_json renames over it)
+    stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+    why = f"{problem}, found when the {step} step recorded {artifact} at {stamp}"
+    others = _built(folder, artifact)
+    makers = sorted({MADE_BY.get(name.partition("/")[0], "its step") for name in others})
+    one = len(others) == 1
+    said = (
+        f"{', '.join(others)} in {folder} now {'has' if one else 'have'} unknown lineage, and "
+        f"the steps that build on {'it' if one else 'them'} refuse until "
+        f"{', '.join(makers)} re-run{'s' if len(makers) == 1 else ''}"
+        if others
+        else f"a new one is started in {folder}"
+    )
+    print(f"{problem}: {said}" + (f"; the unreadable file is kept as {kept}." if kept else "."))
+    return {name: _unknown_entry(folder, name, why) for name in others}
+
+
+def _unknown_sentence(
+    run_dir: str | os.PathLike[str], artifact: str, why: str, needed_by: str | None = None
+) -> str:
+    kind = artifact.partition("/")[0]
+    before = f" before {needed_by}" if needed_by else ""
+    return (
+        f"{artifact} in {resolve_run_dir(run_dir, create=False)} has unknown lineage ({why}), so "
+        f"what it was made from cannot be checked against the run folder: re-run "
+        f"{MADE_BY.get(kind, 'the step that writes it')}{before}."
+    )
 
 
 def _data_fingerprint(meta_path: Path) -> str | None:

@@ -11,7 +11,8 @@ Each step module (env, data, train, export, optimize, and an optional part's) ex
 
 The notebook calls `run` and explains its result; `<package> <step> --run-dir DIR -p k=v` calls it
 without Jupyter; the runner calls `check` for every selected step before the first notebook
-starts (`preflight`), with inputs=False for a step whose inputs an earlier selected step makes.
+starts (`preflight`), with inputs=False for a step some of whose inputs an earlier selected step
+makes, and checks that the others are in the run folder.
 This module only names the steps and converts values; it imports a step's module when asked, so
 reading it costs no TensorFlow import.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import parts
-from .artifacts import StepError
+from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,10 @@ def defaults(step: Step | str) -> dict[str, Any]:
 def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[str, Any]]) -> None:
     """Check every selected notebook's values with its step's own checker, in chain order.
 
-    `selected` maps notebook names to their values. A step's inputs are checked too, unless an
-    earlier selected step writes them in this run. Raises StepError naming the notebook; runs
-    nothing and writes nothing.
+    `selected` maps notebook names to their values. A step none of whose inputs an earlier
+    selected step writes in this run has all its inputs checked by its checker; one with some
+    made earlier (--only 01,04) is checked for the others being in the run folder (OUTPUTS).
+    Raises StepError naming the notebook; runs nothing and writes nothing.
     """
     folder = Path(run_dir)
     earlier: set[str] = set()
@@ -131,12 +133,39 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
         step = for_notebook(stem)
         if step is None:
             continue
+        made_here = earlier.intersection(step.reads)
         try:
             params = params_from(step, values)
-            module(step).check(folder, params, inputs=not earlier.intersection(step.reads))
+            module(step).check(folder, params, inputs=not made_here)
+            if made_here:
+                _check_present(folder, [name for name in step.reads if name not in earlier])
         except StepError as error:  # which notebook refused, so the sentence says where to look
             raise StepError(f"{stem} refuses to start: {error}") from None
         earlier.add(step.name)
+
+
+# What a step leaves in the run folder for the steps that read it, where it must be before one of
+# them runs without it; a step not named here makes no one's required input (an optional one).
+OUTPUTS = {"data": META_FILE, "train": MODEL_FILE, "export": f"{EXPORT_DIR}/<version>"}
+
+
+def _check_present(folder: Path, reads: list[str]) -> None:
+    """Refuse in one sentence an input of OUTPUTS that the run folder lacks, naming its maker."""
+    for name in reads:
+        if name not in OUTPUTS or _made(folder, name):
+            continue
+        maker = BY_NAME[name].notebook
+        raise StepError(
+            f"{folder / OUTPUTS[name]} is missing and no step selected before it makes it: run "
+            f"{maker} first, or add {maker[:2]} to --only."
+        )
+
+
+def _made(folder: Path, name: str) -> bool:
+    if name == "export":  # any numbered version: the step picks its own
+        exports = folder / EXPORT_DIR
+        return exports.is_dir() and any(p.name.isdigit() for p in exports.iterdir() if p.is_dir())
+    return (folder / OUTPUTS[name]).is_file()
 
 
 def _fits(value: Any, hint: Any) -> bool:

@@ -90,7 +90,30 @@ def parameters_cell(path: Path) -> tuple[int, str]:
         if TAG in cell.get("metadata", {}).get("tags", []):
             source = cell.get("source", "")
             return index, "".join(source) if isinstance(source, list) else source
-    raise RunnerInputError(f"{path} has no cell tagged {TAG!r}: papermill could not set values.")
+    raise RunnerInputError(
+        f"{path} has no cell tagged {TAG!r}, so the runner could give it neither its values nor "
+        f"the run folder (it would write to its own default folder): {restore(path)}."
+    )
+
+
+def check_takes_run_dir(path: Path, declared: dict[str, Declared]) -> None:
+    """Refuse a notebook whose tagged cell does not set run_dir: papermill would inject the run
+    folder there and the real parameters cell, no longer tagged, would set it back to the
+    notebook's default (artifacts/interactive), so the run would say ok with nothing in it."""
+    if "run_dir" not in declared:
+        raise RunnerInputError(
+            f"{path}: the cell tagged {TAG!r} does not set run_dir, so the run folder the runner "
+            f"passes would be replaced by the notebook's own default: {restore(path)}."
+        )
+
+
+def restore(path: Path) -> str:
+    """How to put the tag back: in JupyterLab, or from git."""
+    return (
+        f"give the tag {TAG!r} back to the cell that sets run_dir, and to no other (JupyterLab: "
+        "select the cell, open the Property Inspector, the gear icon on the right, add the tag), "
+        f"or restore the notebook with `git checkout -- notebooks/{Path(path).name}`"
+    )
 
 
 def hint_of(annotation: str) -> Any:

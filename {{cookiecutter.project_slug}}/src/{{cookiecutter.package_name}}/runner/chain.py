@@ -2,12 +2,15 @@
 attempt as it goes.
 
 Nothing is written before every check has passed: the plan (names and types), the run folder
-(writable, not a file) and each step's own checker (ranges, relations, inputs) via
-steps.preflight. Only then is the folder made and the first notebook started.
+(writable, not a file, no other run in it) and each step's own checker (ranges, relations,
+inputs) via steps.preflight. Only then is the folder made and the first notebook started. The
+folder's lock (.run.lock, fcntl) is held from the checks to the last line of run.json, so a second
+run into the same folder is refused at once, naming the first one's pid.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -15,8 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import progress, quiet, steps
-from ..artifacts import RUN_RECORD, StepError, check_writable
+from .. import locks, progress, quiet, steps
+from ..artifacts import RUN_LOCK, RUN_RECORD, StepError, check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
 from .html import write_html
@@ -62,9 +65,19 @@ def run_chain(
     check_run_dir(folder, given=run_dir is not None)
     if not announced:  # the CLI says it before it imports this module (papermill, nbconvert)
         print(*announce(plan), sep="\n", flush=True)  # before the seconds the checks take
-    preflight(plan, folder)
-    folder = _make(folder, fresh=run_dir is None)
+    with contextlib.ExitStack() as held:
+        existed = folder.is_dir()
+        if existed:  # another run in it is refused now, not after TensorFlow has loaded
+            lock_run_dir(folder, held)
+        preflight(plan, folder)
+        folder = _make(folder, fresh=run_dir is None)
+        if not existed:  # made just now: locked before anything is written in it
+            lock_run_dir(folder, held)
+        return _run(plan, folder, only)
 
+
+def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
+    """Execute the selected notebooks into the (locked) folder, recording every attempt."""
     record = start_record(folder, plan, only)
     selected = list(plan.notebooks)
     print(f"Run folder: {folder}", flush=True)
@@ -94,6 +107,21 @@ def run_chain(
         save(folder, record, selected)
         write_report_html(folder, record)
     return RunResult(run_dir=folder, record=record)
+
+
+def lock_run_dir(folder: Path, held: contextlib.ExitStack) -> None:
+    """Hold the run folder's lock until `held` closes; refuse at once, naming the other run, when
+    another process holds it (a killed run's lock went with its process: it never blocks)."""
+    try:
+        held.enter_context(locks.held(folder / RUN_LOCK, wait=False))
+    except locks.Busy as busy:
+        pid = busy.pid if busy.pid is not None else "unknown"
+        raise RunnerInputError(
+            f"{folder} is in use by another run (pid {pid}), which writes its {RUN_RECORD} and "
+            "notebooks there: wait for it to end, or pass another --run-dir."
+        ) from None
+    except OSError as error:
+        raise RunnerInputError(f"{folder / RUN_LOCK} cannot be made: {error}.") from None
 
 
 def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:

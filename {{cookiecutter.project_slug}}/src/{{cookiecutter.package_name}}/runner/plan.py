@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import project_root
-from .cells import Declared, declared_parameters, fits
+from .cells import Declared, check_takes_run_dir, declared_parameters, fits
 from .profile import RunnerInputError, load_profile, near
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -70,6 +70,8 @@ def plan_run(
             values, {name: declared[name]}, f"in {source} (notebooks.{name})", f"{name} declares"
         )
     chosen = {name: declared[name] for name in selected}
+    for name in selected:  # the runner passes each its run folder: its tagged cell must take it
+        check_takes_run_dir(chain[name], declared[name])
     general, scoped = _split(overrides, chain, selected)
     scope = "the notebooks declare" if only is None else "the selected notebooks declare"
     takers, notes = _takers(general, chosen)

@@ -134,12 +134,15 @@ def _lineage(run_dir: Path) -> list[str]:
     for artifact, entry in sorted(ledger.items()):
         inputs = (entry.get("inputs") or {}) if isinstance(entry, dict) else {}
         made_from = ", ".join(f"{name} `{str(fp)[:12]}`" for name, fp in inputs.items()) or "-"
-        if lineage.made_from(run_dir, artifact) is None:
+        why = lineage.unknown(run_dir, artifact)
+        if why is not None:
+            now = f"**unknown**: {_cell(why)}"
+        elif lineage.made_from(run_dir, artifact) is None:
             now = "replaced or removed since it was recorded"
         else:
             changed = lineage.stale_inputs(run_dir, artifact)
             now = f"**stale**: {', '.join(changed)} changed since" if changed else "current"
-        step = entry.get("step", "?") if isinstance(entry, dict) else "?"
+        step = (entry.get("step") or "?") if isinstance(entry, dict) else "?"
         lines.append(f"| {_cell(artifact)} | {_cell(step)} | {made_from} | {now} |")
     return lines
 

@@ -155,6 +155,7 @@ FULL_BAKE = (
     "src/{pkg}/serve/commands.py",
     "src/{pkg}/serve/config.py",
     "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/state.py",
     "src/{pkg}/serve/versions.py",
     "src/{pkg}/steps.py",
     "src/{pkg}/train/__init__.py",
@@ -231,6 +232,7 @@ FULL_BAKE = (
     "tests/test_runner_records.py",
     "tests/test_serving.py",
     "tests/test_serving_compose.py",
+    "tests/test_serving_faults.py",
     "tests/test_slurm.py",
     "tests/test_smoke_run.py",
     "tests/test_steps.py",
@@ -287,10 +289,12 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/serve/commands.py",
         "src/{pkg}/serve/config.py",
         "src/{pkg}/serve/protos.py",
+        "src/{pkg}/serve/state.py",
         "src/{pkg}/serve/versions.py",
         "tests/test_mutants_serve.py",
         "tests/test_serving.py",
         "tests/test_serving_compose.py",
+        "tests/test_serving_faults.py",
     ),
 }
 

@@ -36,8 +36,7 @@ SERVING_LOCK = "serving/.versions.lock"  # held while versions.json is read and 
 MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
 REQUIRED = ("model_name", "exports", "stable", "canary", "history", "batching")  # loading: later
 VERSION_KEYS = ("stable", "canary", "loading")  # a version number or null each
-JSON_KINDS = {list: "a list", type(None): "null", str: "a string", int: "a number", float: "a number"}
-JSON_KINDS[bool] = "true or false"
+JSON_KINDS = {list: "a list", type(None): "null", str: "a string", bool: "true or false"}
 
 
 class ServeError(StepError):
@@ -80,7 +79,7 @@ def load_state(folder: Path) -> dict[str, Any]:
 def state_fault(state: Any) -> str | None:
     """What makes `state` unusable as versions.json, in a few words, or None."""
     if not isinstance(state, dict):
-        kind = JSON_KINDS.get(type(state), type(state).__name__)
+        kind = JSON_KINDS.get(type(state), "a number")
         return f"it holds {kind}, not an object of versions and labels"
     missing = [key for key in REQUIRED if key not in state]
     if missing:

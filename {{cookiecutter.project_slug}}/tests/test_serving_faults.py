@@ -126,11 +126,13 @@ def test_export_refuses_an_unusable_versions_json_before_it_writes(tmp_path, mon
     assert_one_sentence(str(refused.value))
 
 
-def test_export_refuses_a_serving_folder_it_could_not_record_in(tmp_path, monkeypatch):
-    """A serving/ that cannot be written would leave the new version unrecorded: refused before."""
+@pytest.mark.parametrize("lock", ["lock read-only too", "lock file writable"])
+def test_export_refuses_a_serving_folder_it_could_not_record_in(tmp_path, monkeypatch, lock):
+    """A serving/ that cannot be written would leave the new version unrecorded: refused before,
+    also where the lock file itself can still be opened (a folder made read-only after it)."""
     monkeypatch.setattr(export_params, "check_trained_model", lambda *args, **kwargs: None)
     fake_export(tmp_path, 1)
-    read_only(monkeypatch, tmp_path / "serving")
+    read_only(monkeypatch, tmp_path / "serving", lock=lock == "lock read-only too")
     with pytest.raises(serve.ServeError) as refused:
         export_params.check(tmp_path, export_params.Params(version=2))
     assert str(refused.value) == (
@@ -164,9 +166,9 @@ def test_status_names_a_damaged_models_config_and_rewrite_mends_it(tmp_path, cap
 # ----------------------------------------------------------------------------- read-only, full
 
 
-def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path, lock: bool = True) -> None:
     """`folder` as on a read-only mount (EROFS, which holds for root too): no file can be created
-    in it, an existing file cannot be opened for writing."""
+    in it, an existing file cannot be opened for writing (with lock=False, except the lock)."""
     real_mkstemp, real_open = tempfile.mkstemp, os.open
 
     def mkstemp(*args, **kwargs):
@@ -176,7 +178,7 @@ def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
 
     def open_(path, flags, *args, **kwargs):
         writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
-        if writes and Path(path).parent == folder:
+        if writes and Path(path).parent == folder and (lock or Path(path).suffix != ".lock"):
             raise OSError(errno.EROFS, "Read-only file system", str(path))
         return real_open(path, flags, *args, **kwargs)
 

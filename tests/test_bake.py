@@ -208,6 +208,7 @@ FULL_BAKE = (
     "tests/test_figures.py",
     "tests/test_find.py",
     "tests/test_gpu_bench.py",
+    "tests/test_kernel.py",
     "tests/test_lab.py",
     "tests/test_models.py",
     "tests/test_monitoring.py",

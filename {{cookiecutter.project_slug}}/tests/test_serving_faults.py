@@ -163,6 +163,18 @@ def test_status_names_a_damaged_models_config_and_rewrite_mends_it(tmp_path, cap
     assert main(["serve", "status", "--run-dir", str(tmp_path)]) == 0
 
 
+@pytest.mark.parametrize("action", ["promote", "canary"])
+def test_nothing_to_change_is_not_said_over_a_damaged_models_config(tmp_path, capsys, action):
+    """`serve promote --version 1` when 1 is stable already says "nothing changed" only when
+    models.config tells TF Serving so; a missing one is named, with `serve rewrite`."""
+    two_versions(tmp_path)
+    (tmp_path / "serving" / "models.config").unlink()
+    version = {"promote": "1", "canary": "2"}[action]
+    argv = ["serve", action, "--version", version, "--run-dir", str(tmp_path)]
+    said = refusal(capsys, argv)
+    assert said.endswith(f"with `{PACKAGE} serve rewrite --run-dir {tmp_path}`.")
+
+
 # ----------------------------------------------------------------------------- read-only, full
 
 

@@ -76,6 +76,7 @@ def canary(run_dir: str | os.PathLike[str], version: int) -> str:
                 f"Version {version} is the stable version already: it cannot be canary."
             )
         if version == state["canary"]:
+            models_config(folder)  # "nothing changed" only where TF Serving is told so
             return f"Version {version} is the canary already: nothing changed."
         if state["canary"] is not None and version not in served(state):
             return _load_first(folder, state, version, "canary")
@@ -96,6 +97,7 @@ def promote(run_dir: str | os.PathLike[str], version: int | None = None) -> str:
             version = state["canary"]
         check_servable(folder, state, version)
         if version == state["stable"]:
+            models_config(folder)  # "nothing changed" only where TF Serving is told so
             return f"Version {version} is the stable version already: nothing changed."
         if version not in served(state):
             return _load_first(folder, state, version, "stable")
@@ -127,15 +129,20 @@ def status(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """What models.config serves and labels, read back with TF Serving's message, and the state
     (read under a shared lock: a read-only serving/ can still be looked at)."""
     with _open(run_dir, write=False) as (folder, state):
-        path = folder / SERVING_MODELS
-        try:
-            return {**state, "models_config": config.read_config(path)}
-        except (OSError, ConfigError) as error:
-            reason = error.strerror if isinstance(error, OSError) else str(error).rstrip(".")
-            raise ServeError(
-                f"{path} cannot be used ({reason or type(error).__name__}): write it again from "
-                f"{SERVING_STATE} with `{MODEL_NAME} serve rewrite --run-dir {folder}`."
-            ) from None
+        return {**state, "models_config": models_config(folder)}
+
+
+def models_config(folder: Path) -> dict[str, Any]:
+    """models.config as TF Serving reads it, or one sentence saying how to write it again."""
+    path = folder / SERVING_MODELS
+    try:
+        return config.read_config(path)
+    except (OSError, ConfigError) as error:
+        reason = error.strerror if isinstance(error, OSError) else str(error).rstrip(".")
+        raise ServeError(
+            f"{path} cannot be used ({reason or type(error).__name__}): write it again from "
+            f"{SERVING_STATE} with `{MODEL_NAME} serve rewrite --run-dir {folder}`."
+        ) from None
 
 
 def rewrite(run_dir: str | os.PathLike[str]) -> str:

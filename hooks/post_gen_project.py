@@ -51,9 +51,11 @@ SERVING = [
     "src/{pkg}/serve/commands.py",
     "src/{pkg}/serve/config.py",
     "src/{pkg}/serve/protos.py",
+    "src/{pkg}/serve/state.py",
     "src/{pkg}/serve/versions.py",
     "tests/test_mutants_serve.py",
     "tests/test_serving.py",
+    "tests/test_serving_faults.py",
 ]
 SERVING_DOCKER = ["docker/compose.serving.yml", "tests/test_serving_compose.py"]
 DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Serving row goes too

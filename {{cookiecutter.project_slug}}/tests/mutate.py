@@ -50,7 +50,7 @@ GROUPS = {
     ),
 {%- if cookiecutter.include_serving %}
     "serve": (
-        ["serve/versions.py", "serve/config.py"],
+        ["serve/versions.py", "serve/state.py", "serve/config.py"],
         ["test_serving.py", "test_mutants_serve.py"],
     ),
 {%- endif %}

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -287,6 +288,48 @@ def test_a_failed_write_leaves_no_half_export(
         export.export_savedmodel(run, version=1, overwrite=True, replace_served=True)
     assert sorted(path.name for path in existing.parent.iterdir()) == before
     assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()
+
+
+def test_what_a_killed_export_left_is_removed_by_the_next_and_never_counts(
+    run_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A runner killed mid-export leaves export/.N.tmp-*: no list of versions counts it, and the
+    next export of N removes it in one line; a temporary folder whose process still runs stays,
+    and a version a killed overwrite had moved aside is put back, not removed."""
+    from {{ cookiecutter.package_name }}.export import files
+    from {{ cookiecutter.package_name }}.export.params import next_version
+    from {{ cookiecutter.package_name }}.optimize.base import latest_export
+
+    gone = _dead_pid()
+    folder = run_copy / "export"
+    one = folder / "1"
+    killed = [
+        folder / f".3.tmp-{files._host()}-{gone}-k1l2",  # this host, its process is gone
+        folder / ".3.tmp-x8y9z0a1",  # an older export's name, without host and process
+    ]
+    alive = folder / f".3.tmp-{files._host()}-{os.getpid()}-w7r1"  # still being written
+    for path in (*killed, alive):
+        shutil.copytree(one, path)
+    top = max(int(path.name) for path in folder.iterdir() if path.name.isdigit())
+    assert next_version(run_copy) == top + 1 and latest_export(run_copy) == folder / str(top)
+    shutil.rmtree(folder / "3", ignore_errors=True)  # an earlier test's version 3, if any
+    export.run(run_copy, export.Params(version=3, overwrite=False))
+    said = [line for line in capsys.readouterr().out.splitlines() if "interrupted" in line]
+    names = ", ".join(path.name for path in killed)
+    assert said == [f"Removed what an interrupted export left in {folder}: {names}"]
+    assert not any(path.exists() for path in killed) and alive.is_dir()
+    moved = folder / f".9.tmp-{files._host()}-{gone}-q4.old"  # killed between the two renames
+    shutil.copytree(one, moved)
+    with pytest.raises(export.ExportError, match="exists already"):
+        export.export_savedmodel(run_copy, version=9)
+    assert (folder / "9" / "saved_model.pb").is_file() and not moved.exists()
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has ended (and been reaped)."""
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
 
 
 @pytest.mark.parametrize("version", [0, -1, 1.5, "1", True, None])

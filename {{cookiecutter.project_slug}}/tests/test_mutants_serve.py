@@ -89,7 +89,7 @@ def test_a_write_that_fails_midway_leaves_every_serving_file_whole(
         "promote": lambda: serve.promote(tmp_path, 2),
         "rollback": lambda: serve.rollback(tmp_path),
     }
-    with _file_size_limit(64), pytest.raises(OSError):
+    with _file_size_limit(64), pytest.raises(serve.ServeError, match="free space on its disk"):
         calls[action]()
     after = {name: (folder / name).read_bytes() for name in SERVING_FILES}
     assert after == before

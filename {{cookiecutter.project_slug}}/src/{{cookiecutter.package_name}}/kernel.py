@@ -12,13 +12,22 @@ in that cell, so its time is where a reader expects it, under a moving "Loading 
 
 `make setup` runs `install`: the kernel spec keeps the name python3 the notebooks ask for, in this
 virtual environment only. With <PACKAGE>_VERBOSE=1 nothing is quieted.
+
+A kernel ends with the process that started it (the runner, JupyterLab's server): on Linux it asks
+for SIGTERM at that moment (prctl PR_SET_PDEATHSIG, die_with_parent), so a runner killed with
+SIGKILL does not leave its kernel finishing an export or an epoch that nothing will record.
+ipykernel's own parent poller would also end it, but only from a thread, once a second, and not
+while a cell holds the GIL; SIGTERM is what a preempted training saves its step on.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
+import os
 import re
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +37,7 @@ from . import progress, quiet
 PACKAGE = quiet.PACKAGE
 KERNEL_NAME = "python3"
 # A cell importing one of these loads TensorFlow (comments and strings naming them do not count).
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 NEEDS_TENSORFLOW = re.compile(rf"^\s*(?:import|from)\s+(?:tensorflow|keras|{PACKAGE})\b", re.M)
 
 
@@ -61,12 +71,33 @@ def main(args: list[str]) -> None:
         return
     from ipykernel.kernelapp import IPKernelApp
 
+    die_with_parent()
     quiet.setup()
     app = IPKernelApp.instance()
     app.initialize(args)
     if not quiet.verbose():
         app.shell.events.register("pre_run_cell", _before_cell)
     app.start()
+
+
+def die_with_parent() -> bool:
+    """Linux: SIGTERM to this process when the Jupyter client that started it ends, however it
+    ends (prctl PR_SET_PDEATHSIG). Only for a kernel whose parent is that client (JPY_PARENT_PID,
+    which jupyter_client sets, names the parent); True when the request is in place."""
+    parent = os.environ.get("JPY_PARENT_PID", "")
+    if not sys.platform.startswith("linux") or not parent.isdigit():
+        return False
+    if int(parent) != os.getppid():
+        return False  # started through a wrapper, or the client has already gone
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != int(parent):  # it ended between the check and the request
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def _before_cell(info: object) -> None:

@@ -4,7 +4,9 @@ A file cut short (a full disk, a copy interrupted, a crash while saving) must st
 sentence that names the step to re-run, not with Keras' "File not found" or a protobuf traceback.
 So each has a cheap check that reads no model (model.keras is a zip archive: its CRCs and parts;
 saved_model.pb a protobuf: it parses and has serving_default), run before any work, and a load
-that turns whatever the loader raises into the same sentence.
+that turns whatever the loader raises into the same sentence. A version folder is written under a
+hidden name holding its host and process (temporary_prefix); what a killed export left under such a
+name is removed by the next export of that version (remove_stale_temporaries).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import socket
 import zipfile
 import zlib
 from pathlib import Path
@@ -25,6 +29,8 @@ SIGNATURE = "serving_default"
 INPUT_NAME = "images"
 OUTPUTS = ("probabilities", "class_ids", "class_names")
 KERAS_PARTS = ("config.json", "model.weights.h5")  # what Keras 3 writes into a .keras archive
+# export/.<version>.tmp-<host>-<pid>-<random>[.old]: a version being written (or being replaced)
+TEMPORARY_NAME = re.compile(r"^\.\d+\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-")
 
 
 def check_model_file(run_dir: str | os.PathLike[str], error: type[StepError] = StepError) -> Path:
@@ -108,6 +114,53 @@ def load_savedmodel(export_dir: str | os.PathLike[str], error: type[StepError] =
         return tf.saved_model.load(str(folder)).signatures[SIGNATURE]
     except Exception as failure:  # TensorFlow raises OSError, OpError, IndexError, KeyError
         raise _savedmodel_error(folder, _reason(failure), error) from None
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove what an interrupted export of `target` left beside it: its hidden temporary
+    folders whose process is gone (this host's; any without a host and process id in the name).
+    A replaced version a killed overwrite had moved aside is put back first, when the target is
+    missing. Returns the folders removed (or put back); one that cannot be removed stays (no
+    reader counts it as a version: TF Serving and this package only read folders named by a
+    number)."""
+    removed = []
+    for path in sorted(target.parent.glob(f".{target.name}.tmp-*")):
+        if not path.is_dir() or _writer_alive(path.name):
+            continue
+        try:
+            if path.name.endswith(".old") and not target.exists():
+                os.replace(path, target)  # the version being replaced, as it was
+            else:
+                shutil.rmtree(path)
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process named in a temporary folder's name may still be writing it."""
+    found = TEMPORARY_NAME.match(name)
+    if found is None:  # a name without host and process: an older export's, long gone
+        return False
+    if found["host"] != _host():
+        return True  # another machine's process: not ours to judge
+    try:
+        os.kill(int(found["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temporary_prefix(target: Path) -> str:
+    """The start of the hidden name a version is written under: its host and process."""
+    return f".{target.name}.tmp-{_host()}-{os.getpid()}-"
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:40] or "host"
 
 
 def _model_error(path: Path, reason: str, error: type[StepError]) -> StepError:

@@ -5,7 +5,9 @@ pre-flight check). With inputs=True it also looks at the run folder: data/ and a
 model.keras, a model trained on the data that is there now (lineage), and a version folder that
 is free (unless overwrite) and can be written. A version recorded as served (stable, canary, kept
 for a rollback; an optional part says, where the project has one) is replaced only with
-replace_served, so a later rollback never "restores" a model that silently took its place.
+replace_served, so a later rollback never "restores" a model that silently took its place; a part
+that records each export checks here that it can (before_export), so no version is written that
+its record then lacks.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
             f"{next_version(folder)}), or pass replace_served=True to replace it."
         )
     check_writable(target.parent, flag="the export folder")
+    for part_check in parts.collect("before_export"):  # an optional part's records, if any
+        part_check(folder)
 
 
 def check_version(version: Any) -> int:

@@ -5,6 +5,8 @@ in inference mode plus an argmax and a lookup of the class names in a constant: 
 left for a client to get wrong. Keras' ExportArchive writes it with `serving_default` as the one
 endpoint TF Serving calls. The version folder appears whole or not at all: it is written under a
 hidden temporary name in export/ (TF Serving only loads folders named by a number) and renamed.
+The name holds the host and process id that write it, so the next export of that version can tell
+a folder a killed export left (its process is gone) from one still being written, and removes it.
 Once it is in place, the lineage ledger records the model.keras and data it was made from, so
 05_optimize can refuse an export that a newer model.keras has made stale.
 """
@@ -27,8 +29,14 @@ import tensorflow as tf
 from .. import lineage
 from ..artifacts import MODEL_FILE, resolve_run_dir
 from ..data import read_meta
-from .files import INPUT_NAME, SIGNATURE, load_model
-from .params import ExportError, Params, check, export_target
+from .files import (
+    INPUT_NAME,
+    SIGNATURE,
+    load_model,
+    remove_stale_temporaries,
+    temporary_prefix,
+)
+from .params import ExportError, Params, check, check_version, export_target
 
 MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
 CLI_TIMEOUT = 300
@@ -47,8 +55,9 @@ def export_savedmodel(
     replaced data). Records export/<version> in the lineage ledger. Returns version, export_dir,
     model_path, model_name, precision, image_shape, classes and signature (describe_signature).
     """
-    check(run_dir, Params(version=version, overwrite=overwrite, replace_served=replace_served))
     folder = resolve_run_dir(run_dir, create=False)
+    removed = remove_stale_temporaries(export_target(folder, check_version(version)))
+    check(run_dir, Params(version=version, overwrite=overwrite, replace_served=replace_served))
     target, model_path = export_target(folder, version), folder / MODEL_FILE
     meta = read_meta(folder)
     made_from = {name: lineage.fingerprint(folder, name) for name in ("model", "data")}
@@ -67,6 +76,7 @@ def export_savedmodel(
         "image_shape": shape,
         "classes": classes,
         "signature": describe_signature(target),
+        "removed": [str(path) for path in removed],
     }
 
 
@@ -186,7 +196,8 @@ def _check_model(
 def _write_whole(archive: keras.export.ExportArchive, target: Path) -> None:
     """Write into a hidden temporary folder beside the target, then rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    prefix = temporary_prefix(target)
+    temporary = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
     old = None
     try:
         temporary.chmod(0o755)  # mkdtemp's 0700 would hide the export from a serving container

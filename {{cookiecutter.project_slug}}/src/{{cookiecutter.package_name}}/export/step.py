@@ -7,6 +7,7 @@ the export a server gets has always passed the same checks and left the same rec
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -26,6 +27,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     folder = resolve_run_dir(run_dir, create=False)
     say = print if verbose else _silent
     exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
+    if exported["removed"]:
+        names = ", ".join(Path(path).name for path in exported["removed"])
+        say(f"Removed what an interrupted export left in {folder / 'export'}: {names}")
     say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
     parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
     say(parity["verdict"])

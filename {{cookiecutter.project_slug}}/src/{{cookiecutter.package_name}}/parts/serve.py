@@ -37,6 +37,14 @@ def after_optimize(folder: Path, metrics: dict[str, Any]) -> str | None:
     return versions.resize_batching(folder, metrics)
 
 
+def before_export(folder: Path) -> None:
+    """Step 4 asks before it writes a version: versions.json readable, serving/ writable (one
+    sentence if not), so no export is left without its parity record."""
+    from ..serve import versions
+
+    versions.check_recordable(folder)
+
+
 def served_as(folder: Path, version: int) -> str | None:
     """What versions.json records export/<version>/ as (export asks before replacing it)."""
     from ..serve import versions

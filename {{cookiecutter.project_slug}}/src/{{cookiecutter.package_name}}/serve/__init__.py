@@ -5,6 +5,7 @@
     serve.promote(run_dir)          # canary becomes stable; the old stable stays loaded
     serve.rollback(run_dir)         # the previous stable gets its label back
     serve.status(run_dir)           # what models.config serves, read with TF Serving's message
+    serve.rewrite(run_dir)          # the configs written again from versions.json
 
 Step 4 (record_export) writes serving/models.config, batching.config and monitoring.config beside
 export/; step 5 (resize_batching) sizes batching.config from the throughput it measured. TF Serving
@@ -12,7 +13,8 @@ polls models.config, so every change above takes effect without a restart.
 
 - protos: TF Serving's config messages (ModelServerConfig, BatchingParameters, MonitoringConfig)
 - config: the three configs, built as those messages, checked, written atomically
-- versions: serving/versions.json, canary, promote, rollback
+- state: serving/versions.json read and checked, a change written whole, the lock
+- versions: canary, promote, rollback, status, rewrite
 - bench: `serve-bench`, a closed-loop load generator over REST or gRPC → metrics/serve.json
 - commands: the `serve` and `serve-bench` subcommands
 """
@@ -25,6 +27,7 @@ from .versions import (
     promote,
     record_export,
     resize_batching,
+    rewrite,
     role,
     rollback,
     served,
@@ -39,6 +42,7 @@ __all__ = [
     "read_config",
     "record_export",
     "resize_batching",
+    "rewrite",
     "role",
     "rollback",
     "served",

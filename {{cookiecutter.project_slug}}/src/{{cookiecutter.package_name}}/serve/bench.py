@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import random
 import threading
 import time
@@ -58,10 +59,11 @@ def check(params: BenchParams) -> None:
         if not 0 < float(getattr(params, name)) <= top:
             raise ServeError(f"{name}={getattr(params, name)!r} is not allowed: use (0, {top:g}].")
     unknown = set(params.labels) - set(LABELS)
-    if not params.labels or unknown or any(w <= 0 for w in params.labels.values()):
+    weights = params.labels.values()
+    if not params.labels or unknown or not all(0 < w < math.inf for w in weights):
         raise ServeError(
-            f"labels {params.labels} are not allowed: use {' or '.join(LABELS)} with positive "
-            "weights, e.g. --label stable=9 --label canary=1."
+            f"labels {params.labels} are not allowed: use {' or '.join(LABELS)} with positive, "
+            "finite weights, e.g. --label stable=9 --label canary=1."
         )
     if not params.host or "/" in params.host:
         raise ServeError(f"host={params.host!r} is not allowed: give a host name or address.")

@@ -1,4 +1,4 @@
-"""`<package> serve canary|promote|rollback|status` and `<package> serve-bench`, for cli.py.
+"""`<package> serve canary|promote|rollback|status|rewrite` and `<package> serve-bench`, for cli.py.
 
 Argument parsing only imports this module; TensorFlow is imported by serve-bench's gRPC client,
 not by --help or by the label commands, which take a fraction of a second.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         ("promote", "make the canary (or --version) stable; the old stable stays loaded"),
         ("rollback", "give the label stable back to the previous stable version"),
         ("status", "the served versions and labels, read with TF Serving's own message"),
+        ("rewrite", "write the three configs again from serving/versions.json"),
     ):
         action = actions.add_parser(name, help=text, description=text)
         action.add_argument("--run-dir", type=Path, required=True, help="the run folder")
@@ -80,6 +82,8 @@ def serve_action(args: argparse.Namespace) -> int:
             said = versions.promote(args.run_dir, args.version)
         elif args.action == "rollback":
             said = versions.rollback(args.run_dir)
+        elif args.action == "rewrite":
+            said = versions.rewrite(args.run_dir)
         else:
             said = json.dumps(versions.status(args.run_dir)["models_config"], indent=2)
     except StepError as error:
@@ -139,16 +143,21 @@ def serve_bench(args: argparse.Namespace) -> int:
 
 
 def parse_labels(values: list[str]) -> dict[str, float]:
-    """["stable=9", "canary=1"] → {"stable": 9.0, "canary": 1.0}; a bare label weighs 1."""
+    """["stable=9", "canary=1"] → {"stable": 9.0, "canary": 1.0}; a bare label weighs 1. A weight
+    that is not a positive, finite number (nan, inf, -1, abc) is refused here, before any
+    request is sent."""
     labels = {}
     for value in values:
         name, _, weight = value.partition("=")
         try:
             labels[name] = float(weight) if weight else 1.0
         except ValueError:
+            labels[name] = math.nan
+        if not 0 < labels[name] < math.inf:
             raise versions.ServeError(
-                f"--label {value!r} is not allowed: use LABEL or LABEL=WEIGHT, e.g. canary=1."
-            ) from None
+                f"--label {value!r} is not allowed: use LABEL or LABEL=WEIGHT with a positive, "
+                "finite weight, e.g. canary=1."
+            )
     return labels
 
 

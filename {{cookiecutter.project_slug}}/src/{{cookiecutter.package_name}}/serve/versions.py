@@ -11,36 +11,26 @@ still loading would drop the requests sent to it). So making an unloaded version
 stable is two commands: the first adds it to the served versions, the second, once TF Serving
 reports it AVAILABLE, moves the label.
 
-Each change reads versions.json, changes it and writes the configs under an exclusive lock
-(fcntl.flock on serving/.versions.lock), so two commands at the same moment (canary and rollback)
-take turns instead of one silently undoing the other. POSIX only, like TF Serving's images.
+Each change reads versions.json, changes it and writes the configs under an exclusive lock, so two
+commands at the same moment (canary and rollback) take turns instead of one silently undoing the
+other; state.py reads and checks the file, and writes a change whole or not at all.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import EXPORT_DIR, StepError, read_metrics, resolve_run_dir, write_json
-from ..parts.serve import (
-    SERVING_BATCHING,
-    SERVING_MODELS,
-    SERVING_MONITORING,
-    SERVING_STATE,
-)
+from ..artifacts import EXPORT_DIR, StepError, read_metrics, resolve_run_dir
+from ..parts.serve import SERVING_BATCHING, SERVING_MODELS, SERVING_STATE
 from . import config
+from .protos import ConfigError
+from .state import MODEL_NAME, ServeError, load_state, locked, save, served
 
-SERVING_LOCK = "serving/.versions.lock"  # held while versions.json is read and rewritten
-MODEL_NAME = (__package__ or "model").split(".")[0]  # the model's name under TF Serving
-
-
-class ServeError(StepError):
-    """A version or label change was refused: one sentence naming the value and what is allowed."""
+__all__ = ["MODEL_NAME", "ServeError", "load_state", "locked", "save", "served"]
 
 
 def record_export(run_dir: str | os.PathLike[str], metrics: dict[str, Any]) -> str:
@@ -86,6 +76,7 @@ def canary(run_dir: str | os.PathLike[str], version: int) -> str:
                 f"Version {version} is the stable version already: it cannot be canary."
             )
         if version == state["canary"]:
+            models_config(folder)  # "nothing changed" only where TF Serving is told so
             return f"Version {version} is the canary already: nothing changed."
         if state["canary"] is not None and version not in served(state):
             return _load_first(folder, state, version, "canary")
@@ -106,6 +97,7 @@ def promote(run_dir: str | os.PathLike[str], version: int | None = None) -> str:
             version = state["canary"]
         check_servable(folder, state, version)
         if version == state["stable"]:
+            models_config(folder)  # "nothing changed" only where TF Serving is told so
             return f"Version {version} is the stable version already: nothing changed."
         if version not in served(state):
             return _load_first(folder, state, version, "stable")
@@ -134,15 +126,43 @@ def rollback(run_dir: str | os.PathLike[str]) -> str:
 
 
 def status(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """What models.config serves and labels, read back with TF Serving's message, and the state."""
+    """What models.config serves and labels, read back with TF Serving's message, and the state
+    (read under a shared lock: a read-only serving/ can still be looked at)."""
+    with _open(run_dir, write=False) as (folder, state):
+        return {**state, "models_config": models_config(folder)}
+
+
+def models_config(folder: Path) -> dict[str, Any]:
+    """models.config as TF Serving reads it, or one sentence saying how to write it again."""
+    path = folder / SERVING_MODELS
+    try:
+        return config.read_config(path)
+    except (OSError, ConfigError) as error:
+        reason = error.strerror if isinstance(error, OSError) else str(error).rstrip(".")
+        raise ServeError(
+            f"{path} cannot be used ({reason or type(error).__name__}): write it again from "
+            f"{SERVING_STATE} with `{MODEL_NAME} serve rewrite --run-dir {folder}`."
+        ) from None
+
+
+def rewrite(run_dir: str | os.PathLike[str]) -> str:
+    """Write the three configs again from versions.json (a models.config lost or damaged)."""
     with _open(run_dir) as (folder, state):
-        return {**state, "models_config": config.read_config(folder / SERVING_MODELS)}
+        save(folder, state)
+        labels = ", ".join(f"{key} {state[key]}" for key in ("stable", "canary") if state[key])
+        return (
+            f"Wrote {folder / SERVING_MODELS} and its batching and monitoring configs again from "
+            f"{folder / SERVING_STATE}: serving {served(state)}, {labels}."
+        )
 
 
-def served(state: dict[str, Any]) -> list[int]:
-    """The versions to keep loaded: stable, canary, the previous stable, and one being loaded."""
-    keep = [state["stable"], state["canary"], *state["history"][-1:], state.get("loading")]
-    return sorted({int(version) for version in keep if version is not None})
+def check_recordable(run_dir: str | os.PathLike[str]) -> None:
+    """Export asks before it writes export/<version>/: versions.json can be read and serving/
+    written, so a new version is never left without its parity record (ServeError if not)."""
+    folder = resolve_run_dir(run_dir, create=False)
+    if (folder / SERVING_STATE).exists():
+        with locked(folder):
+            load_state(folder)
 
 
 def check_servable(folder: Path, state: dict[str, Any], version: Any) -> int:
@@ -165,66 +185,23 @@ def check_servable(folder: Path, state: dict[str, Any], version: Any) -> int:
     return version
 
 
-def load_state(folder: Path) -> dict[str, Any]:
-    path = folder / SERVING_STATE
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
-    return {
-        "model_name": MODEL_NAME,
-        "exports": {},
-        "stable": None,
-        "canary": None,
-        "history": [],
-        "loading": None,
-        "batching": config.size_batching(_optimize(folder)),
-    }
-
-
-def save(folder: Path, state: dict[str, Any]) -> None:
-    """Write the three configs from `state`, models.config last, then the state itself."""
-    header = f"Written by `{MODEL_NAME} serve` from {SERVING_STATE}; TF Serving re-reads it."
-    config.write_config(folder / SERVING_MONITORING, config.monitoring_config(), header)
-    sizing = state["batching"]
-    config.write_config(
-        folder / SERVING_BATCHING, config.batching_config(sizing), f"{header}\n{sizing['reason']}"
-    )
-    if state["stable"] is not None:
-        labels = {"stable": state["stable"]}
-        if state["canary"] is not None:
-            labels["canary"] = state["canary"]
-        models = config.models_config(state["model_name"], served(state), labels)
-        config.write_config(folder / SERVING_MODELS, models, header)
-    write_json(folder / SERVING_STATE, state)
-
-
 @contextlib.contextmanager
-def _open(run_dir: str | os.PathLike[str]) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _open(
+    run_dir: str | os.PathLike[str], write: bool = True
+) -> Iterator[tuple[Path, dict[str, Any]]]:
     """The run folder and its serving state, read and kept under the lock until the change is
-    written."""
+    written (a shared lock where write=False)."""
     folder = resolve_run_dir(run_dir, create=False)
     if not (folder / SERVING_STATE).is_file():
         raise ServeError(
             f"{folder / SERVING_STATE} is missing: run 04_export on {folder} first, which writes "
             "the serving configs."
         )
-    with locked(folder):
+    with locked(folder, write=write):
         state = load_state(folder)
         if state["stable"] is None:
             raise ServeError(f"No export of {folder} passed parity yet: there is nothing to serve.")
         yield folder, state
-
-
-@contextlib.contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    """Hold serving/.versions.lock exclusively: one read-modify-write of the state at a time."""
-    lock = folder / SERVING_LOCK
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def role(run_dir: str | os.PathLike[str], version: int) -> str | None:
@@ -234,19 +211,13 @@ def role(run_dir: str | os.PathLike[str], version: int) -> str | None:
     folder = resolve_run_dir(run_dir, create=False)
     if not (folder / SERVING_STATE).is_file():
         return None
-    try:
-        state = load_state(folder)
-        roles = {
-            state.get("loading"): "the version TF Serving is loading",
-            **{old: "an earlier stable version kept for rollback" for old in state["history"]},
-            state["canary"]: "the canary version",
-            state["stable"]: "the stable version",
-        }
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ServeError(
-            f"{folder / SERVING_STATE} cannot be read ({type(error).__name__}), so whether "
-            f"export/{version}/ is served is unknown: restore the file, or export another version."
-        ) from None
+    state = load_state(folder)  # ServeError, naming the file, if it cannot be used
+    roles = {
+        state["loading"]: "the version TF Serving is loading",
+        **{old: "an earlier stable version kept for rollback" for old in state["history"]},
+        state["canary"]: "the canary version",
+        state["stable"]: "the stable version",
+    }
     found = roles.get(int(version))
     return f"{found} in {folder / SERVING_STATE}" if found else None
 
@@ -268,10 +239,3 @@ def _from_export_metrics(folder: Path, version: int) -> dict[str, Any] | None:
     except StepError:
         return None
     return metrics if metrics.get("version") == version else None
-
-
-def _optimize(folder: Path) -> dict[str, Any] | None:
-    try:
-        return read_metrics(folder, "optimize")
-    except StepError:
-        return None

@@ -138,7 +138,7 @@ class Loop:
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
-            watch.start(self, initial_epoch, say)
+            watch.start(self.strategy, initial_epoch, say)
             self.watch = watch
             writers = report.writers(self)
             timings: list[tuple[int, float]] = []

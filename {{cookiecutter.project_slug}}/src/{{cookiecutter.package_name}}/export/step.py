@@ -7,6 +7,7 @@ the export a server gets has always passed the same checks and left the same rec
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -14,6 +15,8 @@ import tensorflow as tf
 
 from .. import figures, lineage, parts
 from ..artifacts import resolve_run_dir, write_metrics
+from ..data import first_images, read_meta
+from ..figures import export as export_figures
 from .params import Params, check
 from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block
@@ -33,11 +36,29 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics = export_metrics(exported, parity, shown)
     writes = [f"export/{exported['version']}"]
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
-    metrics["figures"] = figures.save(folder, "export", metrics, say=say)
+    metrics["figures"] = figures.save(folder, "export", metrics, say=say, drawers=DRAWERS)
     say(f"Wrote {write_metrics(folder, 'export', metrics)}")
     for hook in parts.collect("after_export"):  # an optional part's follow-up, if any
         say(hook(folder, metrics))
     return metrics
+
+
+def draw_confusion(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/export_confusion.png, its classes named from data/meta.json."""
+    return export_figures.plot_confusion(metrics, _classes(folder), path)
+
+
+def draw_misclassified(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/export_misclassified.png, from the split's images read back from the shards."""
+    count = export_figures.images_needed(metrics)
+    if not count:  # no mistakes: no figure, nothing read
+        return None
+    images = first_images(folder, metrics.get("parity_split", "validation"), count)
+    return export_figures.plot_misclassified(images, metrics, _classes(folder), path)
+
+
+# The figures that read the data back (figures draw the arrays handed to them).
+DRAWERS = {"export_confusion": draw_confusion, "export_misclassified": draw_misclassified}
 
 
 def export_metrics(
@@ -64,3 +85,7 @@ def export_metrics(
 
 def _silent(*args: Any, **kwargs: Any) -> None:
     """print's stand-in when verbose=False (the CLI's --json wants stdout to itself)."""
+
+
+def _classes(folder: Path) -> list[str]:
+    return [str(name) for name in read_meta(folder)["classes"]]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..replica import make_train_steps
 from . import finetune, schedule
-from .replica import make_train_steps
 
 if TYPE_CHECKING:
     from .running import Running

@@ -8,8 +8,12 @@ deferring an import hides a circle from Python's loader, not from a reader.
 
 from __future__ import annotations
 
+import importlib
+
 import grimp
 import pytest
+
+from {{ cookiecutter.package_name }} import parts
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 
@@ -43,6 +47,21 @@ def test_the_low_floors_import_no_step(graph: grimp.ImportGraph) -> None:
         if graph.chain_exists(f"{PACKAGE}.{low}", step, as_packages=True)
     ]
     assert not found, "a low floor reaches a step:\n" + "\n".join(found)
+
+
+def test_every_hook_of_a_part_names_a_function() -> None:
+    """A parts.Hook is the registry's one call upward, invisible to the graph: it must resolve."""
+    hooks = [
+        (part.__name__, value)
+        for part in parts.present()
+        for value in vars(part).values()
+        if isinstance(value, parts.Hook)
+    ]
+    if not hooks:
+        pytest.skip("this project holds no optional part with a hook (all were declined)")
+    for owner, hook in hooks:
+        module = importlib.import_module(f"{PACKAGE}.{hook.module}")
+        assert callable(getattr(module, hook.function, None)), f"{owner}: {hook} names nothing"
 
 
 def floors(graph: grimp.ImportGraph) -> list[str]:

@@ -229,6 +229,7 @@ FULL_BAKE = (
     "tests/test_preempt.py",
     "tests/test_prometheus_scrape.py",
     "tests/test_quiet_progress.py",
+    "tests/test_run_folder.py",
     "tests/test_run_report.py",
     "tests/test_runner.py",
     "tests/test_runner_records.py",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import figures, lineage
-from ..artifacts import check_writable, resolve_run_dir, write_metrics
+from ..artifacts import check_writable, run_folder, write_metrics
 from ..figures.data import SAMPLES_PER_CLASS, plot_samples
 from ..steps import param
 from . import benchmark, sources
@@ -71,7 +71,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
     check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
     meta = prepare(
         folder, params.dataset, **_source_options(params), test_fraction=params.test_fraction

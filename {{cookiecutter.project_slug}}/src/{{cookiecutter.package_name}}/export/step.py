@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from .. import figures, lineage, parts
-from ..artifacts import resolve_run_dir, write_metrics
+from ..artifacts import run_folder, write_metrics
 from ..data import first_images, read_meta
 from ..figures import export as export_figures
 from .params import Params, check
@@ -25,8 +25,8 @@ from .savedmodel import export_savedmodel, signature_block
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Check, export model.keras to export/<version>/, reload it in a fresh process for parity and
     read its signature there with saved_model_cli, write metrics/export.json; return the metrics."""
-    check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
+    check(folder, params)
     say = print if verbose else _silent
     exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
     say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")

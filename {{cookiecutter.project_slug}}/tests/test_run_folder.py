@@ -42,25 +42,27 @@ def resolutions(call: Callable[[], Any]) -> tuple[int, int]:
     return calls[0], resolved[0]
 
 
+def assert_once(step: str, counted: tuple[int, int]) -> None:
+    calls, resolved = counted
+    assert resolved == 1, f"{step} resolved its run folder {resolved} times ({calls} calls)"
+
+
 def test_environment_resolves_its_run_folder_once(tmp_path: Path) -> None:
     params = env.Params(matmul_size=32, matmul_repeats=1)
     counted = resolutions(lambda: env.run(tmp_path, params, verbose=False))
-    print("environment", counted)
-    assert counted[1] == 1
+    assert_once("environment", counted)
 
 
 def test_data_resolves_its_run_folder_once(tmp_path: Path) -> None:
     params = data.Params(shards=1, benchmark_min_examples=200, benchmark_epochs=1)
     counted = resolutions(lambda: data.run(tmp_path, params, verbose=False))
-    print("data", counted)
-    assert counted[1] == 1
+    assert_once("data", counted)
 
 
 def test_train_resolves_its_run_folder_once(run_dir: Path) -> None:
     params = TrainParams(model="small_cnn", epochs=1, batch_size=64, width=8)
     counted = resolutions(lambda: train_run(run_dir, params, verbose=False))
-    print("train", counted)
-    assert counted[1] == 1
+    assert_once("train", counted)
 
 
 def test_export_resolves_its_run_folder_once(exported_run: Path, tmp_path: Path) -> None:
@@ -68,8 +70,7 @@ def test_export_resolves_its_run_folder_once(exported_run: Path, tmp_path: Path)
     shutil.copytree(exported_run, run)
     params = export.Params(version=2, overwrite=False)
     counted = resolutions(lambda: export.run(run, params, verbose=False))
-    print("export", counted)
-    assert counted[1] == 1
+    assert_once("export", counted)
 
 
 def test_optimize_resolves_its_run_folder_once(exported_run: Path, tmp_path: Path) -> None:
@@ -78,8 +79,7 @@ def test_optimize_resolves_its_run_folder_once(exported_run: Path, tmp_path: Pat
     shutil.copytree(exported_run, run)
     params = optimize.Params(backends="onnx", batch_sizes="1", iterations=3)
     counted = resolutions(lambda: optimize.run(run, params, verbose=False))
-    print("optimize", counted)
-    assert counted[1] == 1
+    assert_once("optimize", counted)
 
 
 def test_a_run_folder_knows_its_paths_by_the_contracts_names(tmp_path: Path) -> None:

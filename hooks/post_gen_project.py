@@ -38,6 +38,7 @@ TUNING = [
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
     "src/{pkg}/tune/figure.py",
+    "src/{pkg}/tune/offer.py",
     "src/{pkg}/tune/search.py",
     "src/{pkg}/tune/space.py",
     "src/{pkg}/tune/step.py",

@@ -151,11 +151,32 @@ def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> No
 
 
 def test_every_figure_name_is_in_the_contract() -> None:
+    from {{ cookiecutter.package_name }}.data import step as data_step
+    from {{ cookiecutter.package_name }}.export import step as export_step
+
     named = {name for names in artifacts.FIGURES.values() for name in names}
-    assert set(figures.DRAWERS) <= named
+    by_steps = set(data_step.DRAWERS) | set(export_step.DRAWERS)  # they read files back
+    assert set(figures.DRAWERS) | by_steps <= named
     by_parts = {name for names in parts.merged("FIGURES").values() for name in names}
-    drawn_elsewhere = named - set(figures.DRAWERS) - by_parts  # a part draws its own
+    drawn_elsewhere = named - set(figures.DRAWERS) - by_steps - by_parts  # a part draws its own
     assert drawn_elsewhere == {artifacts.BATCH_FINDER, artifacts.LR_FINDER}
+
+
+def test_the_steps_draw_the_figures_that_read_images_back(
+    run_dir: Path, exported_run: Path, tmp_path: Path
+) -> None:
+    """data.step and export.step read the images and hand figures the arrays (figures import no
+    step): the sample grid from data/, the export's mistakes from the split it checked."""
+    from {{ cookiecutter.package_name }}.data import step as data_step
+    from {{ cookiecutter.package_name }}.export import step as export_step
+
+    classes = {"classes": [str(digit) for digit in range(10)]}
+    assert_png(data_step.draw_samples(run_dir, classes, tmp_path / "samples.png"), 300)
+    wrong = [{"index": i, "label": 0, "predicted": 1, "confidence": 0.9} for i in range(6)]
+    metrics = {"confusion_matrix": [[2, 1, 0], [0, 3, 0], [0, 0, 4]], "misclassified": wrong}
+    for name, drawer in export_step.DRAWERS.items():
+        assert_png(drawer(exported_run, metrics, tmp_path / f"{name}.png"), 300)
+    assert export_step.draw_misclassified(exported_run, {}, tmp_path / "none.png") is None
 
 
 def test_the_confusion_matrix_counts_the_exports_answers(tmp_path: Path) -> None:

@@ -91,13 +91,78 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def resolve_run_dir(run_dir: str | os.PathLike[str], create: bool = True) -> Path:
-    """An absolute run folder; a relative one is taken from the project root."""
-    path = Path(run_dir).expanduser()
-    if not path.is_absolute():
-        path = project_root() / path
+    """An absolute run folder; a relative one is taken from the project root. A RunFolder is
+    resolved already: it comes back as it is (made, with create)."""
+    if isinstance(run_dir, RunFolder):
+        path: Path = run_dir
+    else:
+        path = Path(run_dir).expanduser()
+        if not path.is_absolute():
+            path = project_root() / path
     if create:
         path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def run_folder(run_dir: str | os.PathLike[str], create: bool = False) -> RunFolder:
+    """A step's door: its run_dir resolved once, into the value it hands down (see RunFolder)."""
+    return RunFolder(resolve_run_dir(run_dir, create=create))
+
+
+class RunFolder(type(Path())):  # type: ignore[misc]  # PosixPath (WindowsPath): a Path in full
+    """One run folder, resolved once at a step's door, that knows its own paths by the names
+    above. Handed down instead of run_dir, it is never resolved again: resolve_run_dir returns
+    it as it is. Every path it gives is a plain Path inside it."""
+
+    def __truediv__(self, key: str | os.PathLike[str]) -> Path:
+        """A path inside the folder is a plain Path, not another run folder."""
+        return Path(self, key)
+
+    @property
+    def data(self) -> Path:
+        return Path(self, DATA_DIR)
+
+    @property
+    def meta(self) -> Path:
+        return Path(self, META_FILE)
+
+    @property
+    def checkpoints(self) -> Path:
+        return Path(self, CHECKPOINT_DIR)
+
+    @property
+    def logs(self) -> Path:
+        return Path(self, LOGS_DIR)
+
+    @property
+    def model(self) -> Path:
+        return Path(self, MODEL_FILE)
+
+    @property
+    def export(self) -> Path:
+        return Path(self, EXPORT_DIR)
+
+    def export_version(self, version: int | str) -> Path:
+        return Path(self, EXPORT_DIR, str(version))
+
+    @property
+    def optimized(self) -> Path:
+        return Path(self, OPTIMIZED_DIR)
+
+    @property
+    def metrics(self) -> Path:
+        return Path(self, METRICS_DIR)
+
+    def metrics_file(self, step: str) -> Path:
+        return Path(self, METRICS_DIR, f"{step}.json")
+
+    @property
+    def figures(self) -> Path:
+        return Path(self, FIGURES_DIR)
+
+    @property
+    def lineage(self) -> Path:
+        return Path(self, LINEAGE_FILE)
 
 
 def check_writable(folder: Path, flag: str = "run_dir") -> None:
@@ -125,12 +190,12 @@ def write_metrics(run_dir: str | os.PathLike[str], step: str, metrics: dict[str,
     """Write metrics/<step>.json atomically, so a reader never sees half a file."""
     if step not in STEPS:
         raise ValueError(f"Unknown step {step!r}: use one of {', '.join(STEPS)}.")
-    return write_json(resolve_run_dir(run_dir) / METRICS_DIR / f"{step}.json", metrics)
+    return write_json(run_folder(run_dir, create=True).metrics_file(step), metrics)
 
 
 def read_metrics(run_dir: str | os.PathLike[str], step: str) -> dict[str, Any]:
     """Read metrics/<step>.json; a missing file names the step that writes it."""
-    path = resolve_run_dir(run_dir, create=False) / METRICS_DIR / f"{step}.json"
+    path = run_folder(run_dir).metrics_file(step)
     if not path.is_file():
         raise MissingInputError(f"{path} is missing: run the {step} step first.")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -172,6 +237,6 @@ def figure_path(run_dir: str | os.PathLike[str], name: str) -> Path:
     """figures/<name>.png in the run folder (made if needed); name must be one of FIGURES."""
     if not any(name in names for names in FIGURES.values()):
         raise ValueError(f"Unknown figure {name!r}: add it to artifacts.FIGURES first.")
-    folder = resolve_run_dir(run_dir) / FIGURES_DIR
+    folder = run_folder(run_dir, create=True).figures
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.png"

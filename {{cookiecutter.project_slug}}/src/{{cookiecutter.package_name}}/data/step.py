@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import figures, lineage
-from ..artifacts import check_writable, resolve_run_dir, write_metrics
+from ..artifacts import check_writable, run_folder, write_metrics
+from ..figures.data import SAMPLES_PER_CLASS, plot_samples
 from ..steps import param
 from . import benchmark, sources
 from .cache import check_cache
+from .pipeline import examples_per_class
 from .records import prepare
 from .split import check_test_fraction
 
@@ -68,7 +71,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
     check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
     meta = prepare(
         folder, params.dataset, **_source_options(params), test_fraction=params.test_fraction
@@ -88,12 +91,21 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics = benchmark.data_metrics(meta, result)
     metrics["test_count"] = int(meta["splits"].get("test", {}).get("count", 0))
     metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
-    metrics["figures"] = figures.save(folder, "data", metrics)
+    metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
     write_metrics(folder, "data", metrics)
     if verbose:
         print(result["cache_reason"])
         print(result["verdict"])
     return metrics
+
+
+def draw_samples(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/data_samples.png: training images read back from the shards, drawn by figures."""
+    images, labels = examples_per_class(folder, "train", per_class=SAMPLES_PER_CLASS)
+    return plot_samples(images, labels, metrics, path)
+
+
+DRAWERS = {"data_samples": draw_samples}  # the figures that read the data back
 
 
 def describe_meta(meta: dict[str, Any]) -> str:

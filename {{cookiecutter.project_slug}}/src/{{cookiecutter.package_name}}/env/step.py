@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import figures, lineage
-from ..artifacts import check_writable, resolve_run_dir, write_metrics
+from ..artifacts import check_writable, run_folder, write_metrics
 from ..steps import param
 from .devices import configure_memory_growth
 from .report import collect_report, format_report
@@ -35,7 +35,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Memory growth, then the full report → metrics/environment.json; return the report."""
     check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
     growth = configure_memory_growth()  # before any op of this step initializes the GPUs
     report = collect_report(params.matmul_size, params.matmul_repeats, memory_growth=growth)

@@ -14,7 +14,9 @@ import keras
 import tensorflow as tf
 
 from .. import figures, lineage, parts
-from ..artifacts import resolve_run_dir, write_metrics
+from ..artifacts import run_folder, write_metrics
+from ..data import first_images, read_meta
+from ..figures import export as export_figures
 from .params import Params, check
 from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block
@@ -23,8 +25,8 @@ from .savedmodel import export_savedmodel, signature_block
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Check, export model.keras to export/<version>/, reload it in a fresh process for parity and
     read its signature there with saved_model_cli, write metrics/export.json; return the metrics."""
-    check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
+    check(folder, params)
     say = print if verbose else _silent
     exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
     if exported["removed"]:
@@ -37,11 +39,29 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics = export_metrics(exported, parity, shown)
     writes = [f"export/{exported['version']}"]
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model"], writes=writes)
-    metrics["figures"] = figures.save(folder, "export", metrics, say=say)
+    metrics["figures"] = figures.save(folder, "export", metrics, say=say, drawers=DRAWERS)
     say(f"Wrote {write_metrics(folder, 'export', metrics)}")
     for hook in parts.collect("after_export"):  # an optional part's follow-up, if any
         say(hook(folder, metrics))
     return metrics
+
+
+def draw_confusion(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/export_confusion.png, its classes named from data/meta.json."""
+    return export_figures.plot_confusion(metrics, _classes(folder), path)
+
+
+def draw_misclassified(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/export_misclassified.png, from the split's images read back from the shards."""
+    count = export_figures.images_needed(metrics)
+    if not count:  # no mistakes: no figure, nothing read
+        return None
+    images = first_images(folder, metrics.get("parity_split", "validation"), count)
+    return export_figures.plot_misclassified(images, metrics, _classes(folder), path)
+
+
+# The figures that read the data back (figures draw the arrays handed to them).
+DRAWERS = {"export_confusion": draw_confusion, "export_misclassified": draw_misclassified}
 
 
 def export_metrics(
@@ -68,3 +88,7 @@ def export_metrics(
 
 def _silent(*args: Any, **kwargs: Any) -> None:
     """print's stand-in when verbose=False (the CLI's --json wants stdout to itself)."""
+
+
+def _classes(folder: Path) -> list[str]:
+    return [str(name) for name in read_meta(folder)["classes"]]

@@ -8,8 +8,9 @@ same file. A figure that cannot be drawn costs one printed sentence and no file,
     metrics["figures"] = figures.save(run_dir, "train", metrics)   # ["figures/train_curves.png"]
     figures.show(run_dir, metrics, "train_curves")                  # in a notebook: the saved PNG
 
-Modules, one per step: `environment`, `data`, `train`, `optimize`; `base` holds `save` (an
-optional part passes its own drawers), `show` displays the saved files.
+Modules, one per step: `environment`, `data`, `train`, `export`, `optimize`; `base` holds `save`
+(a step whose figure reads files back, or an optional part, passes its own drawers: figures draw
+the arrays handed to them and import no step), `show` displays the saved files.
 """
 
 from .base import DRAWERS, draw, save

@@ -8,23 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import FIGURES, figure_path, resolve_run_dir
-from . import data, environment, export, optimize, train
+from . import data, environment, optimize, train
 
 # (run_dir, metrics, path) -> path; None when the metrics hold nothing to draw (no file then).
+# Drawn from the metrics alone; a figure that reads the data or the export back is the step's
+# own drawer (data.step.DRAWERS, export.step.DRAWERS), which hands figures the arrays it read.
 Drawer = Callable[[Path, dict[str, Any], Path], "Path | None"]
 
 DRAWERS: dict[str, Drawer] = {
     "environment_matmul": lambda _, metrics, path: environment.plot_matmul(metrics, path),
     "data_throughput": lambda _, metrics, path: data.plot_throughput(metrics, path),
     "data_classes": lambda _, metrics, path: data.plot_classes(metrics, path),
-    "data_samples": lambda folder, metrics, path: data.plot_samples(folder, metrics, path),
     "train_curves": lambda _, metrics, path: train.plot_curves(metrics, path),
-    "export_confusion": lambda folder, metrics, path: export.plot_confusion(
-        metrics, export.classes_of(folder), path
-    ),
-    "export_misclassified": lambda folder, metrics, path: export.plot_misclassified(
-        folder, metrics, export.classes_of(folder), path
-    ),
     "optimize_latency": lambda _, metrics, path: optimize.plot_latency(metrics, path),
     "optimize_throughput": lambda _, metrics, path: optimize.plot_throughput(metrics, path),
 }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +99,13 @@ def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
 
 
 def plot_samples(
-    run_dir: str | os.PathLike[str], metrics: dict[str, Any], path: Path
+    images: np.ndarray, labels: np.ndarray, metrics: dict[str, Any], path: Path
 ) -> Path | None:
-    """A grid of training images read back from the shards: one row per class."""
-    from ..data.pipeline import examples_per_class  # TensorFlow: only when the grid is drawn
-
+    """A grid of training images (the data step reads them back from the shards, up to
+    SAMPLES_PER_CLASS of each class): one row per class."""
     classes = [str(name) for name in metrics.get("classes") or []]
     if not classes:
         return None
-    images, labels = examples_per_class(run_dir, "train", per_class=SAMPLES_PER_CLASS)
     return draw_samples(images, labels, classes, path)
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ..data import first_images, read_meta
 from . import style
 
 
@@ -48,14 +47,14 @@ def plot_confusion(metrics: dict[str, Any], classes: list[str], path: Path) -> P
 
 
 def plot_misclassified(
-    run_dir: Path, metrics: dict[str, Any], classes: list[str], path: Path
+    images: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Path
 ) -> Path | None:
-    """The SavedModel's most confident mistakes: each image with its true and predicted class."""
+    """The SavedModel's most confident mistakes: each image with its true and predicted class.
+    `images`: the split's first ones in shard order, up to the last index named (images_needed)."""
     wrong = metrics.get("misclassified") or []
     if not wrong:
         return None
     split = metrics.get("parity_split", "validation")
-    images = first_images(run_dir, split, max(item["index"] for item in wrong) + 1)
     columns = min(8, len(wrong))
     rows = -(-len(wrong) // columns)
     fig, axes = style.new(1.5 * columns, 1.8 * rows + 0.4, nrows=rows, ncols=columns)
@@ -75,5 +74,6 @@ def plot_misclassified(
     return style.write(fig, path)
 
 
-def classes_of(run_dir: Path) -> list[str]:
-    return [str(name) for name in read_meta(run_dir)["classes"]]
+def images_needed(metrics: dict[str, Any]) -> int:
+    """How many of the split's first images plot_misclassified shows from (0: none)."""
+    return max((item["index"] + 1 for item in metrics.get("misclassified") or []), default=0)

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import data, models
-from ..train.replica import make_train_steps
+from ..replica import make_train_steps
 from .batch import Probe
 
 PROBE_STEPS = 5  # timed steps per batch size, after one that traces

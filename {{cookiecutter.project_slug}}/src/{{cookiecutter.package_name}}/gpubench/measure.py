@@ -6,7 +6,7 @@ fragmented GPU memory) must not speed up or slow down the next. The result is th
 stdout, prefixed with RESULT.
 
 Training goes through the project's own pieces: find.probes.Trainer (the model from
-models.build_model, the train step of train.replica, the strategy's distributed input), fed with
+models.build_model, the train step of replica.py, the strategy's distributed input), fed with
 synthetic images by train.benchmark_memory (the in-memory path of the training benchmark) or by
 the run folder's own data; the largest batch that fits comes from find.batch.find_batch.
 """

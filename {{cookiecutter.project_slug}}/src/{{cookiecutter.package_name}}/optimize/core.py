@@ -9,7 +9,7 @@ import keras
 import numpy as np
 
 from .. import figures, lineage, parts, progress
-from ..artifacts import resolve_run_dir, write_metrics
+from ..artifacts import run_folder, write_metrics
 from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, exact_float32, validation_images
 from ..export.savedmodel import model_precision
@@ -29,8 +29,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
 
     The metrics' lineage names the data, model.keras and export/<version> it measured.
     """
-    metrics = optimize(run_dir, params, verbose=verbose)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
+    metrics = optimize(folder, params, verbose=verbose)
     export = f"export/{os.path.basename(metrics['export_dir'])}"
     metrics["lineage"] = lineage.summary(folder, reads=["data", "model", export], writes=[])
     metrics["figures"] = figures.save(folder, "optimize", metrics)
@@ -60,9 +60,10 @@ def optimize(
     best_backend and best_vs_savedmodel_batch1 (None when no backend ran with parity),
     predict_overhead_ms (what model.predict adds per call: timing.best_ratios).
     """
-    check(run_dir, params)
-    request = plan(run_dir, params)
-    folder, export_dir = request["run_dir"], request["export_dir"]
+    folder = run_folder(run_dir)  # as it is when run() resolved it
+    check(folder, params)
+    request = plan(folder, params)
+    export_dir = request["export_dir"]
     sizes, count, seconds = request["batch_sizes"], request["iterations"], request["seconds"]
     jobs = [
         (name, precision) for name in request["backends"] for precision in request["precisions"]

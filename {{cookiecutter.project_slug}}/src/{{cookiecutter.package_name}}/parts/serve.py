@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import Hook
+
 SERVING_DIR = "serving"  # 04 and `serve`: TF Serving's models, batching and monitoring configs
 SERVING_STATE = "serving/versions.json"  # 04 and `serve`: parity per version, labels, history
 SERVING_MODELS = "serving/models.config"  # --model_config_file: versions and their labels
@@ -20,33 +22,30 @@ SERVE_METRICS = "metrics/serve.json"  # `serve-bench`: QPS, latency percentiles,
 
 COMMANDS = ("serve.commands",)  # modules with add_parsers(commands) for the command line
 
+_record_export = Hook("serve.versions", "record_export")
+_resize_batching = Hook("serve.versions", "resize_batching")
+_role = Hook("serve.versions", "role")
+_check_recordable = Hook("serve.versions", "check_recordable")
+
 
 def after_export(folder: Path, metrics: dict[str, Any]) -> str:
     """Step 4's hook: record the export's parity and write the configs; a sentence says what."""
-    from ..serve import versions
-
-    return versions.record_export(folder, metrics)
+    return _record_export(folder, metrics)
 
 
 def after_optimize(folder: Path, metrics: dict[str, Any]) -> str | None:
     """Step 5's hook: size batching.config from the throughput measured (when 04 wrote one)."""
     if not (folder / SERVING_STATE).is_file():
         return None
-    from ..serve import versions
-
-    return versions.resize_batching(folder, metrics)
+    return _resize_batching(folder, metrics)
 
 
 def before_export(folder: Path) -> None:
     """Step 4 asks before it writes a version: versions.json readable, serving/ writable (one
     sentence if not), so no export is left without its parity record."""
-    from ..serve import versions
-
-    versions.check_recordable(folder)
+    _check_recordable(folder)
 
 
 def served_as(folder: Path, version: int) -> str | None:
     """What versions.json records export/<version>/ as (export asks before replacing it)."""
-    from ..serve import versions
-
-    return versions.role(folder, version)
+    return _role(folder, version)

@@ -8,9 +8,9 @@ offers to training (tuning/best_hparams.json, when the same model was tuned on t
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
+
+from . import Hook
 
 # (name, notebook, module, reads, summary): a steps.Step; FEEDS: the steps that read its output.
 STEP = ("tune", "02_tune", "tune", ("data",), "keras-tuner search → tuning/best_hparams.json")
@@ -51,45 +51,9 @@ HEADLINES = {"tune": headline}
 KEY_NUMBERS = {"tune": key_numbers}
 
 
-def suggest(folder: Path, model: str | None) -> dict[str, Any]:
-    """What step 2 offers a training of `model` (None: any) in `folder`, as train.sources reads it:
-    source and origin (how parameter_sources and the table name it), values (those to use),
-    record (best_hparams.json as read, None when absent or not read), ignored (why none is used),
-    detail (the search's score and trial), artifact (its lineage name), summary_key (its key in
-    metrics/train.json). Raises TrainError for a file that cannot be used."""
-    from .. import lineage
-
-    record, ignored = None, None
-    if (folder / TUNED_FILE).is_file():
-        if lineage.stale_inputs(folder, "tuning"):
-            ignored = (
-                f"{TUNED_FILE} was tuned on other data (01_data re-ran since): none of its "
-                "values is used"
-            )
-        else:
-            record = read_tuning(folder)
-    values = dict(record["hparams"]) if record else {}
-    if values and model not in (None, values["model"]):
-        ignored = (
-            f"{TUNED_FILE} was tuned for {values['model']}, not {model}: none of its values is used"
-        )
-        values = {}
-    score = (record or {}).get("score")
-    shown = f"{score:.4f}" if isinstance(score, int | float) else "?"
-    detail = (
-        f"{(record or {}).get('objective', 'score')} {shown}, trial "
-        f"#{(record or {}).get('trial', '?')}"
-    )
-    return {
-        "source": "tuned",
-        "origin": TUNED_FILE,
-        "values": values,
-        "record": record,
-        "ignored": ignored,
-        "detail": detail,
-        "artifact": "tuning",
-        "summary_key": "tuning",
-    }
+# What step 2 offers a training (train.sources): tune/offer.py reads best_hparams.json, with
+# lineage's and training's checks, which this registry (the lowest floor) cannot import.
+suggest = Hook("tune.offer", "suggest")
 
 
 def summary(suggestion: dict[str, Any]) -> dict[str, Any] | None:
@@ -99,36 +63,6 @@ def summary(suggestion: dict[str, Any]) -> dict[str, Any] | None:
     keys = ("hparams", "objective", "score", "trial", "algorithm")
     kept = {key: (suggestion["record"] or {}).get(key) for key in keys}
     return {**kept, "used": suggestion["ignored"] is None, "ignored": suggestion["ignored"]}
-
-
-def read_tuning(folder: Path) -> dict[str, Any] | None:
-    """folder/tuning/best_hparams.json (see tune.search), checked; None when there is none."""
-    from ..train.params import DEFAULT_LEARNING_RATE, TrainError, check_tunable
-
-    path = folder / TUNED_FILE
-    if not path.is_file():
-        return None
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-        hparams = content["hparams"]
-        extra = sorted(set(hparams) - set(TUNABLE))
-        if extra or "model" not in hparams:
-            raise ValueError(f"hparams must hold model and only {', '.join(TUNABLE)}")
-        check_tunable(
-            hparams["model"],
-            hparams.get("learning_rate", DEFAULT_LEARNING_RATE),
-            hparams.get("width"),
-            hparams.get("dropout"),
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        reason = " ".join(str(error).split()).rstrip(".")
-        if not isinstance(error, TrainError):
-            reason = f"{type(error).__name__}: {reason}"
-        raise TrainError(
-            f"{path} cannot be used ({reason}): run 02_tune again, or delete it to train with "
-            "the given and default values."
-        ) from None
-    return content
 
 
 SUMMARIES = {"tuning": summary}

@@ -25,8 +25,8 @@ import tensorflow as tf
 
 from .. import data, models
 from ..progress import line
+from ..replica import make_train_steps
 from .augment import LEVELS, make_augmenter
-from .replica import make_train_steps
 
 
 def measure(

@@ -18,12 +18,12 @@ import numpy as np
 from .. import data
 
 if TYPE_CHECKING:
-    from .loop import Loop
+    from .running import Running
 
 TEST_SPLIT = "test"
 
 
-def test_split(loop: Loop, say: Callable[[str], None]) -> dict[str, Any]:
+def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     """{test_accuracy, test_loss, test_examples, test_per_class, test_confusion_matrix}, or
     {test_accuracy: None} when the data has no test split (test_fraction was 0)."""
     if TEST_SPLIT not in loop.meta["splits"]:

@@ -30,12 +30,12 @@ from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line, task
+from ..replica import make_eval_step
 from . import evaluate, phases, preempt, report, resume
 from .augment import make_augmenter
 from .devices import worker_role
 from .params import effective_learning_rate
 from .recipe import make_optimizer
-from .replica import make_eval_step
 from .sources import Resolved
 from .state import Checkpoints
 from .watch import Watch
@@ -138,7 +138,7 @@ class Loop:
             stopped, best = early_stopping(history, params.patience)
             if initial_epoch >= params.epochs or stopped:
                 say(f"Nothing left to train: {initial_epoch} epoch(s) completed already.")
-            watch.start(self, initial_epoch, say)
+            watch.start(self.strategy, initial_epoch, say)
             self.watch = watch
             writers = report.writers(self)
             timings: list[tuple[int, float]] = []

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..replica import make_train_steps
 from . import finetune, schedule
-from .replica import make_train_steps
 
 if TYPE_CHECKING:
-    from .loop import Loop
+    from .running import Running
 
 TRAIN = "train"  # the one phase of a run without freeze_epochs
 
 
-def plan(loop: Loop) -> schedule.Plan:
+def plan(loop: Running) -> schedule.Plan:
     """The learning-rate plan of the run: its peak is the scaled rate (or the range test's)."""
     params = loop.params
     return schedule.Plan(
@@ -37,7 +37,7 @@ def schedule_of(the_plan: schedule.Plan) -> schedule.WarmupSchedule:
     return schedule.WarmupSchedule(the_plan)
 
 
-def begin(loop: Loop, *, fresh: bool) -> None:
+def begin(loop: Running, *, fresh: bool) -> None:
     """Load `weights=` a file into a fresh model (a resumed one has them in its checkpoint)."""
     params = loop.params
     loop.weights_loaded = None
@@ -46,7 +46,7 @@ def begin(loop: Loop, *, fresh: bool) -> None:
             loop.weights_loaded = finetune.load_into(loop.model, params.weights)
 
 
-def enter(loop: Loop, epoch: int) -> None:
+def enter(loop: Running, epoch: int) -> None:
     """Put the model in the phase of `epoch` (from 0); trace the train steps when it changes."""
     params = loop.params
     which = finetune.phase(epoch, params.freeze_epochs) if params.freeze_epochs else TRAIN
@@ -75,13 +75,13 @@ def enter(loop: Loop, epoch: int) -> None:
     )
 
 
-def rate_at_end_of(loop: Loop, epoch: int) -> float:
+def rate_at_end_of(loop: Running, epoch: int) -> float:
     """The learning rate of the last step of `epoch` (from 0)."""
     step = (epoch + 1) * loop.steps_per_epoch - 1
     return float(schedule.WarmupSchedule(loop.plan)(step))
 
 
-def describe(loop: Loop) -> str:
+def describe(loop: Running) -> str:
     """What the recipe does, in a sentence or two: schedule, phases, weights, regularisation."""
     params = loop.params
     lines = [schedule.describe(loop.plan, loop.global_batch, params.warmup_epochs)]
@@ -107,7 +107,7 @@ def describe(loop: Loop) -> str:
     return " ".join(lines)
 
 
-def summary(loop: Loop) -> dict[str, Any]:
+def summary(loop: Running) -> dict[str, Any]:
     """train.json's recipe keys: learning_rates (per epoch and per step), schedule, phases,
     weights (with the file's sha256), weight_decay, label_smoothing, augment."""
     params, the_plan = loop.params, loop.plan

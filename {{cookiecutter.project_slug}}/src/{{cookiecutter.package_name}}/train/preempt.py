@@ -41,7 +41,7 @@ from ..quiet import PACKAGE
 from .errors import TrainError
 
 if TYPE_CHECKING:
-    from .loop import Loop
+    from .running import Running
     from .state import Checkpoints
 
 STOP_SIGNALS_ENV = f"{PACKAGE.upper()}_STOP_SIGNALS"  # e.g. "TERM USR1"; "none": catch nothing
@@ -146,7 +146,7 @@ def partial(epoch: int, step: int, sums: list, waited: float, seconds: float) ->
     return {"epoch": epoch, "step": step, "sums": sums, "waited": waited, "seconds": seconds}
 
 
-def interrupt(loop: Loop, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
+def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
     """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes the
     checkpoint and INTERRUPTED_FILE) and say so; the record train.json keeps as `interrupted`."""
     partial = {**loop.partial, "iterations": int(loop.optimizer.iterations.numpy())}

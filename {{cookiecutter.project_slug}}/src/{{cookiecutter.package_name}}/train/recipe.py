@@ -8,7 +8,7 @@ AdamW's weight decay, label smoothing, and augmentation on the device (augment.p
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import keras
 
@@ -17,15 +17,29 @@ from .errors import TrainError
 from .finetune import check_weights
 from .schedule import SCHEDULES
 
-if TYPE_CHECKING:
-    from .params import Params
+
+class Recipe(Protocol):
+    """The recipe's values as check_recipe reads them (params.Params has them): the type lives
+    here so that params.py imports this module and not the other way round."""
+
+    weights: str
+    epochs: int
+    freeze_epochs: int
+    unfreeze: str | int
+    fine_tune_lr_factor: float
+    warmup_epochs: int | str
+    schedule: str
+    weight_decay: float
+    label_smoothing: float
+    augment: str
+
 
 # Variables AdamW does not decay: biases, BatchNorm's scale and shift (decaying them only fights
 # the normalisation; NVIDIA's and timm's recipes exclude them too). Matched on the variable's name.
 NO_DECAY = ("bias", "gamma", "beta")
 
 
-def check_recipe(params: Params) -> None:
+def check_recipe(params: Recipe) -> None:
     """Refuse the first bad recipe value in one sentence (TrainError)."""
     check_weights(params.weights)
     epochs = params.epochs if _is_int(params.epochs) else None

@@ -20,11 +20,11 @@ from .sources import suggestions_summary
 from .state import weights_digest
 
 if TYPE_CHECKING:
-    from .loop import Loop
+    from .running import Running
 
 
 def metrics(
-    loop: Loop,
+    loop: Running,
     initial_epoch: int,
     history: list[dict[str, Any]],
     timings: list[tuple[int, float]],
@@ -85,7 +85,7 @@ def metrics(
     }
 
 
-def describe_start(loop: Loop, initial_epoch: int) -> str:
+def describe_start(loop: Running, initial_epoch: int) -> str:
     """One line on how the run trains: strategy, precision, XLA, batch, learning rate, start."""
     policy = keras.mixed_precision.dtype_policy()
     start = f"resuming after epoch {initial_epoch}" if initial_epoch else "starting"
@@ -112,7 +112,7 @@ def describe_epoch(record: dict[str, Any], epochs: int) -> str:
 SPLITS = ("train", "validation")
 
 
-def writers(loop: Loop) -> dict[str, Any]:
+def writers(loop: Running) -> dict[str, Any]:
     """TensorBoard writers per split under logs/ (no-op writers on workers but the chief)."""
     if not loop.role.is_chief:
         return {split: tf.summary.create_noop_writer() for split in SPLITS}

@@ -18,7 +18,7 @@ from typing import Any
 import keras
 
 from .. import data, env, figures, lineage, models
-from ..artifacts import DATA_DIR, check_writable, resolve_run_dir, write_metrics
+from ..artifacts import DATA_DIR, check_writable, run_folder, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
@@ -80,7 +80,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     """
     check(run_dir, params, inputs=False)
     preempt.stop_signals()  # a bad <PACKAGE>_STOP_SIGNALS is refused before any heavy work
-    checked = _check(run_dir, params)
+    checked = _check(run_folder(run_dir), params)  # resolved once: every call below gets it
     folder, resolved = checked.folder, checked.resolved
     check_writable(folder)
     chief = resolved.placement.cluster is None or resolved.placement.cluster.is_chief
@@ -158,8 +158,8 @@ def train(
 
 def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     """check(inputs=True), returning what it found."""
-    resolved, _ = resolve_params(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # as it is, when run() resolved it
+    resolved, _ = resolve_params(folder, params)
     meta = data.read_meta(folder)
     gpus = env.list_gpus()
     precision = resolve_precision(resolved.params.precision, gpus)

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
+import tensorflow as tf
 
 from ..artifacts import LOGS_DIR
 from ..observe import Exporter, Profiler, parse_profile_steps
 from ..observe.exporter import NoExporter
 from .devices import strategy_name
 from .params import Cluster, Params
-
-if TYPE_CHECKING:
-    from .loop import Loop
 
 
 class Watch:
@@ -40,13 +38,15 @@ class Watch:
                 chief=role.is_chief,
             )
 
-    def start(self, loop: Loop, initial_epoch: int, say: Callable[[str], None]) -> None:
+    def start(
+        self, strategy: tf.distribute.Strategy, initial_epoch: int, say: Callable[[str], None]
+    ) -> None:
         """Open the endpoint and say where it is, and what the profiler will trace."""
         policy = keras.mixed_precision.dtype_policy()
         self.exporter.start(
             {
                 "model": str(self.params.model),
-                "strategy": strategy_name(loop.strategy),
+                "strategy": strategy_name(strategy),
                 "precision": policy.name,
             },
             epochs=self.params.epochs,

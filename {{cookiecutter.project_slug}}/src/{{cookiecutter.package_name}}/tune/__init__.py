@@ -16,6 +16,7 @@ val_accuracy, so what is tuned is exactly what step 3 trains. A search writes in
     space    the search space and the tables of space and trials
     search   the search itself (`search` also resumes, with overwrite=False)
     figure   the score of every trial, figures/tune_trials.png
+    offer    what a search offers training: best_hparams.json, checked (parts.tune.suggest)
     step     the step contract: Params, check, run
 
 keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only this package

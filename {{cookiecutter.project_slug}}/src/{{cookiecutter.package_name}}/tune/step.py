@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from .. import figures
-from ..artifacts import check_writable, resolve_run_dir, write_metrics
+from ..artifacts import check_writable, resolve_run_dir, run_folder, write_metrics
 from .checks import Params, check_data, check_keras_tuner, check_params
 from .figure import plot_trials
 from .search import search
@@ -25,8 +25,8 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
     """Check, then search from scratch (overwrite=True); return metrics/tune.json's content."""
-    check(run_dir, params)
-    folder = resolve_run_dir(run_dir, create=False)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
+    check(folder, params)
     check_writable(folder)
     metrics = search(folder, params, verbose=verbose)
     drawers = {"tune_trials": lambda _, found, path: plot_trials(found, path)}

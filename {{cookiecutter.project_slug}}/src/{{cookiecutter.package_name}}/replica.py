@@ -12,6 +12,9 @@
 - the input wait: with `timed`, each step reads the clock (`tf.timestamp`) once the previous
   step's update is done, asks the pipeline for the next batch, and reads it again when the batch
   is there. The difference is time the step waited for data; the rest is the model's.
+
+It sits below both floors that run these steps: train (the loop, its phases, the augmentation
+benchmark) and find (the finders' probes, which train.auto calls), so neither imports the other.
 """
 
 from __future__ import annotations

@@ -1,0 +1,105 @@
+"""The package's imports run one way: no module and no floor is part of a circle.
+
+A floor is a top-level module or subpackage (data, figures, train, artifacts …). A circle ties
+its members into one: none can be read, tested or changed knowing only what lies below it. grimp
+builds the graph from the source, imports inside functions and under TYPE_CHECKING included:
+deferring an import hides a circle from Python's loader, not from a reader.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import grimp
+import pytest
+
+from {{ cookiecutter.package_name }} import parts
+
+PACKAGE = "{{ cookiecutter.package_name }}"
+
+# The floors every step builds on: they hold names, files, figures and lines, and import no step.
+LOW_FLOORS = ("artifacts", "figures", "lineage", "progress", "quiet", "steps")
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(PACKAGE, cache_dir=None)
+
+
+def test_no_module_is_in_an_import_circle(graph: grimp.ImportGraph) -> None:
+    found = circles(graph, sorted(graph.modules), as_packages=False)
+    assert not found, "import circles between modules:\n" + "\n".join(found)
+
+
+def test_no_floor_is_in_an_import_circle(graph: grimp.ImportGraph) -> None:
+    found = circles(graph, floors(graph), as_packages=True)
+    assert not found, "import circles between floors:\n" + "\n".join(found)
+
+
+def test_the_low_floors_import_no_step(graph: grimp.ImportGraph) -> None:
+    """figures draw from arrays and paths, artifacts and lineage name files: none runs a step."""
+    steps = sorted({module.rsplit(".", 1)[0] for module in graph.modules if _is_step(module)})
+    assert steps, "no step module found: the rule below would hold vacuously"
+    found = [
+        " -> ".join(graph.find_shortest_chain(f"{PACKAGE}.{low}", step, as_packages=True) or ())
+        for low in LOW_FLOORS
+        for step in steps
+        if graph.chain_exists(f"{PACKAGE}.{low}", step, as_packages=True)
+    ]
+    assert not found, "a low floor reaches a step:\n" + "\n".join(found)
+
+
+def test_every_hook_of_a_part_names_a_function() -> None:
+    """A parts.Hook is the registry's one call upward, invisible to the graph: it must resolve."""
+    hooks = [
+        (part.__name__, value)
+        for part in parts.present()
+        for value in vars(part).values()
+        if isinstance(value, parts.Hook)
+    ]
+    if not hooks:
+        pytest.skip("this project holds no optional part with a hook (all were declined)")
+    for owner, hook in hooks:
+        module = importlib.import_module(f"{PACKAGE}.{hook.module}")
+        assert callable(getattr(module, hook.function, None)), f"{owner}: {hook} names nothing"
+
+
+def floors(graph: grimp.ImportGraph) -> list[str]:
+    """The package's children: its top-level modules and subpackages."""
+    return sorted(graph.find_children(PACKAGE))
+
+
+def circles(graph: grimp.ImportGraph, nodes: list[str], *, as_packages: bool) -> list[str]:
+    """One line per circle, `a -> b -> … -> a`, found from each import a -> b whose target
+    reaches back (each circle named once, from its smallest member)."""
+    named: dict[frozenset[str], str] = {}
+    for importer in nodes:
+        for imported in nodes:
+            if importer == imported or not _imports(graph, importer, imported, as_packages):
+                continue
+            back = graph.find_shortest_chain(imported, importer, as_packages=as_packages)
+            if back:
+                chain = [importer, *back]
+                members = frozenset(_on(chain, nodes) if as_packages else chain)
+                named.setdefault(members, " -> ".join(_short(m) for m in chain))
+    return sorted(named.values())
+
+
+def _imports(graph: grimp.ImportGraph, importer: str, imported: str, as_packages: bool) -> bool:
+    if not as_packages:
+        return graph.direct_import_exists(importer=importer, imported=imported)
+    return graph.direct_import_exists(importer=importer, imported=imported, as_packages=True)
+
+
+def _on(chain: list[str], nodes: list[str]) -> list[str]:
+    """The floors a chain of modules passes through."""
+    return [next(n for n in nodes if m == n or m.startswith(n + ".")) for m in chain]
+
+
+def _short(module: str) -> str:
+    return module.removeprefix(PACKAGE + ".")
+
+
+def _is_step(module: str) -> bool:
+    parts = module.split(".")
+    return len(parts) == 3 and parts[2] == "step"

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import data, models
-from ..artifacts import MODEL_FILE
+from ..artifacts import MODEL_FILE, writing
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line, task
@@ -39,6 +39,9 @@ from .replica import make_eval_step
 from .sources import Resolved
 from .state import Checkpoints
 from .watch import Watch
+
+# What to do when model.keras cannot be written: the checkpoints hold the trained epochs.
+RESAVE = "run 03_train again with the same run_dir (it resumes from the last checkpoint)"
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).
 _TIMED = [True]
@@ -289,11 +292,12 @@ class Loop:
         """model.keras, written to a temporary name and renamed, so it is whole or absent."""
         path = self.folder / MODEL_FILE
         temporary = self.folder / f".{MODEL_FILE}.tmp-{os.getpid()}.keras"
-        try:
-            self.model.save(temporary)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        with writing(path, RESAVE):
+            try:
+                self.model.save(temporary)
+                os.replace(temporary, path)
+            finally:
+                temporary.unlink(missing_ok=True)
         return path
 
 

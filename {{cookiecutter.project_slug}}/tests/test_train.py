@@ -37,8 +37,8 @@ from {{ cookiecutter.package_name }}.train import (
     resolve_jit,
     resolve_precision,
     resolve_strategy,
+    resume,
 )
-from {{ cookiecutter.package_name }}.train import resume
 from {{ cookiecutter.package_name }}.train.loop import early_stopping
 from {{ cookiecutter.package_name }}.train.params import parse_jit
 from {{ cookiecutter.package_name }}.train.state import weights_digest

@@ -313,8 +313,8 @@ def test_resume_with_other_parameters_is_refused(trained: tuple[Path, dict]) -> 
 def test_a_refusal_to_resume_names_the_value_asked_for_not_the_auto_batch(
     trained: tuple[Path, dict],
 ) -> None:
-    """Checkpoints at batch 64 meet width=64 and batch_size=auto: the width is the cause (tuning
-    added after training was reported as "batch_size=64, not 'auto'", issue 27)."""
+    """Checkpoints at batch 64 meet width=64 and batch_size=auto: the width is the cause (a part's
+    values added after training were reported as "batch_size=64, not 'auto'", issue 27)."""
     run, _ = trained
     with pytest.raises(TrainError) as error:
         train.check(run, Params(batch_size="auto", width=64))

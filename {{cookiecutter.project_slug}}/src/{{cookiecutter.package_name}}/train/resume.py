@@ -75,7 +75,7 @@ def check(
     """Decide from the checkpoints in run_dir, refusing incompatible or damaged ones; write nothing.
 
     `wanted` holds STATE_KEYS' values of this request; `origins` says where a value came from
-    ("from tuning/best_hparams.json"), for the sentence that refuses it.
+    ("from" an optional part's file), for the sentence that refuses it.
     """
     folder = run_dir / CHECKPOINT_DIR
     latest = tf.train.latest_checkpoint(str(folder)) if folder.is_dir() else None

@@ -223,7 +223,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
 
 def _origins(folder: Path, resolved: Resolved, found_on: dict[str, Any]) -> dict[str, str]:
     """Where each value came from, as a refusal of other checkpoints names it: a part's file
-    (tuning added after training), "given", or why batch_size=auto is to be found anew."""
+    (values a part offers after training), "given", or why batch_size=auto is to be found anew."""
     files = {offer["source"]: offer["origin"] for offer in resolved.suggestions}
     origins = {key: f"from {files[src]}" for key, src in resolved.sources.items() if src in files}
     origins |= {key: "given" for key, src in resolved.sources.items() if src == "given"}

@@ -30,6 +30,7 @@ from {{ cookiecutter.package_name }}.export import savedmodel
 from {{ cookiecutter.package_name }}.runner import commands, record
 from {{ cookiecutter.package_name }}.train import Params
 from {{ cookiecutter.package_name }}.train.loop import Loop
+from {{ cookiecutter.package_name }}.train.state import Checkpoints
 
 FULL = "No space left on device"
 
@@ -259,6 +260,36 @@ def test_a_full_disk_while_saving_model_keras_keeps_the_earlier_model(tmp_path: 
     assert_one_sentence(message)
     assert (tmp_path / "model.keras").read_bytes() == b"the earlier model"
     assert [path.name for path in tmp_path.iterdir()] == ["model.keras"]
+
+
+def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_whole_one(tmp_path: Path) -> None:
+    """TensorFlow's SaveV2 fails in ckpt-2_temp/: that folder goes, the pointer names ckpt-1."""
+    epoch = tf.Variable(0)
+    checkpoints = Checkpoints(
+        tmp_path, tf.train.Checkpoint(epoch=epoch), epoch, chief=True, state={}
+    )
+    checkpoints.save(1, [{"epoch": 1}])
+    real_save = checkpoints.manager.save
+
+    def save(checkpoint_number: int) -> str:
+        if checkpoint_number == 1:
+            return real_save(checkpoint_number=checkpoint_number)
+        partial = tmp_path / "checkpoints" / f"ckpt-{checkpoint_number}_temp"
+        partial.mkdir()
+        (partial / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_bytes(b"half")
+        tf_full_disk()
+
+    checkpoints.manager.save = save  # type: ignore[method-assign]
+    with pytest.raises(WriteError) as error:
+        checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}])
+    message = str(error.value)
+    assert message.startswith(f"{tmp_path / 'checkpoints' / 'ckpt-2'} could not be written: the")
+    assert (
+        "run 03_train again with the same run_dir (it resumes from the last checkpoint)" in message
+    )
+    assert_one_sentence(message)
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-1")
+    assert not list((tmp_path / "checkpoints").glob("ckpt-2*"))
 
 
 def test_a_full_disk_while_writing_an_export_leaves_no_version_and_keeps_the_earlier(

@@ -37,11 +37,8 @@ from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .replica import make_eval_step
 from .sources import Resolved
-from .state import Checkpoints
+from .state import RESUME, Checkpoints
 from .watch import Watch
-
-# What to do when model.keras cannot be written: the checkpoints hold the trained epochs.
-RESAVE = "run 03_train again with the same run_dir (it resumes from the last checkpoint)"
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).
 _TIMED = [True]
@@ -292,7 +289,7 @@ class Loop:
         """model.keras, written to a temporary name and renamed, so it is whole or absent."""
         path = self.folder / MODEL_FILE
         temporary = self.folder / f".{MODEL_FILE}.tmp-{os.getpid()}.keras"
-        with writing(path, RESAVE):
+        with writing(path, RESUME):  # the checkpoints hold the trained epochs
             try:
                 self.model.save(temporary)
                 os.replace(temporary, path)

@@ -249,6 +249,7 @@ FULL_BAKE = (
     "tests/test_train_recipe.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",
+    "tests/test_write_failures.py",
 )
 
 # The files each optional part takes away when it is declined (nothing else yet for the rest).

@@ -33,6 +33,7 @@ from {{ cookiecutter.package_name }}.artifacts import (
     MissingInputError,
     StaleInputError,
     StepError,
+    WriteError,
     read_metrics,
     write_json,
 )
@@ -282,9 +283,9 @@ def test_a_failed_write_leaves_no_half_export(
     existing = Path(exported["export_dir"])
     (existing / "marker.txt").write_text("the version being served")
     before = sorted(path.name for path in existing.parent.iterdir())
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(WriteError, match="export/7 could not be written: the disk is full"):
         export.export_savedmodel(run, version=7)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(WriteError, match="the disk is full .*; the earlier one is kept"):
         export.export_savedmodel(run, version=1, overwrite=True, replace_served=True)
     assert sorted(path.name for path in existing.parent.iterdir()) == before
     assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()

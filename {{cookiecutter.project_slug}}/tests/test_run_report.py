@@ -17,6 +17,7 @@ from helpers import assert_one_sentence
 from matplotlib.figure import Figure
 
 from {{ cookiecutter.package_name }} import __version__
+from {{ cookiecutter.package_name }}.artifacts import WriteError
 from {{ cookiecutter.package_name }}.runner.html import write_html
 from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline
@@ -184,7 +185,7 @@ def test_a_full_disk_keeps_the_earlier_report_html_whole(tmp_path: Path, monkeyp
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: DiskFull(real_fdopen(fd, *a, **k)))
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(WriteError, match="report.html could not be written: the disk is full"):
         write_html(run_dir, record)
     monkeypatch.undo()
     assert (run_dir / "report.html").read_text() == earlier

@@ -37,6 +37,7 @@ from {{ cookiecutter.package_name }}.train import (
     resolve_jit,
     resolve_precision,
     resolve_strategy,
+    resume,
 )
 from {{ cookiecutter.package_name }}.train.loop import early_stopping
 from {{ cookiecutter.package_name }}.train.params import parse_jit
@@ -303,10 +304,39 @@ def test_resume_with_other_parameters_is_refused(trained: tuple[Path, dict]) -> 
     """A run folder whose checkpoints were made with another batch size is refused, untouched."""
     run, _ = trained
     before = (run / "metrics" / "train.json").read_bytes()
-    with pytest.raises(TrainError, match="batch_size=64, not 32") as error:
+    with pytest.raises(TrainError, match="batch_size=64, not batch_size=32") as error:
         train_here(run, batch_size=32)
     assert_one_sentence(str(error.value))
     assert (run / "metrics" / "train.json").read_bytes() == before
+
+
+def test_a_refusal_to_resume_names_the_value_asked_for_not_the_auto_batch(
+    trained: tuple[Path, dict],
+) -> None:
+    """Checkpoints at batch 64 meet width=64 and batch_size=auto: the width is the cause (a part's
+    values added after training were reported as "batch_size=64, not 'auto'", issue 27)."""
+    run, _ = trained
+    with pytest.raises(TrainError) as error:
+        train.check(run, Params(batch_size="auto", width=64))
+    message = str(error.value)
+    assert "made with width=None, not width=64 (width given)" in message
+    assert "batch_size" not in message
+    assert_one_sentence(message)
+
+
+def test_an_auto_batch_found_anew_is_named_alone_with_what_changed() -> None:
+    """Only `auto` values differ: the batch is named with the finder's changed settings; the
+    learning rate, which the range test finds at that batch, follows it and is not named."""
+    message = resume.mismatch(
+        Path("/run/checkpoints"),
+        {"batch_size": 64, "learning_rate": 0.005},
+        {"batch_size": "auto", "learning_rate": "auto"},
+        ["batch_size", "learning_rate"],
+        {"batch_size": "to be found anew: now strategy='mirrored'", "learning_rate": "given"},
+    )
+    assert "made with batch_size=64, not batch_size='auto' (batch_size to be found anew" in message
+    assert "learning_rate" not in message
+    assert_one_sentence(message)
 
 
 def test_more_epochs_continue_a_finished_run(trained: tuple[Path, dict], tmp_path: Path) -> None:

@@ -11,18 +11,65 @@ import os
 from typing import Any
 
 from ..artifacts import META_FILE, require
-from .base import DataError
+from .base import SPLITS, DataError
+
+# What later steps read of meta.json (classes and shapes for the model, splits for the pipeline).
+REQUIRED = ("dataset", "classes", "num_classes", "image_shape", "splits")
+
+# What a JSON value that is not an object is, in JSON's words.
+_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
 def read_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The data step's meta.json; a missing one names the notebook that writes it."""
+    """The data step's meta.json, checked for what later steps read of it; a missing, unreadable
+    or misshapen one is one sentence naming the file and 01_data, which writes it."""
     path = require(run_dir, META_FILE, "01_data")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise DataError(
             f"{path} cannot be read ({type(error).__name__}): run 01_data again."
         ) from None
+    wrong = shape_problem(meta)
+    if wrong:
+        raise DataError(f"{path} is not the meta.json 01_data writes ({wrong}): run 01_data again.")
+    return meta
+
+
+def shape_problem(meta: Any) -> str | None:
+    """What is wrong with a meta.json's shape, in a few words; None when later steps can read it.
+
+    Checked once here, so no step meets a KeyError or TypeError deep in its own code.
+    """
+    if not isinstance(meta, dict):
+        return f"a JSON {_KINDS.get(type(meta), 'value')}, not an object"
+    missing = [key for key in REQUIRED if key not in meta]
+    if missing:
+        return f"no {', '.join(missing)}"
+    classes, shape, splits = meta["classes"], meta["image_shape"], meta["splits"]
+    if not isinstance(classes, list) or len(classes) < 2 or not all(_text(c) for c in classes):
+        return "classes must be a list of at least two names"
+    if meta["num_classes"] != len(classes) or isinstance(meta["num_classes"], bool):
+        return f"num_classes={meta['num_classes']!r}, but classes lists {len(classes)}"
+    if not isinstance(shape, list) or len(shape) != 3 or not all(_count(s, 1) for s in shape):
+        return f"image_shape={shape!r}, not [height, width, channels]"
+    if not isinstance(splits, dict) or not all(split in splits for split in SPLITS):
+        return f"splits must hold {' and '.join(SPLITS)}"
+    for name, split in splits.items():
+        if not isinstance(split, dict) or not _count(split.get("count"), 0):
+            return f"splits.{name} has no count of examples"
+        shards = split.get("shards")
+        if not isinstance(shards, list) or not all(_text(shard) for shard in shards):
+            return f"splits.{name}.shards must be a list of file names"
+    return None
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def check_batch(meta: dict[str, Any], batch_size: int, where: str = "the data folder") -> None:

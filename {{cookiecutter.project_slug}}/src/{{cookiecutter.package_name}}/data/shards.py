@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import write_json
+from ..artifacts import write_json, writing
 from ..progress import track
 from . import photo_io
 from .base import META_NAME, SPLITS, DataError, Source
@@ -37,6 +37,7 @@ TEMP_NAME = re.compile(r"^\.(train|validation|test)-\d{5}-of-\d{5}\.tfrecord\.tm
 ENCODINGS = ("auto", "jpeg", "png")
 JPEG_QUALITY = 95  # for a resized or non-JPEG photo (a JPEG kept as it is keeps its own)
 JPEG_MIN_PIXELS = 64 * 64  # encoding=auto: images this large are photos, written as JPEG
+AGAIN = "run 01_data again (the shards written so far are removed)"  # after a full disk
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -94,7 +95,8 @@ def write_shards(
             shard_names = []
             for index, part in enumerate(np.array_split(indices, count)):
                 path = out / shard_name(name, index, count)
-                _write_shard(path, itertools.islice(records, len(part)), len(part))
+                with writing(path, AGAIN):
+                    _write_shard(path, itertools.islice(records, len(part)), len(part))
                 shard_names.append(path.name)
             labels = source.labels[indices]
             splits[name] = {
@@ -134,7 +136,7 @@ def write_shards(
         },
         "source": request,
     }
-    write_json(out / META_NAME, meta)
+    _write_meta(out, meta)
     return {**meta, "reused": False}
 
 
@@ -149,15 +151,25 @@ def copy_shards(source: TFRecordDir, out: Path, request: dict[str, Any]) -> dict
             files = source.files[split]
             names = [shard_name(split, index, len(files)) for index in range(len(files))]
             for path, name in zip(files, names, strict=True):
-                _copy_file(path, out / name)
+                with writing(out / name, AGAIN):
+                    _copy_file(path, out / name)
             meta["splits"][split]["shards"] = names
     except BaseException:
         clear_shards(out)
         raise
     origin = {"dataset": source.meta.get("dataset"), "source": source.meta.get("source")}
     meta.update(dataset="tfrecord", source=request, origin=origin)
-    write_json(out / META_NAME, meta)
+    _write_meta(out, meta)
     return {**meta, "reused": False}
+
+
+def _write_meta(out: Path, meta: dict[str, Any]) -> None:
+    """meta.json last; when it cannot be written, the shards it would list go too."""
+    try:
+        write_json(out / META_NAME, meta, then=AGAIN)
+    except BaseException:
+        clear_shards(out)
+        raise
 
 
 def clear_shards(out: Path) -> None:

@@ -27,7 +27,7 @@ import keras
 import tensorflow as tf
 
 from .. import lineage
-from ..artifacts import MODEL_FILE, resolve_run_dir
+from ..artifacts import MODEL_FILE, resolve_run_dir, writing
 from ..data import read_meta
 from .files import (
     INPUT_NAME,
@@ -65,7 +65,8 @@ def export_savedmodel(
     shape, classes = [int(side) for side in meta["image_shape"]], list(meta["classes"])
     _check_model(model, shape, classes, model_path)
     archive = build_archive(model, shape, classes)
-    _write_whole(archive, target)
+    with writing(target, "run 04_export again"):  # a full disk: one sentence, nothing left
+        _write_whole(archive, target)
     lineage.record(folder, f"export/{int(version)}", "export", made_from)
     return {
         "version": int(version),

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, prog: str) -> int:
 
 def report(args: argparse.Namespace, prog: str) -> int:
     """`report --run-dir DIR [--headline]`: from run.json, or from what the notebooks wrote."""
-    from .record import interactive_record
+    from .record import interactive_record, record_problem
     from .summary import headline
 
     folder = _existing(args.run_dir)
@@ -85,6 +85,14 @@ def report(args: argparse.Namespace, prog: str) -> int:
             file=sys.stderr,
         )
         return 2
+    problem = record_problem(record)
+    if problem:
+        print(
+            f"{prog}: {folder / RUN_RECORD} is not a record that `{prog} run` writes ({problem}): "
+            "run the chain into that folder again, or pass another run folder.",
+            file=sys.stderr,
+        )
+        return 2
     if args.headline:
         print(f"### Run {folder.name}: {record.get('status')}\n")
         print("\n".join(headline(folder, record)))
@@ -92,11 +100,15 @@ def report(args: argparse.Namespace, prog: str) -> int:
     from .chain import write_report_html
     from .report import write_report
 
-    print(f"Wrote {write_report(folder, record)}")
-    html = write_report_html(folder, record)
+    try:
+        print(f"Wrote {write_report(folder, record)}")
+    except StepError as error:  # a full disk, a read-only folder: one sentence naming the file
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 2
+    html = write_report_html(folder, record)  # its failure is one sentence, too
     if html:
         print(f"Wrote {html}")
-    return 0
+    return 0 if html else 2
 
 
 def _existing(run_dir: Path) -> Path:

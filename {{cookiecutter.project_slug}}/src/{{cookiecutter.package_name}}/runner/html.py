@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import nbformat
 from mistune.toc import add_toc_hook, render_toc_ul
 from nbconvert import HTMLExporter
 
-from ..artifacts import REPORT_FILE, REPORT_HTML
+from ..artifacts import REPORT_FILE, REPORT_HTML, write_text
 from .profile import one_line
 
 STYLE = """
@@ -48,6 +46,8 @@ OFFLINE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
+# What to do when report.html cannot be written (a full disk, a read-only folder).
+AGAIN = "write it again with `report --run-dir` on that folder"
 # A jump to a notebook's frame (a link, or the address bar) opens it.
 OPEN_TARGET = """<script>
 function openTarget() {
@@ -85,7 +85,7 @@ def write_html(run_dir: Path, record: dict[str, Any]) -> Path:
         f"</ul></nav>{body}<h2 id='executed-notebooks'>Executed notebooks</h2>"
         f"{''.join(frames)}{OPEN_TARGET}</body></html>"
     )
-    return _write(run_dir / REPORT_HTML, page)
+    return write_text(run_dir / REPORT_HTML, page, then=AGAIN)
 
 
 def anchor(executed: str) -> str:
@@ -117,20 +117,6 @@ def _exporter() -> HTMLExporter:
         extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE})],
         embed_images=True,
     )
-
-
-def _write(path: Path, text: str) -> Path:
-    """Write the page to a temporary name beside it, then rename: never a half-written report."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _data_uri(path: Path) -> str:

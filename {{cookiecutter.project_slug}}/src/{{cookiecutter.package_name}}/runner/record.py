@@ -22,7 +22,12 @@ from .plan import Plan, discover_notebooks
 from .profile import one_line
 from .report import write_report
 
+# What to do when run.json cannot be written (a full disk): the earlier run.json is kept.
+AGAIN = "run again with the same --run-dir (earlier attempts are kept)"
 SUCCESS_KEYS = ("started", "finished", "seconds", "executed", "parameters", "profile")
+
+# What a JSON value that is not an object is, in JSON's words.
+_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
 def start_record(folder: Path, plan: Plan, only: list[str] | None) -> dict[str, Any]:
@@ -84,8 +89,31 @@ def save(folder: Path, record: dict[str, Any], selected: list[str]) -> None:
     """run.json (written atomically) and report.md, from the attempts as they stand; the
     selected notebooks not attempted yet are listed as "not run"."""
     record["notebooks"] = summarize(record["attempts"], selected)
-    write_json(folder / RUN_RECORD, record)
+    write_json(folder / RUN_RECORD, record, then=AGAIN)
     write_report(folder, record)
+
+
+def record_problem(data: Any) -> str | None:
+    """What keeps a run.json from being reported, in a few words; None when report can read it.
+
+    The report reads the invocation's profile, status and start, each notebook's name and status
+    (and its error, latest success), and each attempt's notebook and status.
+    """
+    if not isinstance(data, dict):
+        return f"a JSON {_KINDS.get(type(data), 'value')}, not an object"
+    missing = [key for key in ("profile", "status", "started", "notebooks") if key not in data]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for key in ("notebooks", "attempts"):
+        entries, name = data.get(key) or [], "name" if key == "notebooks" else "notebook"
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            return f"{key} must be a list of objects"
+        for number, entry in enumerate(entries, start=1):
+            if not all(isinstance(entry.get(field), str) for field in (name, "status")):
+                return f"{key} entry {number} has no {name} and status"
+            if not all(isinstance(entry.get(f) or {}, dict) for f in ("error", "latest_success")):
+                return f"{key} entry {number} has an error or latest_success that is not an object"
+    return None
 
 
 def summarize(attempts: list[dict[str, Any]], selected: list[str]) -> list[dict[str, Any]]:

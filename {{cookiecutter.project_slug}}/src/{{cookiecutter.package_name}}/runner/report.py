@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import lineage
-from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
+from ..artifacts import (
+    FIGURES,
+    FIGURES_DIR,
+    LINEAGE_FILE,
+    METRICS_DIR,
+    REPORT_FILE,
+    STEPS,
+    write_text,
+)
 from .profile import one_line
 from .summary import headline, key_numbers, read, step_of
 
@@ -67,9 +75,8 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
         lines += [_attempt_row(attempt) for attempt in attempts]
     lines += ["", "## What made what", "", *_lineage(run_dir)]
     lines += ["", "## All metrics", "", *_metrics(run_dir)]
-    path = run_dir / REPORT_FILE
-    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    return path
+    text = "\n".join(lines).rstrip() + "\n"  # whole or not at all: a full disk keeps the last
+    return write_text(run_dir / REPORT_FILE, text, then="write it again with `report --run-dir`")
 
 
 def _steps(run_dir: Path, record: dict[str, Any]) -> list[str]:

@@ -59,12 +59,12 @@ def reuse(folder: Path, params: Any, found_on: dict[str, Any]) -> tuple[Any, dic
     {name: "finder (reused …)"} for those."""
     sources = {}
     if params.batch_size == AUTO:
-        record = _read(folder, BATCH_FINDER)
+        record = read_choice(folder, BATCH_FINDER)
         if record and record.get("basis") == found_on:
             params = dataclasses.replace(params, batch_size=int(record["batch"]))
             sources["batch_size"] = f"batch-size finder (reused {METRICS_DIR}/{BATCH_FINDER}.json)"
     if params.learning_rate == AUTO and params.batch_size != AUTO:
-        record = _read(folder, LR_FINDER)
+        record = read_choice(folder, LR_FINDER)
         lr_basis = {**found_on, "batch_size": params.batch_size, "seed": params.seed}
         if record and record.get("basis") == lr_basis:
             params = dataclasses.replace(params, learning_rate=float(record["learning_rate"]))
@@ -234,7 +234,8 @@ def _float32_cap(
     }
 
 
-def _read(folder: Path, name: str) -> dict[str, Any] | None:
+def read_choice(folder: Path, name: str) -> dict[str, Any] | None:
+    """metrics/<finder>.json as an earlier call wrote it; None when absent or unreadable."""
     path = folder / METRICS_DIR / f"{name}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import data, models
-from ..artifacts import MODEL_FILE
+from ..artifacts import MODEL_FILE, writing
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window, report_chunks
 from ..progress import line, task
@@ -37,7 +37,7 @@ from .devices import worker_role
 from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .sources import Resolved
-from .state import Checkpoints
+from .state import RESUME, Checkpoints
 from .watch import Watch
 
 # Whether the step function times its wait for input (off only to measure what the timer costs).
@@ -289,11 +289,12 @@ class Loop:
         """model.keras, written to a temporary name and renamed, so it is whole or absent."""
         path = self.folder / MODEL_FILE
         temporary = self.folder / f".{MODEL_FILE}.tmp-{os.getpid()}.keras"
-        try:
-            self.model.save(temporary)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        with writing(path, RESUME):  # the checkpoints hold the trained epochs
+            try:
+                self.model.save(temporary)
+                os.replace(temporary, path)
+            finally:
+                temporary.unlink(missing_ok=True)
         return path
 
 

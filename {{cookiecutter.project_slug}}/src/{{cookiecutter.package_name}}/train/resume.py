@@ -25,7 +25,7 @@ from typing import Any
 import tensorflow as tf
 
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR, SET_ASIDE
-from .params import TrainError
+from .params import AUTO, TrainError
 from .state import DAMAGED, PARAMS_FILE, damaged, read_history
 
 POINTER_FILE = "checkpoint"  # TensorFlow's name, inside CHECKPOINT_DIR
@@ -66,10 +66,16 @@ class Resume:
     other_data: bool = False  # the checkpoints were made on other data: set them aside first
 
 
-def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -> Resume:
+def check(
+    run_dir: Path,
+    wanted: dict[str, Any],
+    data_fingerprint: str | None,
+    origins: dict[str, str] | None = None,
+) -> Resume:
     """Decide from the checkpoints in run_dir, refusing incompatible or damaged ones; write nothing.
 
-    `wanted` holds STATE_KEYS' values of this request.
+    `wanted` holds STATE_KEYS' values of this request; `origins` says where a value came from
+    ("from" an optional part's file), for the sentence that refuses it.
     """
     folder = run_dir / CHECKPOINT_DIR
     latest = tf.train.latest_checkpoint(str(folder)) if folder.is_dir() else None
@@ -92,19 +98,44 @@ def check(run_dir: Path, wanted: dict[str, Any], data_fingerprint: str | None) -
     recorded = saved.get(DATA_KEY)
     if recorded is not None and recorded != data_fingerprint:
         return Resume(None, other_data=True)
-    for key in STATE_KEYS:
-        if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]:
-            raise TrainError(
-                f"{folder} holds checkpoints made with {key}={saved.get(key)!r}, not "
-                f"{wanted[key]!r}: resume with the same parameters, or use a new run_dir "
-                "(or delete that folder) to start over."
-            )
+    changed = [key for key in STATE_KEYS if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]]
+    if changed:
+        raise TrainError(mismatch(folder, saved, wanted, changed, origins or {}))
     try:
         tf.train.load_checkpoint(latest)  # reads the index: a damaged one fails here, fast
     except DAMAGED as error:
         raise damaged(latest, error) from None
     read_history(folder, int(latest.rsplit("-", 1)[-1]))
     return Resume(latest)
+
+
+def mismatch(
+    folder: Path,
+    saved: dict[str, Any],
+    wanted: dict[str, Any],
+    changed: list[str],
+    origins: dict[str, str],
+) -> str:
+    """The refusal, naming the values asked for outright first: an `auto` that differs (a batch
+    the finder would choose anew) only follows from them, so naming it would hide the cause."""
+    keys = [key for key in changed if wanted[key] != AUTO]
+    keys = keys or (["batch_size"] if "batch_size" in changed else changed)  # the rate follows it
+    then = ", ".join(f"{key}={_shown(saved.get(key, RECIPE_DEFAULTS.get(key)))}" for key in keys)
+    now = ", ".join(f"{key}={_shown(wanted[key])}" for key in keys)
+    grouped: dict[str, list[str]] = {}
+    for key in keys:
+        if key in origins:
+            grouped.setdefault(origins[key], []).append(key)
+    why = "; ".join(f"{', '.join(names)} {origin}" for origin, names in grouped.items())
+    return (
+        f"{folder} holds checkpoints made with {then}, not {now}{f' ({why})' if why else ''}: "
+        "resume with the same parameters, or use a new run_dir (or delete that folder) to "
+        "start over."
+    )
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else repr(value)
 
 
 def recipe_state(params: Any) -> dict[str, Any]:

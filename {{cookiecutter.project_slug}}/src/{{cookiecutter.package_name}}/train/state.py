@@ -28,12 +28,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import CHECKPOINT_DIR, write_json
+from ..artifacts import CHECKPOINT_DIR, write_json, writing
 from .params import TrainError
 
 KEEP = 3
 PARAMS_FILE = "params.json"  # inside CHECKPOINT_DIR
 HISTORY_FILE = "history.json"  # inside CHECKPOINT_DIR
+# What to do when a checkpoint cannot be written (a full disk): the last whole one is kept.
+RESUME = "run 03_train again with the same run_dir (it resumes from the last checkpoint)"
 # Errors of a checkpoint file cut short or damaged: TensorFlow's, and IndexError ("Read less
 # bytes than requested") from a truncated data file.
 DAMAGED = (tf.errors.OpError, IndexError)
@@ -79,9 +81,18 @@ class Checkpoints:
     def save(self, completed: int, history: list[dict[str, Any]]) -> str | None:
         """Write the history, then the checkpoint after epoch `completed`; the chief's path."""
         if self.chief:
-            write_json(self.folder / HISTORY_FILE, history)
+            write_json(self.folder / HISTORY_FILE, history, then=RESUME)
         self.epoch.assign(completed)
-        path = self.manager.save(checkpoint_number=completed)
+        with writing(self.folder / f"ckpt-{completed}", RESUME):
+            try:
+                path = self.manager.save(checkpoint_number=completed)
+            except BaseException:  # a full disk: the pointer still names the last whole one
+                for partial in Path(self.manager.directory).glob(f"ckpt-{completed}[._]*"):
+                    if partial.is_dir():
+                        shutil.rmtree(partial)
+                    else:
+                        partial.unlink()
+                raise
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
             return None

@@ -18,7 +18,7 @@ from typing import Any
 import keras
 
 from .. import data, env, figures, lineage, models
-from ..artifacts import DATA_DIR, check_writable, run_folder, write_metrics
+from ..artifacts import BATCH_FINDER, DATA_DIR, check_writable, run_folder, write_metrics
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
@@ -213,10 +213,32 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         **resume.recipe_state(values),
         resume.DATA_KEY: fingerprint,
     }
-    decision = resume.check(folder, state, state[resume.DATA_KEY])
+    decision = resume.check(
+        folder, state, state[resume.DATA_KEY], _origins(folder, resolved, found_on)
+    )
     if decision.latest is None:  # a resumed run has its weights in the checkpoint
         finetune.check_file(values.weights)
     return _Checked(folder, resolved, meta, state, decision, gpus, found_on)
+
+
+def _origins(folder: Path, resolved: Resolved, found_on: dict[str, Any]) -> dict[str, str]:
+    """Where each value came from, as a refusal of other checkpoints names it: a part's file
+    (values a part offers after training), "given", or why batch_size=auto is to be found anew."""
+    files = {offer["source"]: offer["origin"] for offer in resolved.suggestions}
+    origins = {key: f"from {files[src]}" for key, src in resolved.sources.items() if src in files}
+    origins |= {key: "given" for key, src in resolved.sources.items() if src == "given"}
+    if resolved.params.batch_size == AUTO:  # not reused: no choice, or one on another basis
+        earlier = (auto.read_choice(folder, BATCH_FINDER) or {}).get("basis") or {}
+        moved = [
+            f"{key}={found_on[key]!r}" for key in found_on if earlier.get(key) != found_on[key]
+        ]
+        origins["batch_size"] = (
+            f"to be found anew: the finder's earlier choice was for other settings; now "
+            f"{', '.join(moved)}"
+            if earlier
+            else "to be found anew: no earlier choice is recorded"
+        )
+    return origins
 
 
 def _quiet(*_: Any, **__: Any) -> None:

@@ -306,9 +306,10 @@ def huge_epochs(ctx: Ctx) -> Verdict:
     return judge(ctx.cli("train", "--run-dir", str(run), "-p", "epochs=999999999999"), True)
 
 
-@probe("silent")
-def notebook_without_parameters_tag(ctx: Ctx) -> Verdict:
-    proj = ctx.scratch / "untagged"
+def untagged_project(ctx: Ctx, name: str, retag_first_code_cell: bool) -> Path:
+    """A copy of the project whose 00_environment lost its parameters tag (or had it moved to the
+    first code cell, which does not set run_dir)."""
+    proj = ctx.scratch / name
     shutil.rmtree(proj, ignore_errors=True)
     shutil.copytree(ctx.project, proj, ignore=shutil.ignore_patterns("artifacts", ".venv", "build"))
     nb_path = proj / "notebooks" / "00_environment.ipynb"
@@ -317,7 +318,16 @@ def notebook_without_parameters_tag(ctx: Ctx) -> Verdict:
         tags = cell.get("metadata", {}).get("tags", [])
         if "parameters" in tags:
             tags.remove("parameters")
+    if retag_first_code_cell:
+        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        first.setdefault("metadata", {}).setdefault("tags", []).append("parameters")
     nb_path.write_text(json.dumps(nb, indent=1))
+    return proj
+
+
+@probe("silent")
+def notebook_without_parameters_tag(ctx: Ctx) -> Verdict:
+    proj = untagged_project(ctx, "untagged", retag_first_code_cell=False)
     res = ctx.cli(
         "run",
         "--only",
@@ -326,6 +336,25 @@ def notebook_without_parameters_tag(ctx: Ctx) -> Verdict:
         str(proj),
         "--run-dir",
         str(ctx.scratch / "untagged-run"),
+        cwd=proj,
+    )
+    return judge(res, refuse=True)
+
+
+@probe("silent")
+def parameters_tag_moved_to_a_setup_cell(ctx: Ctx) -> Verdict:
+    proj = untagged_project(ctx, "retagged", retag_first_code_cell=True)
+    (proj / "configs" / "empty.yaml").write_text("{}\n")  # no value passed but the run folder
+    res = ctx.cli(
+        "run",
+        "--only",
+        "00",
+        "--profile",
+        "empty",
+        "--project-dir",
+        str(proj),
+        "--run-dir",
+        str(ctx.scratch / "retagged-run"),
         cwd=proj,
     )
     return judge(res, refuse=True)

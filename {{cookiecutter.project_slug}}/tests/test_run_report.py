@@ -158,6 +158,9 @@ def test_a_corrupt_metrics_file_is_said_corrupt_not_missing(tmp_path: Path) -> N
     said = "- **03_train**: ok, but its metrics file cannot be read (JSONDecodeError"
     assert line.startswith(said)
     assert line.endswith("re-run 03_train to write it again.")
+    report = write_report(run_dir, record).read_text()  # its section says so too
+    assert "`metrics/train.json` cannot be read (JSONDecodeError" in report
+    assert "No `metrics/train.json` in this run folder" not in report
 
 
 def test_a_full_disk_keeps_the_earlier_report_html_whole(tmp_path: Path, monkeypatch) -> None:

@@ -21,7 +21,7 @@ from ..artifacts import (
     write_text,
 )
 from .profile import one_line
-from .summary import headline, key_numbers, read, step_of
+from .summary import damaged, headline, key_numbers, read, step_of
 
 LONG_TEXT = 120  # characters: longer metric strings (saved_model_cli's output) stay in the JSON
 
@@ -90,7 +90,13 @@ def _steps(run_dir: Path, record: dict[str, Any]) -> list[str]:
         lines += [f"Status **{entry['status']}**, {seconds} s; notebook {executed}.", ""]
         metrics = read(run_dir, step)
         if metrics is None:
-            lines += [f"No `{METRICS_DIR}/{step}.json` in this run folder.", ""]
+            why = damaged(run_dir, step)
+            lines += [
+                f"`{METRICS_DIR}/{step}.json` cannot be read ({why}): re-run {entry['name']}."
+                if why
+                else f"No `{METRICS_DIR}/{step}.json` in this run folder.",
+                "",
+            ]
             continue
         rows = key_numbers(step, metrics)
         if rows:

@@ -40,7 +40,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         step = step_of(entry["name"])
         seconds += entry.get("seconds") or 0.0
         metrics = read(run_dir, step) if entry["status"] == "ok" else None
-        text = _said(step, metrics) if metrics else _not_done(entry, _damaged(run_dir, step))
+        text = _said(step, metrics) if metrics else _not_done(entry, damaged(run_dir, step))
         lines.append(f"- **{entry['name']}**: {text}")
         if step == "optimize" and metrics:
             for b in metrics.get("backends", []):
@@ -73,7 +73,7 @@ def _said(step: str, metrics: dict[str, Any]) -> str:
         return f"done; see {METRICS_DIR}/{step}.json."
 
 
-def _damaged(run_dir: Path, step: str) -> str | None:
+def damaged(run_dir: Path, step: str) -> str | None:
     """Why metrics/<step>.json, which exists, cannot be read; None when it is absent or fine."""
     path = run_dir / METRICS_DIR / f"{step}.json"
     if not path.is_file():

@@ -318,9 +318,17 @@ def untagged_project(ctx: Ctx, name: str, retag_first_code_cell: bool) -> Path:
         tags = cell.get("metadata", {}).get("tags", [])
         if "parameters" in tags:
             tags.remove("parameters")
-    if retag_first_code_cell:
-        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
-        first.setdefault("metadata", {}).setdefault("tags", []).append("parameters")
+    if retag_first_code_cell:  # a setup cell above the real parameters cell gets the tag
+        setup = {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "setup-cell",
+            "outputs": [],
+            "metadata": {"tags": ["parameters"]},
+            "source": "import os",
+        }
+        first = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+        nb["cells"].insert(first, setup)
     nb_path.write_text(json.dumps(nb, indent=1))
     return proj
 
@@ -404,7 +412,13 @@ def corrupt_train_metrics_in_report(ctx: Ctx) -> Verdict:
     run = ctx.copy("badmetrics")
     (run / "metrics" / "train.json").write_text("{trunc")
     res = ctx.cli("report", "--run-dir", str(run))
-    return judge(res, refuse=False, must_say="unreadable|cannot be read|corrupt")
+    verdict = judge(res, refuse=False)
+    report = (run / "report.md").read_text()
+    wrong = "No `metrics/train.json` in this run folder" in report
+    if verdict.kind == "clean" and (wrong or "cannot be read" not in report):
+        return Verdict("silent", "report.md does not say metrics/train.json cannot be read")
+    said = next((ln for ln in report.splitlines() if "cannot be read" in ln), verdict.said)
+    return Verdict(verdict.kind, said)
 
 
 @probe("silent")

@@ -107,6 +107,7 @@ FULL_BAKE = (
     "src/{pkg}/find/lr.py",
     "src/{pkg}/find/plots.py",
     "src/{pkg}/find/probes.py",
+    "src/{pkg}/fingerprints.py",
     "src/{pkg}/gpubench/__init__.py",
     "src/{pkg}/gpubench/bench.py",
     "src/{pkg}/gpubench/command.py",

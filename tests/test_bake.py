@@ -171,6 +171,7 @@ FULL_BAKE = (
     "src/{pkg}/train/benchmark_runs.py",
     "src/{pkg}/train/cluster.py",
     "src/{pkg}/train/devices.py",
+    "src/{pkg}/train/epoch.py",
     "src/{pkg}/train/errors.py",
     "src/{pkg}/train/evaluate.py",
     "src/{pkg}/train/finetune.py",

@@ -196,6 +196,7 @@ FULL_BAKE = (
     "src/{pkg}/tune/space.py",
     "src/{pkg}/tune/step.py",
     "src/{pkg}/tune/trials.py",
+    "src/{pkg}/writes.py",
     "tests/conftest.py",
     "tests/data/kubeflow.org_tfjobs.yaml",
     "tests/helpers.py",

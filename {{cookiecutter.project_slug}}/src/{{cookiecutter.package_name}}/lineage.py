@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from . import parts
-from .artifacts import LINEAGE_FILE, StaleInputError, resolve_run_dir, write_json
+from .artifacts import LINEAGE_FILE, StaleInputError, resolve_run_dir
 from .fingerprints import fingerprint, present
+from .writes import write_json
 
 # Which step writes each artifact: the step a refusal tells the user to re-run.
 MADE_BY = {

@@ -22,11 +22,12 @@ import keras
 import tensorflow as tf
 
 from .. import data, models
-from ..artifacts import MODEL_FILE, writing
+from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window
 from ..progress import line
 from ..replica import make_eval_step
+from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
 from .augment import make_augmenter
 from .devices import worker_role

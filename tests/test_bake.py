@@ -118,6 +118,7 @@ FULL_BAKE = (
     "src/{pkg}/lineage.py",
     "src/{pkg}/locks.py",
     "src/{pkg}/models.py",
+    "src/{pkg}/nets.py",
     "src/{pkg}/observe/__init__.py",
     "src/{pkg}/observe/exporter.py",
     "src/{pkg}/observe/gpu.py",

@@ -36,7 +36,7 @@ COPIED = ("src", "tests", "notebooks", "configs", {% if cookiecutter.include_doc
 # (mutmut's "<module>.x_<function>__mutmut_<n>", package left out) - the functions that decide
 # what the user is told, not, say, how a measurement process is started.
 GROUPS = {
-    "lineage": (["lineage.py"], ["test_mutants_lineage.py", "test_steps.py"]),
+    "lineage": (["lineage.py", "fingerprints.py"], ["test_mutants_lineage.py", "test_steps.py"]),
     "preflight": (["steps.py"], ["test_mutants_preflight.py", "test_steps.py"]),
     "records": (["runner/record.py"], ["test_runner_records.py"]),
     "finders": (

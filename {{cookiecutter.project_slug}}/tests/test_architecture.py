@@ -18,7 +18,16 @@ from {{ cookiecutter.package_name }} import parts
 PACKAGE = "{{ cookiecutter.package_name }}"
 
 # The floors every step builds on: they hold names, files, figures and lines, and import no step.
-LOW_FLOORS = ("artifacts", "figures", "lineage", "progress", "quiet", "steps")
+LOW_FLOORS = (
+    "artifacts",
+    "figures",
+    "fingerprints",
+    "lineage",
+    "progress",
+    "quiet",
+    "steps",
+    "writes",
+)
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,9 @@ from {{ cookiecutter.package_name }}.artifacts import (
     MissingInputError,
     StaleInputError,
     StepError,
-    WriteError,
     read_metrics,
-    write_json,
 )
+from {{ cookiecutter.package_name }}.writes import WriteError, write_json
 
 SHAPE = (8, 8, 1)
 CLASSES = ["cat", "dög", "bird"]

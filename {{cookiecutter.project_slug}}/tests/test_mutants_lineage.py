@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }} import artifacts, lineage
+from {{ cookiecutter.package_name }} import artifacts, lineage, writes
 from {{ cookiecutter.package_name }}.artifacts import StaleInputError
 
 
@@ -42,7 +42,7 @@ def _data(run_dir: Path, sizes: tuple[int, ...] = (10, 20, 30)) -> None:
             "validation": {"shards": ["validation-00000-of-00001.tfrecord"]},
         }
     }
-    artifacts.write_json(run_dir / artifacts.META_FILE, meta)
+    writes.write_json(run_dir / artifacts.META_FILE, meta)
 
 
 @pytest.mark.parametrize(
@@ -245,7 +245,7 @@ def test_a_malformed_entry_says_nothing(tmp_path: Path, entry) -> None:
     (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
     if isinstance(entry, dict):
         entry = {"fingerprint": lineage.fingerprint(tmp_path, "model"), **entry}
-    artifacts.write_json(tmp_path / artifacts.LINEAGE_FILE, {"model": entry})
+    writes.write_json(tmp_path / artifacts.LINEAGE_FILE, {"model": entry})
     assert lineage.made_from(tmp_path, "model") is None
     assert lineage.stale_inputs(tmp_path, "model") == []
 
@@ -273,7 +273,7 @@ def test_inputs_and_artifacts_of_no_known_step_are_named_generically(tmp_path: P
             "inputs": {"model": "an older model"},
         }
     }
-    artifacts.write_json(tmp_path / artifacts.LINEAGE_FILE, ledger)
+    writes.write_json(tmp_path / artifacts.LINEAGE_FILE, ledger)
     with pytest.raises(StaleInputError) as refused:
         lineage.check_made_from(tmp_path, "export/1", needed_by="05_optimize")
     assert str(refused.value) == (

@@ -17,10 +17,10 @@ from helpers import assert_one_sentence
 from matplotlib.figure import Figure
 
 from {{ cookiecutter.package_name }} import __version__
-from {{ cookiecutter.package_name }}.artifacts import WriteError
 from {{ cookiecutter.package_name }}.runner.html import write_html
 from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline
+from {{ cookiecutter.package_name }}.writes import WriteError
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 NOTEBOOKS = [

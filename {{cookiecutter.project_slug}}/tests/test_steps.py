@@ -16,7 +16,7 @@ import pytest
 from helpers import assert_one_sentence
 from nbclient import NotebookClient
 
-from {{ cookiecutter.package_name }} import artifacts, lineage, runner, steps
+from {{ cookiecutter.package_name }} import artifacts, lineage, runner, steps, writes
 from {{ cookiecutter.package_name }}.artifacts import StaleInputError, StepError
 from {{ cookiecutter.package_name }}.runner import cells
 
@@ -133,16 +133,16 @@ def test_a_run_folder_that_cannot_be_written_is_refused_in_one_sentence(
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     with pytest.raises(StepError) as refused:
-        artifacts.check_writable(blocker / "run")
+        writes.check_writable(blocker / "run")
     assert_one_sentence(str(refused.value))
     assert "is a file" in str(refused.value)
 
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(artifacts.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(writes.tempfile, "mkstemp", denied)
     with pytest.raises(StepError) as refused:
-        artifacts.check_writable(tmp_path)
+        writes.check_writable(tmp_path)
     assert_one_sentence(str(refused.value))
     assert "cannot be written (Permission denied" in str(refused.value)
 
@@ -155,7 +155,7 @@ def fake_data(run_dir: Path, seed: int) -> None:
     (run_dir / "data").mkdir(parents=True, exist_ok=True)
     (run_dir / "data" / "train-00000-of-00001.tfrecord").write_bytes(b"x" * (10 + seed))
     meta = {"seed": seed, "splits": {"train": {"shards": ["train-00000-of-00001.tfrecord"]}}}
-    artifacts.write_json(run_dir / artifacts.META_FILE, meta)
+    writes.write_json(run_dir / artifacts.META_FILE, meta)
 
 
 def test_fingerprints_follow_the_content_not_the_time(tmp_path: Path) -> None:

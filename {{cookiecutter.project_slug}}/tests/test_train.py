@@ -39,7 +39,7 @@ from {{ cookiecutter.package_name }}.train import (
     resolve_strategy,
     resume,
 )
-from {{ cookiecutter.package_name }}.train.loop import early_stopping
+from {{ cookiecutter.package_name }}.train.epoch import early_stopping
 from {{ cookiecutter.package_name }}.train.params import parse_jit
 from {{ cookiecutter.package_name }}.train.state import weights_digest
 

@@ -22,7 +22,6 @@ from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
     MODEL_FILE,
     MissingInputError,
     StaleInputError,
-    write_json,
 )
 from {{ cookiecutter.package_name }}.parts.tune import TUNED_FILE  # noqa: E402
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
@@ -32,6 +31,7 @@ from {{ cookiecutter.package_name }}.train import (  # noqa: E402
     resolve_params,
     train,
 )
+from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
 
 TRIALS = 2
 

@@ -22,8 +22,8 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import artifacts, data, export, train
-from {{ cookiecutter.package_name }}.artifacts import StepError, WriteError, write_json
+from {{ cookiecutter.package_name }} import data, export, train, writes
+from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.data import DataError, read_meta
 from {{ cookiecutter.package_name }}.data import shards as shards_module
 from {{ cookiecutter.package_name }}.export import savedmodel
@@ -31,6 +31,7 @@ from {{ cookiecutter.package_name }}.runner import commands, record
 from {{ cookiecutter.package_name }}.train import Params
 from {{ cookiecutter.package_name }}.train.loop import Loop
 from {{ cookiecutter.package_name }}.train.state import Checkpoints
+from {{ cookiecutter.package_name }}.writes import WriteError, write_json
 
 FULL = "No space left on device"
 
@@ -145,7 +146,7 @@ def test_report_in_a_read_only_folder_names_it_and_keeps_the_earlier_report(
     def read_only(*_: Any, **__: Any) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(artifacts.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(writes.tempfile, "mkstemp", read_only)
     assert report(tmp_path) == 2
     err = capsys.readouterr().err.removeprefix("prog: ")
     assert f"{tmp_path / 'report.md'} could not be written: {tmp_path} is not writable" in err
@@ -162,7 +163,7 @@ def test_write_json_on_a_full_disk_keeps_the_earlier_file_and_says_what_is_free(
 ) -> None:
     """The shared writer of every JSON (metrics, run.json, meta.json): a sentence, no temp file."""
     path = write_json(tmp_path / "metrics" / "train.json", {"good": 1})
-    real_fdopen = artifacts.os.fdopen
+    real_fdopen = writes.os.fdopen
 
     class Full:
         def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
@@ -179,11 +180,11 @@ def test_write_json_on_a_full_disk_keeps_the_earlier_file_and_says_what_is_free(
             self.handle.flush()
             full_disk()
 
-    monkeypatch.setattr(artifacts.os, "fdopen", Full)
+    monkeypatch.setattr(writes.os, "fdopen", Full)
     with pytest.raises(WriteError) as error:
         write_json(path, {"good": 2}, then="run 03_train again")
     message = str(error.value)
-    free = artifacts._size(shutil.disk_usage(tmp_path).free).split()[1]  # the unit, at least
+    free = writes._size(shutil.disk_usage(tmp_path).free).split()[1]  # the unit, at least
     assert message.startswith(f"{path} could not be written: the disk is full (")
     assert f"free in {path.parent}" in message and free in message
     assert message.endswith("the earlier one is kept; free some space, then run 03_train again.")
@@ -198,7 +199,7 @@ def test_other_write_errors_pass_unchanged(tmp_path: Path, monkeypatch: pytest.M
     def broken(*_: Any, **__: Any) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(artifacts.tempfile, "mkstemp", broken)
+    monkeypatch.setattr(writes.tempfile, "mkstemp", broken)
     with pytest.raises(OSError, match="Input/output error"):
         write_json(tmp_path / "x.json", {})
 
@@ -237,7 +238,7 @@ def test_a_full_disk_while_writing_meta_json_removes_the_shards(
             full_disk()
         return real_mkstemp(*args, prefix=prefix, **kwargs)
 
-    monkeypatch.setattr(artifacts.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(writes.tempfile, "mkstemp", mkstemp)
     with pytest.raises(WriteError, match="meta.json could not be written: the disk is full"):
         data.prepare(tmp_path, "digits", shards=2)
     assert list((tmp_path / "data").iterdir()) == []
@@ -323,7 +324,7 @@ def test_a_full_disk_while_the_runner_saves_run_json_keeps_the_earlier_record(
 ) -> None:
     """record.save on a full disk: one sentence naming run.json; the earlier run.json stays."""
     (tmp_path / "run.json").write_text('{"earlier": true}\n', encoding="utf-8")
-    monkeypatch.setattr(artifacts.tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(writes.tempfile, "mkstemp", full_disk)
     with pytest.raises(WriteError) as error:
         record.save(tmp_path, {**RECORD, "attempts": []}, [])
     message = str(error.value)

@@ -17,17 +17,12 @@ refuses it (UnknownLineageError, naming the step to re-run), since replaced data
 could hide behind it. A step recording into such a ledger sets the unreadable file aside
 (lineage.json.corrupt-<n>), says so in one line, and keeps the other artifacts marked unknown.
 
-Artifacts are named "data", "model", "export/<version>" and those of the optional parts present
-(parts.*.ARTIFACTS); their fingerprints are sha256 hex digests:
-- data: meta.json's bytes and every shard's name and size (cheap for large data, and meta.json
-  holds the request: source, seed, split fraction, counts);
-- model: model.keras's bytes; a part's artifact: its file's bytes;
-- export/<version>: every file of the SavedModel folder, by relative name and bytes.
+Which artifacts a folder holds and their fingerprints (sha256 hex digests) are fingerprints.py's;
+`fingerprint` and `present` are read from here too, beside the ledger they feed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import datetime
@@ -35,47 +30,23 @@ from pathlib import Path
 from typing import Any
 
 from . import parts
-from .artifacts import (
-    EXPORT_DIR,
-    LINEAGE_FILE,
-    META_FILE,
-    MODEL_FILE,
-    StaleInputError,
-    resolve_run_dir,
-    write_json,
-)
+from .artifacts import LINEAGE_FILE, StaleInputError, resolve_run_dir
+from .fingerprints import fingerprint, present
+from .writes import write_json
 
 # Which step writes each artifact: the step a refusal tells the user to re-run.
-PART_FILES = {name: file for name, (file, _) in parts.merged("ARTIFACTS").items()}
 MADE_BY = {
     "data": "01_data",
     "model": "03_train",
     "export": "04_export",
     **{name: step for name, (_, step) in parts.merged("ARTIFACTS").items()},
 }
-_CHUNK = 1 << 20
 UNKNOWN = "unknown"  # an entry's key: why what the artifact was made from is not known
 ROOTS = ("data",)  # made from nothing in the run folder: their lineage is never unknown
 
 
 class UnknownLineageError(StaleInputError):
     """lineage.json cannot say what an artifact was made from: re-run the step that makes it."""
-
-
-def fingerprint(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
-    """The artifact's current fingerprint, or None when it is not in the run folder."""
-    folder = resolve_run_dir(run_dir, create=False)
-    kind, _, version = artifact.partition("/")
-    if kind == "data":
-        return _data_fingerprint(folder / META_FILE)
-    if kind in PART_FILES:
-        return _files_digest(folder / PART_FILES[kind])
-    if kind == "model":
-        return _files_digest(folder / MODEL_FILE)
-    if kind == "export" and version:
-        return _files_digest(folder / EXPORT_DIR / version)
-    known = ", ".join(["data", *PART_FILES, "model"])
-    raise ValueError(f"Unknown artifact {artifact!r}: use {known} or export/<version>.")
 
 
 def record(
@@ -117,19 +88,6 @@ def read(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if problem is None:
         return ledger
     return {name: _unknown_entry(folder, name, problem) for name in _built(folder)}
-
-
-def present(run_dir: str | os.PathLike[str]) -> list[str]:
-    """The artifacts the run folder holds now, by name (no fingerprint computed)."""
-    folder = resolve_run_dir(run_dir, create=False)
-    found = ["data"] if (folder / META_FILE).is_file() else []
-    found += [name for name, file in PART_FILES.items() if (folder / file).exists()]
-    found += ["model"] if (folder / MODEL_FILE).is_file() else []
-    exports = folder / EXPORT_DIR
-    if exports.is_dir():
-        versions = [p.name for p in exports.iterdir() if p.is_dir() and p.name.isdigit()]
-        found += [f"{EXPORT_DIR}/{version}" for version in sorted(versions, key=int)]
-    return found
 
 
 def unknown(run_dir: str | os.PathLike[str], artifact: str) -> str | None:
@@ -279,37 +237,3 @@ def _unknown_sentence(
         f"what it was made from cannot be checked against the run folder: re-run "
         f"{MADE_BY.get(kind, 'the step that writes it')}{before}."
     )
-
-
-def _data_fingerprint(meta_path: Path) -> str | None:
-    try:
-        raw = meta_path.read_bytes()
-        meta = json.loads(raw)
-    except (OSError, ValueError):
-        return None
-    digest = hashlib.sha256(raw)
-    splits = meta.get("splits") if isinstance(meta, dict) else None
-    for split in sorted(splits or {}):
-        for shard in (splits[split] or {}).get("shards") or []:
-            path = meta_path.parent / str(shard)
-            size = path.stat().st_size if path.is_file() else -1
-            digest.update(f"\0{split}/{shard}:{size}".encode())
-    return digest.hexdigest()
-
-
-def _files_digest(path: Path) -> str | None:
-    """sha256 of a file's bytes, or of a folder's files by relative name and bytes."""
-    if path.is_file():
-        files = [path]
-    elif path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-    else:
-        return None
-    digest = hashlib.sha256()
-    for file in files:
-        if path.is_dir():
-            digest.update(f"\0{file.relative_to(path).as_posix()}\0".encode())
-        with file.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import figures, lineage
-from ..artifacts import check_writable, run_folder, write_metrics
+from ..artifacts import run_folder
 from ..figures.data import SAMPLES_PER_CLASS, plot_samples
 from ..steps import param
+from ..writes import check_writable, write_metrics
 from . import benchmark, sources
 from .cache import check_cache
 from .pipeline import examples_per_class

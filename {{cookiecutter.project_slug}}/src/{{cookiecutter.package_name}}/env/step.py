@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import figures, lineage
-from ..artifacts import check_writable, run_folder, write_metrics
+from ..artifacts import run_folder
 from ..steps import param
+from ..writes import check_writable, write_metrics
 from .devices import configure_memory_growth
 from .report import collect_report, format_report
 from .timing import check_matmul_parameters

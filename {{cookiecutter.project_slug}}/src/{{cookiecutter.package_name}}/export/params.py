@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import parts
-from ..artifacts import EXPORT_DIR, StepError, check_writable, resolve_run_dir
+from ..artifacts import EXPORT_DIR, StepError, resolve_run_dir
 from ..steps import param
+from ..writes import check_writable
 from .files import check_trained_model
 
 

@@ -27,8 +27,9 @@ import keras
 import tensorflow as tf
 
 from .. import lineage
-from ..artifacts import MODEL_FILE, resolve_run_dir, writing
+from ..artifacts import MODEL_FILE, resolve_run_dir
 from ..data import read_meta
+from ..writes import writing
 from .files import (
     INPUT_NAME,
     SIGNATURE,

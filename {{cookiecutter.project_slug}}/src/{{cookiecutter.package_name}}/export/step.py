@@ -14,9 +14,10 @@ import keras
 import tensorflow as tf
 
 from .. import figures, lineage, parts
-from ..artifacts import run_folder, write_metrics
+from ..artifacts import run_folder
 from ..data import first_images, read_meta
 from ..figures import export as export_figures
+from ..writes import write_metrics
 from .params import Params, check
 from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block

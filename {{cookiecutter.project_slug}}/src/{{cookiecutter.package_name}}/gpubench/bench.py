@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import BATCH_FINDER, GPU_BENCH_METRICS, METRICS_DIR, StepError, write_json
+from ..artifacts import BATCH_FINDER, GPU_BENCH_METRICS, METRICS_DIR, StepError
+from ..writes import write_json
 from . import reference, verdicts
 from .measure import RESULT
 

@@ -9,10 +9,11 @@ import keras
 import numpy as np
 
 from .. import figures, lineage, parts, progress
-from ..artifacts import run_folder, write_metrics
+from ..artifacts import run_folder
 from ..export.files import load_model, load_savedmodel
 from ..export.parity import TOLERANCE, exact_float32, validation_images
 from ..export.savedmodel import model_precision
+from ..writes import write_metrics
 from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedmodel
 from .params import Params, check, plan
 from .registry import BACKEND_TABLE

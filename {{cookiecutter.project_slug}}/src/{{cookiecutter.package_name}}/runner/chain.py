@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import locks, progress, quiet, steps
-from ..artifacts import RUN_LOCK, RUN_RECORD, StepError, check_writable
+from ..artifacts import RUN_LOCK, RUN_RECORD, StepError
+from ..writes import check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
 from .html import write_html

@@ -24,7 +24,8 @@ import nbformat
 from mistune.toc import add_toc_hook, render_toc_ul
 from nbconvert import HTMLExporter
 
-from ..artifacts import REPORT_FILE, REPORT_HTML, write_text
+from ..artifacts import REPORT_FILE, REPORT_HTML
+from ..writes import write_text
 from .profile import one_line
 
 STYLE = """

@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import METRICS_DIR, NOTEBOOKS_DIR, RUN_RECORD, project_root, write_json
+from ..artifacts import METRICS_DIR, NOTEBOOKS_DIR, RUN_RECORD, project_root
+from ..writes import write_json
 from .plan import Plan, discover_notebooks
 from .profile import one_line
 from .report import write_report

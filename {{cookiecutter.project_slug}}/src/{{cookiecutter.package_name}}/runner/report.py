@@ -11,15 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import lineage
-from ..artifacts import (
-    FIGURES,
-    FIGURES_DIR,
-    LINEAGE_FILE,
-    METRICS_DIR,
-    REPORT_FILE,
-    STEPS,
-    write_text,
-)
+from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
+from ..writes import write_text
 from .profile import one_line
 from .summary import damaged, headline, key_numbers, read, step_of
 

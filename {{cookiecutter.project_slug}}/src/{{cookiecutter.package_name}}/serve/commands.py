@@ -12,8 +12,9 @@ import math
 import sys
 from pathlib import Path
 
-from ..artifacts import META_FILE, StepError, require, resolve_run_dir, write_json
+from ..artifacts import META_FILE, StepError, require, resolve_run_dir
 from ..parts.serve import SERVE_METRICS
+from ..writes import write_json
 from . import bench, versions
 from .config import LABELS
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import StepError, read_metrics, write_json
+from ..artifacts import StepError, read_metrics
 from ..parts.serve import (
     SERVING_BATCHING,
     SERVING_DIR,
@@ -30,6 +30,7 @@ from ..parts.serve import (
     SERVING_MONITORING,
     SERVING_STATE,
 )
+from ..writes import write_json
 from . import config
 
 SERVING_LOCK = "serving/.versions.lock"  # held while versions.json is read and rewritten

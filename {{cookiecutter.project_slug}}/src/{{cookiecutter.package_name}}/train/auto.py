@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import progress
-from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR, write_json
+from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR
 from ..find import batch as batch_finder
 from ..find import lr as lr_finder
 from ..find import plots, probes
+from ..writes import write_json
 from .devices import dtype_policy
 from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
 from .sources import Resolved

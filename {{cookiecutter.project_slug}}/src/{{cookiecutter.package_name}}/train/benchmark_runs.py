@@ -29,7 +29,7 @@ from ..artifacts import DATA_DIR
 from . import step
 from .benchmark_memory import fed_from_memory, load_split
 from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
-from .loop import input_wait_timer
+from .epoch import input_wait_timer
 from .params import Params, effective_learning_rate
 
 # The three runs, in the order they take turns: key, trainer, what feeds it.

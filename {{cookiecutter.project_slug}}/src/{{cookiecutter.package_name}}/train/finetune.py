@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import TrainError
 
-HEAD = ("logits",)  # the layers a new task replaces (models._head)
+HEAD = ("logits",)  # the layers a new task replaces (nets.head)
 WEIGHT_FILES = (".keras", ".weights.h5")
 FROZEN, FINE_TUNE = "frozen", "fine_tune"
 DENSE = re.compile(r"^dense(?:_(\d+))?$")

@@ -6,52 +6,37 @@ runs anywhere, tests the same code a multi-worker job runs. The loop does what f
 
 - input: `strategy.distribute_datasets_from_function`, so each worker reads only its part of the
   shards and each replica gets batch_size / replicas examples;
-- per epoch, the train steps and the validation set (replica.py: what each replica computes and
-  how the replicas' numbers are summed), a checkpoint (state.py), TensorBoard scalars;
-- early stopping on val_loss, replayed from the history so a resumed run agrees;
+- per epoch (epoch.py), the train steps and the validation set (replica.py: what each replica
+  computes and how the replicas' numbers are summed), a checkpoint (state.py), TensorBoard scalars;
+- early stopping on val_loss (epoch.py), replayed from the history so a resumed run agrees;
 - model.keras at the end, written by the chief only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from .. import data, models
-from ..artifacts import MODEL_FILE, writing
+from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
-from ..observe.profiler import check_window, report_chunks
-from ..progress import line, task
+from ..observe.profiler import check_window
+from ..progress import line
 from ..replica import make_eval_step
+from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
 from .augment import make_augmenter
 from .devices import worker_role
+from .epoch import _TIMED, early_stopping, run_epoch
 from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .sources import Resolved
 from .state import RESUME, Checkpoints
 from .watch import Watch
-
-# Whether the step function times its wait for input (off only to measure what the timer costs).
-_TIMED = [True]
-
-
-@contextlib.contextmanager
-def input_wait_timer(on: bool) -> Iterator[None]:
-    """Loops built inside time their input wait, or not: for the benchmark's overhead ratio."""
-    _TIMED.append(on)
-    try:
-        yield
-    finally:
-        _TIMED.pop()
 
 
 class Loop:
@@ -150,7 +135,7 @@ class Loop:
             epoch, interrupted = initial_epoch, None
             while epoch < params.epochs and not stopped:
                 phases.enter(self, epoch)  # freeze or unfreeze; new train steps when it changes
-                record = self._epoch(epoch, iterator, validation, timings)
+                record = run_epoch(self, epoch, iterator, validation, timings)
                 if record is None:  # every worker agreed to stop: keep the steps done
                     interrupted = preempt.interrupt(self, checkpoints, epoch, history)
                     break
@@ -194,78 +179,6 @@ class Loop:
         if self.verbose and self.role.is_chief:
             print(text, flush=True)
 
-    def _epoch(self, epoch: int, iterator, validation, timings: list) -> dict[str, Any] | None:
-        """One epoch, its steps shown as they run (a bar with the time left, or a line every few
-        seconds): the epoch's own line follows from run()."""
-        what = f"Epoch {epoch + 1}/{self.params.epochs}"
-        shown = self.verbose and self.role.is_chief
-        with task(what, self.steps_per_epoch, "step", shown=shown, summary=False) as steps:
-            return self._run_epoch(epoch, iterator, validation, timings, steps)
-
-    def _run_epoch(
-        self, epoch: int, iterator, validation, timings: list, shown
-    ) -> dict[str, Any] | None:
-        """One epoch: fixed steps from the repeating train set, then the whole validation set.
-
-        The steps run in one call of the step function, or, when watched live or shown
-        (verbose, the same on every worker), in about ten, each reported to the exporter and to
-        `shown` (and cut at the profiler's window). An epoch resumed mid-way (self.partial) runs
-        the steps left and counts the saved ones' sums; one cut short by a stop signal returns None
-        and leaves its sums in self.partial."""
-        watch, started = self.watch, time.perf_counter()
-        carried, self.partial = self.partial or {}, None
-        sums, waited = np.array(carried.get("sums", np.zeros(3))), carried.get("waited", 0.0)
-        done, before = carried.get("step", 0), carried.get("seconds", 0.0)
-        first = self.steps_done + 1
-        chunked = watch.live or self.verbose
-        left = self.steps_per_epoch - done
-        for steps in report_chunks(left, first, watch.profiler.cuts(), chunked):
-            watch.profiler.before(self.steps_done + 1)
-            begun = time.perf_counter()
-            chunk, wait = self.train_steps(iterator, tf.constant(steps))
-            chunk, wait = chunk.numpy(), float(wait)
-            ran = round(float(chunk[2])) // self.global_batch
-            if ran < steps:  # a stop signal: these steps ran, the rest of the epoch did not
-                self.steps_done, seconds = self.steps_done + ran, time.perf_counter() - started
-                sums, waited, done = (sums + chunk).tolist(), waited + wait, done + ran
-                self.partial = preempt.partial(epoch + 1, done, sums, waited, before + seconds)
-                return None
-            done += steps
-            self.steps_done += steps
-            watch.profiler.after(self.steps_done)
-            sums, waited = sums + chunk, waited + wait
-            running = (sums[0] / sums[2], sums[1] / sums[2])
-            watch.exporter.report_steps(
-                steps, time.perf_counter() - begun, wait, float(chunk[2]), running
-            )
-            shown.update(steps)
-        shown.note("validation")
-        loss, correct, count = (float(value) for value in sums)
-        seconds = before + time.perf_counter() - started
-        timings.append((int(count), seconds))
-        started = time.perf_counter()
-        val_sums = [self.eval_step(batch) for batch in validation]
-        val_loss, val_correct, val_count = (float(v) for v in tf.add_n(val_sums).numpy())
-        record = {
-            "epoch": epoch + 1,
-            "loss": loss / count,
-            "accuracy": correct / count,
-            "val_loss": val_loss / val_count,
-            "val_accuracy": val_correct / val_count,
-            "examples": int(count),
-            "val_examples": int(val_count),
-            "seconds": round(seconds, 4),
-            "examples_per_sec": count / seconds,
-            "input_wait_seconds": round(waited, 4) if _TIMED[-1] else None,
-            "input_wait_fraction": waited / seconds if _TIMED[-1] else None,
-            "val_seconds": round(time.perf_counter() - started, 4),
-            "learning_rate": phases.rate_at_end_of(self, epoch),
-            "phase": self.phase,
-        }
-        if self.loss_scaling:
-            record["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
-        return record
-
     def _dataset(self, split: str, seed: int | None = None) -> tf.distribute.DistributedDataset:
         """Each input pipeline reads its part; training repeats, so every worker runs the same
         number of steps per epoch (uneven shards would otherwise leave a worker waiting forever
@@ -296,16 +209,3 @@ class Loop:
             finally:
                 temporary.unlink(missing_ok=True)
         return path
-
-
-def early_stopping(
-    history: list[dict[str, Any]], patience: int
-) -> tuple[bool, dict[str, Any] | None]:
-    """(stop now?, best epoch so far), replayed from the history so a resumed run agrees."""
-    best, waited = None, 0
-    for record in history:
-        if best is None or record["val_loss"] < best["val_loss"]:
-            best, waited = record, 0
-        else:
-            waited += 1
-    return patience > 0 and waited >= patience, best

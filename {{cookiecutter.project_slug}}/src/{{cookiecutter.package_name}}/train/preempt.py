@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
-from ..artifacts import write_json
 from ..quiet import PACKAGE
+from ..writes import write_json
 from .errors import TrainError
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """What a training run is, as the loop's helpers see it: the Loop (loop.py) hands itself over.
 
-phases, report, preempt and evaluate read a run's state (and phases sets its phase and train
+epoch, phases, report, preempt and evaluate read a run's state (and phases sets its phase and train
 steps); they take it as this Protocol, so they import nothing of loop.py, which imports them.
 """
 
@@ -17,6 +17,7 @@ from .cluster import Cluster
 from .params import Params
 from .schedule import Plan
 from .sources import Resolved
+from .watch import Watch
 
 
 class Running(Protocol):
@@ -43,6 +44,10 @@ class Running(Protocol):
     timed: bool
     weights_loaded: Any
     train_steps: Callable[..., Any]
+    eval_step: Callable[..., Any]
+    verbose: bool
+    watch: Watch  # set by Loop.run before the first epoch
+    steps_done: int
     partial: dict[str, Any] | None
 
     def say(self, text: str) -> None: ...

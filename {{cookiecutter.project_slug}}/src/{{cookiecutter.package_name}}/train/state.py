@@ -28,7 +28,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ..artifacts import CHECKPOINT_DIR, write_json, writing
+from ..artifacts import CHECKPOINT_DIR
+from ..writes import write_json, writing
 from .params import TrainError
 
 KEEP = 3

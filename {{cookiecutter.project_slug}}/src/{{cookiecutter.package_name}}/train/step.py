@@ -18,10 +18,11 @@ from typing import Any
 import keras
 
 from .. import data, env, figures, lineage, models
-from ..artifacts import BATCH_FINDER, DATA_DIR, check_writable, run_folder, write_metrics
+from ..artifacts import BATCH_FINDER, DATA_DIR, run_folder
 from ..data.records import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
+from ..writes import check_writable, write_metrics
 from . import auto, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop

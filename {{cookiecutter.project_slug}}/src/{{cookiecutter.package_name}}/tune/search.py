@@ -19,10 +19,11 @@ import keras
 import tensorflow as tf
 
 from .. import data, env, lineage, models
-from ..artifacts import resolve_run_dir, write_json, write_metrics
+from ..artifacts import resolve_run_dir
 from ..parts.tune import TUNED_FILE, TUNING_DIR
 from ..train.devices import resolve_jit
 from ..train.params import effective_learning_rate
+from ..writes import write_json, write_metrics
 from .checks import Params, TuneError, check_data, check_params, require_keras_tuner
 from .space import OBJECTIVE, choose, search_space, training_values
 from .trials import Progress, completed, last_line, trial_number, trial_record

@@ -7,7 +7,8 @@ import os
 from typing import Any
 
 from .. import figures
-from ..artifacts import check_writable, resolve_run_dir, run_folder, write_metrics
+from ..artifacts import resolve_run_dir, run_folder
+from ..writes import check_writable, write_metrics
 from .checks import Params, check_data, check_keras_tuner, check_params
 from .figure import plot_trials
 from .search import search

@@ -599,3 +599,34 @@ def test_on_a_terminal_each_notebooks_lines_print_under_its_own_header() -> None
         result = text.index(f"[{number}/3] {name} … ok (1.0 s)")
         assert header < line < result, text
     assert text.index("00_first … ok") < text.index("[2/3] 01_second …\n")
+
+
+def test_a_relative_run_folder_outside_a_project_is_one_sentence(tmp_path, monkeypatch) -> None:
+    """Outside a project a relative run folder cannot be placed: a StepError (its sentence), still
+    a FileNotFoundError for callers that fall back to the working directory."""
+    from {{ cookiecutter.package_name }}.artifacts import StepError, resolve_run_dir
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StepError, match="No project found at or above") as caught:
+        resolve_run_dir("somewhere")
+    assert isinstance(caught.value, FileNotFoundError)
+    assert_one_sentence(str(caught.value))
+
+
+def test_the_cli_prints_a_step_error_no_command_caught_as_its_sentence(monkeypatch, capsys) -> None:
+    """A StepError that a command handler lets through (serve on a relative folder outside a
+    project did) is printed as its sentence with exit status 2, not as a traceback."""
+    import argparse
+
+    from {{ cookiecutter.package_name }} import cli
+    from {{ cookiecutter.package_name }}.artifacts import StepError
+
+    def handler(args: argparse.Namespace) -> int:
+        raise StepError("The value x is not allowed: use y.")
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command")
+    parser.set_defaults(handler=handler)
+    monkeypatch.setattr(cli, "_parser", lambda chosen=None: parser)
+    assert cli.main(["report"]) == 2
+    assert capsys.readouterr().err == "{{ cookiecutter.package_name }}: The value x is not allowed: use y.\n"

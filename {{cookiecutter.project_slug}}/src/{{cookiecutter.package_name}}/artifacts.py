@@ -66,6 +66,11 @@ class StepError(ValueError):
         return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
 
 
+class NoProjectError(StepError, FileNotFoundError):
+    """A relative run folder used outside a project: one sentence, as every StepError (a
+    FileNotFoundError too, for callers that look for a project and fall back)."""
+
+
 class MissingInputError(StepError):
     """An input a step needs is not in the run folder: the message names the step to run first."""
 
@@ -84,9 +89,9 @@ def project_root(start: Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir():
             return folder
-    raise FileNotFoundError(
+    raise NoProjectError(
         f"No project found at or above {here}: run this from inside the project "
-        "(a folder with pyproject.toml and notebooks/)."
+        "(a folder with pyproject.toml and notebooks/), or pass an absolute run folder."
     )
 
 

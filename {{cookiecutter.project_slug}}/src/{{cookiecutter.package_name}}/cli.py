@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted.", file=sys.stderr)
         return 130
+    except StepError as error:  # one no command caught (no project found): its sentence
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return getattr(error, "exit_status", 2)
 
 
 def _parser(chosen: str | None = None) -> argparse.ArgumentParser:

@@ -483,6 +483,13 @@ for _text, _tag in (("{", "corrupt"), ("", "empty"), ("[]", "list")):
 
 
 @probe("ugly")
+def relative_run_folder_outside_a_project(ctx: Ctx) -> Verdict:
+    outside = ctx.scratch / "outside"
+    outside.mkdir(exist_ok=True)
+    return judge(ctx.cli("serve", "status", "--run-dir", "rel", cwd=outside), refuse=True)
+
+
+@probe("ugly")
 def models_config_missing_in_status(ctx: Ctx) -> Verdict:
     run = ctx.copy("nomodelsconfig")
     (run / "serving" / "models.config").unlink()

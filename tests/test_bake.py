@@ -217,6 +217,7 @@ FULL_BAKE = (
     "tests/test_mutants_ports.py",
     "tests/test_mutants_preflight.py",
     "tests/test_mutants_quiet.py",
+    "tests/test_mutants_records.py",
     "tests/test_mutants_report.py",
     "tests/test_mutants_serve.py",
     "tests/test_notebooks.py",

@@ -43,7 +43,7 @@ GROUPS = {
     "records": (["runner/record.py"], ["test_mutants_records.py"]),
     "finders": (
         ["find/lr.py", "find/batch.py", "train/auto.py"],
-        ["test_find.py", "test_mutants_finders.py"],
+        ["test_find.py", "test_mutants_lr.py", "test_mutants_batch.py", "test_mutants_finders.py"],
         ["find.lr.*", "find.batch.*", "train.auto.x_basis_*", "train.auto.x_reuse_*"],
     ),
     "observe": (

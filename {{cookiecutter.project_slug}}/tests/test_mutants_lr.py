@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from tf_gpu_project.find import FindError, lr_record, lr_schedule, range_test, smooth, suggest
@@ -60,10 +59,12 @@ def test_ten_finite_losses_are_enough_and_nine_are_not() -> None:
 
 @pytest.mark.parametrize("points", [10, 19, 20])
 def test_the_first_tenth_of_the_points_is_skipped_no_fewer_than_one(points: int) -> None:
-    """A sharp fall between the first points: the settling average, never the suggestion. With
-    20 points two are skipped (20 // 10), with 10 to 19 one."""
+    """A sharp fall just before the first point looked at: the average settling, never the
+    suggestion. With 20 points two are skipped (20 // 10), with 10 to 19 one; after the fall the
+    loss falls ever more slowly, so the first point looked at is the steepest."""
     skip = max(1, points // 10)
-    values = [20.0] * skip + [19.0, 3.0] + list(np.linspace(2.9, 2.0, points - skip - 2))
+    gentle = [2.0 + 0.9 * 0.5**k for k in range(points - skip)]
+    values = [20.0] * (skip - 1) + [19.0] + gentle
     rate, index, reason = suggest(lr_schedule(1e-4, 1.0, points), values)
     assert reason.startswith("steepest descent")
     assert index == skip

@@ -135,6 +135,22 @@ def test_every_part_of_the_basis_counts(change: dict) -> None:
     assert after != before
 
 
+def test_the_basis_is_recorded_under_the_names_of_what_it_holds_for() -> None:
+    """metrics/batch_finder.json shows the basis: each part under its own name."""
+    params = Params(batch_size="auto", model="resnet_small", width=16, dropout=0.3)
+    state = {"precision": "mixed_float16", "data": "sha256:abc"}
+    assert auto.basis(params, state, 2, True) == {
+        "model": "resnet_small",
+        "width": 16,
+        "dropout": 0.3,
+        "precision": "mixed_float16",
+        "strategy": params.strategy,
+        "replicas": 2,
+        "jit_compile": "True",
+        "data": "sha256:abc",
+    }
+
+
 def test_no_record_or_a_record_of_no_basis_is_not_reused(tmp_path: Path) -> None:
     params = Params(batch_size="auto", learning_rate="auto")
     found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }} import train
-from {{ cookiecutter.package_name }}.find import lr as lr_finder
-from {{ cookiecutter.package_name }}.find import probes
-from {{ cookiecutter.package_name }}.train import Params, auto
+from tf_gpu_project import train
+from tf_gpu_project.find import lr as lr_finder
+from tf_gpu_project.find import probes
+from tf_gpu_project.train import Params, auto
 
 STEPS = 60
 
@@ -149,6 +149,14 @@ def test_the_basis_is_recorded_under_the_names_of_what_it_holds_for() -> None:
         "jit_compile": "True",
         "data": "sha256:abc",
     }
+
+
+def test_a_learning_rate_given_is_never_replaced_by_a_found_one(tmp_path: Path) -> None:
+    params = Params(batch_size=48, learning_rate=0.005, seed=7)
+    found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)
+    lr_basis = {**found_on, "batch_size": 48, "seed": 7}
+    _record(tmp_path, "lr_finder", {"learning_rate": 0.01, "basis": lr_basis})
+    assert auto.reuse(tmp_path, params, found_on) == (params, {})
 
 
 def test_no_record_or_a_record_of_no_basis_is_not_reused(tmp_path: Path) -> None:

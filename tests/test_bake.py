@@ -216,6 +216,7 @@ FULL_BAKE = (
     "tests/test_mutants_gpubench.py",
     "tests/test_mutants_lineage.py",
     "tests/test_mutants_lr.py",
+    "tests/test_mutants_observe.py",
     "tests/test_mutants_ports.py",
     "tests/test_mutants_preflight.py",
     "tests/test_mutants_quiet.py",

@@ -7,9 +7,11 @@ test_observe.py checks each piece on typical values; these sit on the limits.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
+from helpers import free_port
 from test_observe import FakeNvml
 
 from tf_gpu_project.observe import (
@@ -20,8 +22,16 @@ from tf_gpu_project.observe import (
     verdict,
 )
 from tf_gpu_project.observe import exporter as exporter_module
+from tf_gpu_project.observe import gpu as gpu_module
 from tf_gpu_project.observe.gpu import GpuCollector, visible_indices
-from tf_gpu_project.observe.profiler import ObserveError, Profiler, check_window, report_chunks
+from tf_gpu_project.observe.profiler import (
+    CUPTI_NOTE,
+    ObserveError,
+    Profiler,
+    check_window,
+    cupti_note,
+    report_chunks,
+)
 
 NO_STEP = "No training step ran in this call, so there is no input-wait measurement."
 
@@ -165,10 +175,11 @@ def test_a_gpu_trace_is_read_back_for_its_kernels(profiled: list, tmp_path: Path
     profiler = Profiler((2, 3), tmp_path, enabled=True)
     profiler.before(2)
     profiler.after(3)
+    profiler.after(4)  # stopped already
     assert profiled == [str(tmp_path), "stop"]
     summary = profiler.summary()
     assert (summary["steps"], summary["logdir"]) == ([2, 3], str(tmp_path))
-    assert summary["note"].startswith("The profile has no GPU kernels")
+    assert summary["note"] == CUPTI_NOTE
 
 
 @pytest.mark.parametrize("port", [1024, 65535])
@@ -264,3 +275,106 @@ def test_a_listed_gpu_is_labelled_by_its_place_in_the_list(monkeypatch) -> None:
     """CUDA_VISIBLE_DEVICES=1: TensorFlow calls it GPU:0, so its series say gpu="0"."""
     assert _labels(_Named(count=2), monkeypatch, "1") == [("0", "unknown", "")]
     assert [gpu for gpu, _, _ in _labels(FakeNvml(count=3), monkeypatch, "2,0")] == ["0", "1"]
+
+
+class _Partial(FakeNvml):
+    """One GPU that will not give its utilisation or memory, and reads its core temperature only
+    when asked for that sensor."""
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int):
+        raise self.NVMLError("Not Supported")
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int):
+        raise self.NVMLError("Not Supported")
+
+    def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
+        if sensor != self.NVML_TEMPERATURE_GPU:
+            raise self.NVMLError("Invalid Argument")
+        return 66
+
+
+def test_a_gpu_that_answers_some_queries_serves_those_series_only() -> None:
+    collector = GpuCollector(_Partial(count=1), {"run": "R"}, find_bus_ids=lambda: None)
+    served = {f.name: [s.value for s in f.samples] for f in collector.collect()}
+    assert served == {
+        "gpu_utilization_ratio": [],
+        "gpu_memory_used_bytes": [],
+        "gpu_memory_total_bytes": [],
+        "gpu_temperature_celsius": [66.0],
+        "gpu_power_watts": [550.0],
+    }
+
+
+HELP = {
+    "train_examples_per_second": "Training examples/s",
+    "train_step_seconds": "Mean seconds per training step",
+    "train_input_wait_ratio": "Share of step time waiting for data",
+    "train_last_step_timestamp_seconds": "Unix time of the last step",
+    "train_steps": "Training steps run",
+    "train": "What trains",
+    "train_loss": "Training loss, running mean of the epoch",
+    "train_accuracy": "Training accuracy, running, this epoch",
+    "train_val_loss": "Validation loss of the last epoch",
+    "train_val_accuracy": "Validation accuracy, last epoch",
+    "train_epoch": "Epochs completed",
+    "train_epochs": "Epochs planned",
+    "train_seconds_since_checkpoint": "Seconds since the last checkpoint",
+}
+
+
+def test_each_series_has_the_name_and_help_the_dashboards_and_alerts_read(exporter) -> None:
+    families = {family.name: family.documentation for family in exporter.registry.collect()}
+    assert families == HELP
+    assert exporter.gpus is False
+
+
+def test_an_exporter_with_gpus_serves_their_series(monkeypatch) -> None:
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: FakeNvml(count=1))
+    monkeypatch.setattr(gpu_module, "cuda_bus_ids", lambda: None)
+    exporter = Exporter(9464, "127.0.0.1", run="R", task="worker/0", chief=False)
+    assert exporter.gpus is True
+    assert "gpu_utilization_ratio" in {family.name for family in exporter.registry.collect()}
+
+
+def test_the_endpoint_listens_on_the_host_it_was_given_and_closes_once(monkeypatch) -> None:
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
+    exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
+    exporter.start({"model": "m"}, epochs=1, epoch=0)
+    try:
+        assert exporter._server.server_address[0] == "127.0.0.1"  # not every interface
+    finally:
+        exporter.close()
+    exporter.close()  # again: nothing left to close
+
+
+def test_a_port_taken_after_the_check_is_refused_in_one_sentence(monkeypatch) -> None:
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        exporter = Exporter(port, "127.0.0.1", run="R", task="chief/0", chief=True)
+        with pytest.raises(ObserveError) as error:
+            exporter.start({"model": "m"}, epochs=1, epoch=0)
+    assert str(error.value) == (
+        f"metrics_port={port} on 127.0.0.1 could not be listened on (Address already in use): "
+        "choose another port."
+    )
+
+
+@pytest.mark.parametrize(
+    ("errors", "said"),
+    [
+        ([], ""),
+        (["a", " b ", "a", ""], " The profiler said: a; b."),
+        (["x" * 400], f" The profiler said: {'x' * 300}."),
+    ],
+)
+def test_the_cupti_note_adds_what_the_profiler_said(tmp_path: Path, errors, said) -> None:
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    folder = tmp_path / "plugins" / "profile" / "2026_12_03_10_00_00"
+    folder.mkdir(parents=True)
+    space = xplane_pb2.XSpace(errors=errors)
+    (folder / "host.xplane.pb").write_bytes(space.SerializeToString())
+    assert cupti_note(tmp_path) == CUPTI_NOTE + said

@@ -18,8 +18,8 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from {{ cookiecutter.package_name }} import serve
-from {{ cookiecutter.package_name }}.serve import config, protos
+from tf_gpu_project import serve
+from tf_gpu_project.serve import config, protos
 
 resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE is POSIX-only")
 SERVING_FILES = ("models.config", "batching.config", "monitoring.config", "versions.json")
@@ -439,3 +439,47 @@ def test_export_metrics_of_another_version_are_no_parity_record(tmp_path: Path) 
     (tmp_path / "metrics" / "export.json").write_text(json.dumps(other), encoding="utf-8")
     with pytest.raises(serve.ServeError, match="no parity record"):
         serve.canary(tmp_path, 2)
+
+
+def _state(run_dir: Path, **state) -> Path:
+    path = run_dir / "serving" / "versions.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = {"stable": 1, "canary": None, "history": [], "loading": None}
+    path.write_text(json.dumps({**base, **state}), encoding="utf-8")
+    return path
+
+
+def test_role_names_what_versions_json_records_a_version_as(tmp_path: Path) -> None:
+    path = _state(tmp_path, stable=3, canary=4, history=[1, 2], loading=5)
+    said = {version: serve.versions.role(tmp_path, version) for version in range(1, 7)}
+    assert said == {
+        1: f"an earlier stable version kept for rollback in {path}",
+        2: f"an earlier stable version kept for rollback in {path}",
+        3: f"the stable version in {path}",
+        4: f"the canary version in {path}",
+        5: f"the version TF Serving is loading in {path}",
+        6: None,
+    }
+
+
+def test_role_of_a_folder_never_served_is_none_and_makes_no_folder(tmp_path: Path) -> None:
+    assert serve.versions.role(tmp_path / "elsewhere", 1) is None
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_role_of_an_unreadable_versions_json_says_so(tmp_path: Path) -> None:
+    path = _state(tmp_path)
+    path.write_text('{"stable": 1}', encoding="utf-8")  # no history
+    with pytest.raises(serve.ServeError) as error:
+        serve.versions.role(tmp_path, 2)
+    assert str(error.value) == (
+        f"{path} cannot be read (KeyError), so whether export/2/ is served is unknown: restore "
+        "the file, or export another version."
+    )
+
+
+def test_a_models_config_that_does_not_parse_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "models.config"
+    path.write_text("model_config_list { nonsense: 1 }", encoding="utf-8")
+    with pytest.raises(protos.ConfigError, match=r"^models\.config does not parse as "):
+        config.read_config(path)

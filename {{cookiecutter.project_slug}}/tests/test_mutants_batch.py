@@ -12,7 +12,7 @@ import json
 import pytest
 from test_find import FakeDevice, find
 
-from tf_gpu_project.find import FindError, batch, choice_record
+from {{ cookiecutter.package_name }}.find import FindError, batch, choice_record
 
 
 def test_the_record_holds_the_choice_why_and_every_probe() -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tf_gpu_project import train
-from tf_gpu_project.find import lr as lr_finder
-from tf_gpu_project.find import probes
-from tf_gpu_project.train import Params, auto
+from {{ cookiecutter.package_name }} import train
+from {{ cookiecutter.package_name }}.find import lr as lr_finder
+from {{ cookiecutter.package_name }}.find import probes
+from {{ cookiecutter.package_name }}.train import Params, auto
 
 STEPS = 60
 

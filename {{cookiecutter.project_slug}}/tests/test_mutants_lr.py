@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from tf_gpu_project.find import FindError, lr_record, lr_schedule, range_test, smooth, suggest
+from {{ cookiecutter.package_name }}.find import FindError, lr_record, lr_schedule, range_test, smooth, suggest
 
 RAMP = lr_schedule(1e-4, 1.0, 10)
 

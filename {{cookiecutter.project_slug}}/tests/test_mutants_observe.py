@@ -14,17 +14,17 @@ import pytest
 from helpers import free_port
 from test_observe import FakeNvml
 
-from tf_gpu_project.observe import (
+from {{ cookiecutter.package_name }}.observe import (
     Exporter,
     check_port,
     input_wait_summary,
     parse_profile_steps,
     verdict,
 )
-from tf_gpu_project.observe import exporter as exporter_module
-from tf_gpu_project.observe import gpu as gpu_module
-from tf_gpu_project.observe.gpu import GpuCollector, visible_indices
-from tf_gpu_project.observe.profiler import (
+from {{ cookiecutter.package_name }}.observe import exporter as exporter_module
+from {{ cookiecutter.package_name }}.observe import gpu as gpu_module
+from {{ cookiecutter.package_name }}.observe.gpu import GpuCollector, visible_indices
+from {{ cookiecutter.package_name }}.observe.profiler import (
     CUPTI_NOTE,
     ObserveError,
     Profiler,

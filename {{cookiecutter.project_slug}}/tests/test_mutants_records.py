@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tf_gpu_project.runner import record
-from tf_gpu_project.runner.plan import Plan
+from {{ cookiecutter.package_name }}.runner import record
+from {{ cookiecutter.package_name }}.runner.plan import Plan
 
 NOW = "2026-01-02T03:04:05+00:00"
 
@@ -412,7 +412,7 @@ def test_the_set_aside_sentence_comes_before_what_the_run_prints_next(tmp_path: 
     """Flushed at once: in a log (stdout a pipe) it is not held back behind the notebooks' lines."""
     (tmp_path / "run.json").write_text("{not json", encoding="utf-8")
     code = (
-        "import os, sys; from pathlib import Path; from tf_gpu_project.runner import record; "
+        "import os, sys; from pathlib import Path; from {{ cookiecutter.package_name }}.runner import record; "
         "record.read_earlier(Path(sys.argv[1])); os.write(1, b'the next line\\n')"
     )
     env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}

@@ -18,8 +18,8 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from tf_gpu_project import serve
-from tf_gpu_project.serve import config, protos
+from {{ cookiecutter.package_name }} import serve
+from {{ cookiecutter.package_name }}.serve import config, protos
 
 resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE is POSIX-only")
 SERVING_FILES = ("models.config", "batching.config", "monitoring.config", "versions.json")

@@ -410,6 +410,9 @@ def test_a_notebook_has_outputs_when_one_of_its_cells_has(tmp_path: Path) -> Non
 
 def test_the_set_aside_sentence_comes_before_what_the_run_prints_next(tmp_path: Path) -> None:
     """Flushed at once: in a log (stdout a pipe) it is not held back behind the notebooks' lines."""
+    # called here too, so that mutation testing (which maps tests to the functions they call in
+    # this process) runs this test against read_earlier's mutants
+    assert record.read_earlier(tmp_path) == ({"attempts": [], "invocations": []}, None)
     (tmp_path / "run.json").write_text("{not json", encoding="utf-8")
     code = (
         "import os, sys; from pathlib import Path; from {{ cookiecutter.package_name }}.runner import record; "

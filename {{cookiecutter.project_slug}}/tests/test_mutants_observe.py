@@ -145,6 +145,11 @@ def profiled(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list:
     return calls
 
 
+def test_the_calls_are_cut_before_and_at_the_window(tmp_path: Path) -> None:
+    assert Profiler((2, 4), tmp_path, enabled=True).cuts() == {1, 4}
+    assert Profiler(None, tmp_path, enabled=True).cuts() == set()
+
+
 def test_the_profiler_starts_at_the_windows_first_step_only(profiled: list, tmp_path) -> None:
     profiler = Profiler((2, 3), tmp_path, enabled=True)
     profiler.before(1)

@@ -135,6 +135,30 @@ def test_every_part_of_the_basis_counts(change: dict) -> None:
     assert after != before
 
 
+def test_the_basis_is_recorded_under_the_names_of_what_it_holds_for() -> None:
+    """metrics/batch_finder.json shows the basis: each part under its own name."""
+    params = Params(batch_size="auto", model="resnet_small", width=16, dropout=0.3)
+    state = {"precision": "mixed_float16", "data": "sha256:abc"}
+    assert auto.basis(params, state, 2, True) == {
+        "model": "resnet_small",
+        "width": 16,
+        "dropout": 0.3,
+        "precision": "mixed_float16",
+        "strategy": params.strategy,
+        "replicas": 2,
+        "jit_compile": "True",
+        "data": "sha256:abc",
+    }
+
+
+def test_a_learning_rate_given_is_never_replaced_by_a_found_one(tmp_path: Path) -> None:
+    params = Params(batch_size=48, learning_rate=0.005, seed=7)
+    found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)
+    lr_basis = {**found_on, "batch_size": 48, "seed": 7}
+    _record(tmp_path, "lr_finder", {"learning_rate": 0.01, "basis": lr_basis})
+    assert auto.reuse(tmp_path, params, found_on) == (params, {})
+
+
 def test_no_record_or_a_record_of_no_basis_is_not_reused(tmp_path: Path) -> None:
     params = Params(batch_size="auto", learning_rate="auto")
     found_on = auto.basis(params, {"precision": "float32", "data": "A"}, 1, False)

@@ -439,3 +439,114 @@ def test_export_metrics_of_another_version_are_no_parity_record(tmp_path: Path) 
     (tmp_path / "metrics" / "export.json").write_text(json.dumps(other), encoding="utf-8")
     with pytest.raises(serve.ServeError, match="no parity record"):
         serve.canary(tmp_path, 2)
+
+
+def _state(run_dir: Path, **state) -> Path:
+    path = run_dir / "serving" / "versions.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    base = {"stable": 1, "canary": None, "history": [], "loading": None}
+    path.write_text(json.dumps({**base, **state}), encoding="utf-8")
+    return path
+
+
+def test_role_names_what_versions_json_records_a_version_as(tmp_path: Path) -> None:
+    path = _state(tmp_path, stable=3, canary=4, history=[1, 2], loading=5)
+    said = {version: serve.versions.role(tmp_path, version) for version in range(1, 7)}
+    assert said == {
+        1: f"an earlier stable version kept for rollback in {path}",
+        2: f"an earlier stable version kept for rollback in {path}",
+        3: f"the stable version in {path}",
+        4: f"the canary version in {path}",
+        5: f"the version TF Serving is loading in {path}",
+        6: None,
+    }
+
+
+def test_role_of_a_folder_never_served_is_none_and_makes_no_folder(tmp_path: Path) -> None:
+    assert serve.versions.role(tmp_path / "elsewhere", 1) is None
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_role_of_an_unreadable_versions_json_says_so(tmp_path: Path) -> None:
+    path = _state(tmp_path)
+    path.write_text('{"stable": 1}', encoding="utf-8")  # no history
+    with pytest.raises(serve.ServeError) as error:
+        serve.versions.role(tmp_path, 2)
+    assert str(error.value) == (
+        f"{path} cannot be read (KeyError), so whether export/2/ is served is unknown: restore "
+        "the file, or export another version."
+    )
+
+
+def test_a_models_config_that_does_not_parse_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "models.config"
+    path.write_text("model_config_list { nonsense: 1 }", encoding="utf-8")
+    with pytest.raises(protos.ConfigError, match=r"^models\.config does not parse as "):
+        config.read_config(path)
+
+
+def _curve(rates: dict[str, float]) -> dict:
+    return {"baselines": [{"name": "savedmodel", "throughput": rates}]}
+
+
+def test_batching_threads_are_the_machines_cores(monkeypatch) -> None:
+    monkeypatch.setattr(config.os, "cpu_count", lambda: 8)
+    assert config.size_batching(None)["num_batch_threads"] == 8
+    monkeypatch.setattr(config.os, "cpu_count", lambda: None)  # cannot be told: one
+    assert config.size_batching(None)["num_batch_threads"] == 1
+
+
+def test_the_batch_timeout_is_the_batchs_time_in_whole_microseconds() -> None:
+    """1 / 99.99502 s is 10000.498 µs: 10000, not a microsecond more."""
+    assert config.size_batching(_curve({"1": 99.99502}), 1)["batch_timeout_micros"] == 10_000
+
+
+def test_a_model_slower_than_one_image_a_second_is_measured_not_provisional() -> None:
+    sized = config.size_batching(_curve({"1": 0.5, "2": 0.9}), 1)
+    assert (sized["source"], sized["max_batch_size"], sized["allowed_batch_sizes"]) == (
+        "metrics/optimize.json",
+        2,
+        [1, 2],
+    )
+
+
+def _models_config(text: str):
+    return text_format.Parse(text, model_server_config_pb2.ModelServerConfig())
+
+
+def test_models_config_refusals_word_for_word() -> None:
+    two = _models_config("model_config_list { config { name: 'a' } config { name: 'b' } }")
+    with pytest.raises(protos.ConfigError) as error:
+        config.check_models_config(two)
+    assert str(error.value) == "models.config names 2 models: it must name exactly one."
+    latest = _models_config(
+        "model_config_list { config { name: 'a' model_version_policy { latest { } } } }"
+    )
+    with pytest.raises(protos.ConfigError) as error:
+        config.check_models_config(latest)
+    assert str(error.value) == (
+        "models.config's version policy is not `specific`: labels need the versions named."
+    )
+
+
+def test_the_header_is_comment_lines_without_trailing_spaces(tmp_path: Path) -> None:
+    path = config.write_config(
+        tmp_path / "monitoring.config", config.monitoring_config(), "first \n\nthird"
+    )
+    assert path.read_text(encoding="utf-8").startswith("# first\n#\n# third\n")
+
+
+def test_a_config_is_written_as_a_hidden_temporary_beside_it(tmp_path: Path, monkeypatch) -> None:
+    """A temporary left by a crash stays hidden beside the config, where the next write (and
+    nothing that lists configs) finds it; never in /tmp, whence a rename may cross disks."""
+    renamed = []
+    replace = config.os.replace
+    monkeypatch.setattr(
+        config.os,
+        "replace",
+        lambda source, target: renamed.append(source) or replace(source, target),
+    )
+    config.write_config(tmp_path / "monitoring.config", config.monitoring_config(), "header")
+    (source,) = renamed
+    assert Path(source).parent == tmp_path
+    assert Path(source).name.startswith(".monitoring.config.")

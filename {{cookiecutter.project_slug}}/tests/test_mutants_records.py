@@ -431,3 +431,22 @@ def test_the_set_aside_sentence_comes_before_what_the_run_prints_next(tmp_path: 
     assert [line.split(" could not")[0] for line in lines] == [str(tmp_path / "run.json")] + [
         "the next line"
     ]
+
+
+def test_an_empty_metrics_folder_outside_a_project_is_a_record_of_nothing_run(tmp_path) -> None:
+    """`report` on a run folder copied out of its project, or whose metrics/ is still empty, was
+    a traceback (min() of no times): it is a record with no notebooks and no times."""
+    folder = tmp_path / "copied" / "run"
+    (folder / "metrics").mkdir(parents=True)
+    made = record.interactive_record(folder)
+    assert (made["started"], made["finished"], made["notebooks"]) == ("-", None, [])
+    assert made["status"] == "partial"
+    _ran(folder, "data", 1_000_000)  # a step's metrics, but no project to list the notebooks
+    assert record.interactive_record(folder)["notebooks"] == []
+
+
+@pytest.mark.parametrize("text", ['{"cells": 5}', '{"cells": [1, "x"]}', "[]"])
+def test_a_saved_notebook_of_the_wrong_shape_has_no_outputs(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "a.ipynb"
+    path.write_text(text, encoding="utf-8")
+    assert record._has_outputs(path) is False

@@ -184,14 +184,17 @@ def interactive_record(folder: Path) -> dict[str, Any]:
                 entry["executed"] = os.path.relpath(path, folder)
         entries.append(entry)
     ran = [entry for entry in entries if entry["status"] == "ok"]
-    stamp = [min(times).isoformat(timespec="seconds"), max(times).isoformat(timespec="seconds")]
+    first, last = ("-", None)  # an empty metrics/: nothing ran yet
+    if times:
+        first = min(times).isoformat(timespec="seconds")
+        last = max(times).isoformat(timespec="seconds")
     return {
         "profile": "interactive",
         "description": "notebooks run by hand (JupyterLab); saved notebooks with outputs are shown",
         "overrides": {},
         "run_dir": str(folder),
-        "started": stamp[0] if times else "-",
-        "finished": stamp[1] if times else None,
+        "started": first,
+        "finished": last,
         "status": "ok" if ran and len(ran) == len(entries) else "partial",
         "invocations": [],
         "attempts": [],
@@ -202,9 +205,9 @@ def interactive_record(folder: Path) -> dict[str, Any]:
 def _has_outputs(path: Path) -> bool:
     try:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return any(isinstance(cell, dict) and cell.get("outputs") for cell in cells)
+    except (OSError, ValueError, KeyError, TypeError):  # not a notebook: shown as not executed
         return False
-    return any(cell.get("outputs") for cell in cells)
 
 
 def _attempts_of(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

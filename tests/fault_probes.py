@@ -543,6 +543,13 @@ for _text, _tag in (("[]", "list"), ('{"steps": 5}', "steps_number"), ("{", "cor
 
 
 @probe("ugly")
+def report_on_an_empty_metrics_folder_out_of_its_project(ctx: Ctx) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="copied-") as outside:
+        (Path(outside) / "run" / "metrics").mkdir(parents=True)
+        return judge(ctx.cli("report", "--run-dir", f"{outside}/run"), refuse=False)
+
+
+@probe("ugly")
 def report_on_read_only_folder(ctx: Ctx) -> Verdict:
     if not is_root():
         return Verdict("skipped", "needs root for a read-only bind mount")

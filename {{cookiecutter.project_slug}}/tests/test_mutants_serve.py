@@ -444,7 +444,7 @@ def test_export_metrics_of_another_version_are_no_parity_record(tmp_path: Path) 
 def _state(run_dir: Path, **state) -> Path:
     path = run_dir / "serving" / "versions.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    base = {"stable": 1, "canary": None, "history": [], "loading": None}
+    base = {**serve.state.new_state(run_dir), "stable": 1}  # a whole record, as 04 starts one
     path.write_text(json.dumps({**base, **state}), encoding="utf-8")
     return path
 
@@ -472,9 +472,10 @@ def test_role_of_an_unreadable_versions_json_says_so(tmp_path: Path) -> None:
     path.write_text('{"stable": 1}', encoding="utf-8")  # no history
     with pytest.raises(serve.ServeError) as error:
         serve.versions.role(tmp_path, 2)
-    assert str(error.value) == (
-        f"{path} cannot be read (KeyError), so whether export/2/ is served is unknown: restore "
-        "the file, or export another version."
+    assert str(error.value) == (  # load_state's own check (serve/state.py), word for word
+        f"{path} cannot be used (no model_name, exports, canary, history, batching): restore it, "
+        "or delete it and run 04_export again, which starts a new record with the version it "
+        "exports."
     )
 
 

@@ -191,6 +191,25 @@ def test_save_writes_run_json_with_the_summary_and_the_report(tmp_path: Path) ->
     assert (tmp_path / "report.md").read_text(encoding="utf-8").startswith(f"# Run {tmp_path.name}")
 
 
+def test_save_on_a_full_disk_says_to_run_again_into_the_same_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.json's sentence ends with what to do next (run again, earlier attempts kept)."""
+    import errno
+
+    from {{ cookiecutter.package_name }} import writes
+
+    made = record.start_record(tmp_path, _plan(tmp_path), None)
+
+    def full_disk(*_: object, **__: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writes.tempfile, "mkstemp", full_disk)
+    with pytest.raises(writes.WriteError) as error:
+        record.save(tmp_path, made, ["00_env"])
+    assert str(error.value).endswith(f"then {record.AGAIN}.")
+
+
 def test_no_run_json_is_no_earlier_attempt(tmp_path: Path) -> None:
     assert record.read_earlier(tmp_path) == ({"attempts": [], "invocations": []}, None)
 

@@ -66,7 +66,7 @@ GROUPS = {
 {%- if cookiecutter.include_serving %}
     "serve": (
         ["serve/versions.py", "serve/state.py", "serve/config.py"],
-        ["test_serving.py", "test_mutants_serve.py"],
+        ["test_serving.py", "test_mutants_serve.py", "test_serving_faults.py"],
     ),
 {%- endif %}
     "gpubench": (

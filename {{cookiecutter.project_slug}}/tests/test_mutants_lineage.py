@@ -331,3 +331,55 @@ def test_describe_names_every_changed_input(tmp_path: Path) -> None:
     model.write_bytes(b"another model")
     (tmp_path / "data" / "validation-00000-of-00001.tfrecord").write_bytes(b"another")
     assert lineage.describe(tmp_path, "export/1").endswith("; stale: data, model changed since.")
+
+
+def test_a_rebuilt_ledger_says_word_for_word_what_it_marked_unknown(tmp_path: Path, capsys) -> None:
+    """Recording into an unreadable ledger: the file is set aside under the next free number,
+    every other artifact (not data) is marked unknown with why, and one line names them, the
+    steps that make them and the kept file; with nothing else built, a new ledger is started."""
+    _data(tmp_path)
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    _export(tmp_path, 2)
+    ledger = tmp_path / artifacts.LINEAGE_FILE
+    ledger.write_text("{cut", encoding="utf-8")
+    (tmp_path / f"{artifacts.LINEAGE_FILE}.corrupt-1").write_text("older", encoding="utf-8")
+    lineage.record(tmp_path, "data", "data", {})
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == (
+        f"lineage.json is not valid JSON: model, export/2 in {tmp_path} now have unknown "
+        "lineage, and the steps that build on them refuse until 03_train, 04_export re-run; "
+        "the unreadable file is kept as lineage.json.corrupt-2."
+    )
+    assert (tmp_path / f"{artifacts.LINEAGE_FILE}.corrupt-2").read_text(encoding="utf-8") == "{cut"
+    saved = lineage.read(tmp_path)
+    assert sorted(saved) == ["data", "export/2", "model"]
+    for name in ("export/2", "model"):
+        entry = saved[name]
+        assert (entry["fingerprint"], entry["step"], entry["inputs"]) == (
+            lineage.fingerprint(tmp_path, name),
+            None,
+            None,
+        )
+        assert entry["unknown"].startswith(
+            "lineage.json is not valid JSON, found when the data step recorded data at "
+        )
+    ledger.write_text("[]", encoding="utf-8")  # one other artifact: singular words
+    (tmp_path / artifacts.MODEL_FILE).unlink()
+    lineage.record(tmp_path, "data", "data", {})
+    (line,) = capsys.readouterr().out.splitlines()
+    assert (
+        f"export/2 in {tmp_path} now has unknown lineage, and the steps that build on it " in line
+    )
+    assert line.endswith(
+        "refuse until 04_export re-runs; the unreadable file is kept as lineage.json.corrupt-3."
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / artifacts.MODEL_FILE).write_bytes(b"model")
+    (empty / artifacts.LINEAGE_FILE).write_text("{cut", encoding="utf-8")
+    lineage.record(empty, "model", "train", {})
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == (
+        f"lineage.json is not valid JSON: a new one is started in {empty}; the unreadable file "
+        "is kept as lineage.json.corrupt-1."
+    )

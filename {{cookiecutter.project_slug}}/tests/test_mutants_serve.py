@@ -10,7 +10,9 @@ a direct write does not.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -551,3 +553,88 @@ def test_a_config_is_written_as_a_hidden_temporary_beside_it(tmp_path: Path, mon
     (source,) = renamed
     assert Path(source).parent == tmp_path
     assert Path(source).name.startswith(".monitoring.config.")
+
+
+def _whole(tmp_path: Path, **change) -> dict:
+    return {**serve.state.new_state(tmp_path), "stable": 1, **change}
+
+
+@pytest.mark.parametrize(
+    ("change", "fault"),
+    [
+        ({"model_name": ""}, "model_name '' is not a name"),
+        ({"model_name": 7}, "model_name 7 is not a name"),
+        ({"stable": 0}, "stable 0 is not a version number"),
+        ({"canary": True}, "canary True is not a version number"),
+        ({"loading": "2"}, "loading '2' is not a version number"),
+        ({"history": [1, 0]}, "history [1, 0] is not a list of version numbers"),
+        ({"history": "1"}, "history '1' is not a list of version numbers"),
+        ({"exports": {"v1": {}}}, "exports is not an object of version: parity record"),
+        ({"exports": {"1": 5}}, "exports is not an object of version: parity record"),
+        ({"exports": []}, "exports is not an object of version: parity record"),
+        ({"batching": {}}, "its batching entry cannot be used (KeyError: 'max_batch_size')"),
+        ({"batching": None}, "its batching entry cannot be used"),
+        ({"stable": None, "canary": None, "loading": None, "history": []}, None),
+        ({"stable": 2, "canary": 3, "loading": 4, "history": [1]}, None),
+    ],
+)
+def test_state_fault_names_the_first_unusable_value_word_for_word(tmp_path, change, fault) -> None:
+    said = serve.state.state_fault(_whole(tmp_path, **change))
+    if fault is None or fault.endswith(")"):
+        assert said == fault
+    else:
+        assert said is not None and said.startswith(fault)
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ([], "it holds a list, not an object"),
+        ("x", "it holds a string, not an object"),
+        (None, "it holds null, not an object"),
+        (3, "it holds a number, not an object"),
+    ],
+)
+def test_state_fault_of_a_value_that_is_no_object(value, said) -> None:
+    assert serve.state.state_fault(value) == f"{said} of versions and labels"
+
+
+def test_state_fault_lists_every_missing_key_in_order(tmp_path) -> None:
+    assert (
+        serve.state.state_fault({"stable": 1})
+        == "no model_name, exports, canary, history, batching"
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "fix"),
+    [
+        (errno.EROFS, "make it writable (e.g. mount it read-write)"),
+        (errno.EACCES, "make it writable (e.g. mount it read-write)"),
+        (errno.EPERM, "make it writable (e.g. mount it read-write)"),
+        (errno.ENOSPC, "free space on its disk"),
+        (errno.EFBIG, "free space on its disk"),
+        (errno.EDQUOT, "free space on its disk"),
+        (errno.EIO, "remove the cause"),
+    ],
+)
+def test_an_unwritable_serving_folder_says_what_to_do_for_its_cause(tmp_path, code, fix) -> None:
+    error = serve.state._unwritable(tmp_path, OSError(code, os.strerror(code)))
+    assert str(error) == (
+        f"{tmp_path / 'serving'} cannot be written ({os.strerror(code)}), so nothing was changed: "
+        f"{fix} and run the command again."
+    )
+    nameless = serve.state._unwritable(tmp_path, PermissionError())
+    assert "(PermissionError)" in str(nameless)
+
+
+def test_put_back_restores_changed_files_and_removes_new_ones(tmp_path) -> None:
+    changed, new, same = tmp_path / "a.config", tmp_path / "b.config", tmp_path / "c.config"
+    changed.write_bytes(b"after")
+    new.write_bytes(b"new")
+    same.write_bytes(b"same")
+    serve.state._put_back({changed: b"before", new: None, same: b"same"})
+    assert changed.read_bytes() == b"before"
+    assert not new.exists()
+    assert same.read_bytes() == b"same"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.config", "c.config"]  # no temporary

@@ -628,13 +628,79 @@ def test_an_unwritable_serving_folder_says_what_to_do_for_its_cause(tmp_path, co
     assert "(PermissionError)" in str(nameless)
 
 
-def test_put_back_restores_changed_files_and_removes_new_ones(tmp_path) -> None:
-    changed, new, same = tmp_path / "a.config", tmp_path / "b.config", tmp_path / "c.config"
+def test_put_back_restores_changed_files_and_removes_new_ones(tmp_path, monkeypatch) -> None:
+    """A new file first (removed, and the loop goes on), then a changed one, put back through a
+    hidden temporary beside it (same folder: a rename, never a copy across disks)."""
+    new, changed, same = tmp_path / "b.config", tmp_path / "a.config", tmp_path / "c.config"
     changed.write_bytes(b"after")
     new.write_bytes(b"new")
     same.write_bytes(b"same")
-    serve.state._put_back({changed: b"before", new: None, same: b"same"})
+    made = []
+    real = serve.state.tempfile.mkstemp
+
+    def spy(*args, **kwargs):
+        made.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(serve.state.tempfile, "mkstemp", spy)
+    serve.state._put_back({new: None, changed: b"before", same: b"same"})
     assert changed.read_bytes() == b"before"
     assert not new.exists()
     assert same.read_bytes() == b"same"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.config", "c.config"]  # no temporary
+    assert made == [{"prefix": ".a.config.", "dir": tmp_path}]
+
+
+def test_put_back_is_best_effort_and_never_raises(tmp_path) -> None:
+    gone = tmp_path / "gone" / "models.config"  # its folder is missing: nothing can be put back
+    serve.state._put_back({gone: b"before"})
+    assert not gone.exists()
+
+
+@pytest.mark.parametrize("text", ["", "  \n"])
+def test_an_empty_versions_json_is_said_empty(tmp_path, text) -> None:
+    path = tmp_path / "serving" / "versions.json"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(serve.ServeError) as error:
+        serve.state.load_state(tmp_path)
+    assert str(error.value) == (
+        f"{path} cannot be used (it is empty): restore it, or delete it and run 04_export "
+        "again, which starts a new record with the version it exports."
+    )
+
+
+def test_null_in_versions_json_is_no_object_not_empty(tmp_path) -> None:
+    path = _state(tmp_path)
+    path.write_text("null", encoding="utf-8")
+    with pytest.raises(serve.ServeError, match=r"\(it holds null, not an object of versions"):
+        serve.state.load_state(tmp_path)
+
+
+def test_a_versions_json_that_is_a_folder_names_the_os_reason(tmp_path) -> None:
+    (tmp_path / "serving" / "versions.json").mkdir(parents=True)
+    with pytest.raises(serve.ServeError, match=r"versions.json cannot be used \(Is a directory\)"):
+        serve.state.load_state(tmp_path)
+
+
+def test_a_state_without_loading_reads_as_loading_none(tmp_path) -> None:
+    path = _state(tmp_path)
+    state = json.loads(path.read_text(encoding="utf-8"))
+    del state["loading"]
+    path.write_text(json.dumps(state), encoding="utf-8")
+    assert serve.state.load_state(tmp_path) == {**state, "loading": None}
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ValueError("a bad value."), "ValueError: a bad value"),
+        (ValueError(".hidden."), "ValueError: .hidden"),
+        (ValueError("first line\nsecond line"), "ValueError: first line"),
+        (ValueError(""), "ValueError"),
+        (KeyError("x" * 130), "KeyError: '" + "x" * 119),
+        (OSError(5, "Input/output error"), "Input/output error"),
+    ],
+)
+def test_reason_is_the_first_line_of_an_error_in_a_few_words(error, said) -> None:
+    assert serve.state._reason(error) == said

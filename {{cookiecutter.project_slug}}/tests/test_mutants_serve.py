@@ -704,3 +704,61 @@ def test_a_state_without_loading_reads_as_loading_none(tmp_path) -> None:
 )
 def test_reason_is_the_first_line_of_an_error_in_a_few_words(error, said) -> None:
     assert serve.state._reason(error) == said
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (FileNotFoundError(2, "No such file or directory"), "No such file or directory"),
+        (PermissionError(), "PermissionError"),
+        (protos.ConfigError(".models.config does not parse."), ".models.config does not parse"),
+    ],
+)
+def test_models_config_that_cannot_be_used_is_named_with_its_reason(
+    tmp_path, monkeypatch, raised, reason
+) -> None:
+    def fail(path):
+        raise raised
+
+    monkeypatch.setattr(serve.versions.config, "read_config", fail)
+    with pytest.raises(serve.ServeError) as error:
+        serve.versions.models_config(tmp_path)
+    path = tmp_path / "serving" / "models.config"
+    assert str(error.value) == (
+        f"{path} cannot be used ({reason}): write it again from serving/versions.json with "
+        f"`{serve.state.MODEL_NAME} serve rewrite --run-dir {tmp_path}`."
+    )
+
+
+def test_a_new_state_serves_nothing_and_loads_nothing(tmp_path) -> None:
+    state = serve.state.new_state(tmp_path)
+    assert {k: state[k] for k in ("exports", "stable", "canary", "history", "loading")} == {
+        "exports": {},
+        "stable": None,
+        "canary": None,
+        "history": [],
+        "loading": None,
+    }
+
+
+def test_a_batching_entry_without_its_reason_cannot_be_used(tmp_path) -> None:
+    state = _whole(tmp_path)
+    del state["batching"]["reason"]
+    assert (
+        serve.state.state_fault(state) == "its batching entry cannot be used (KeyError: 'reason')"
+    )
+
+
+def test_the_write_probe_is_a_hidden_file_in_serving(tmp_path, monkeypatch) -> None:
+    (tmp_path / "serving").mkdir()
+    made = []
+    real = serve.state.tempfile.mkstemp
+
+    def spy(*args, **kwargs):
+        made.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(serve.state.tempfile, "mkstemp", spy)
+    serve.state._probe(tmp_path)
+    assert made == [{"prefix": ".write-probe-", "dir": tmp_path / "serving"}]
+    assert list((tmp_path / "serving").iterdir()) == []

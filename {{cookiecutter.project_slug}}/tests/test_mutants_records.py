@@ -469,3 +469,42 @@ def test_a_saved_notebook_of_the_wrong_shape_has_no_outputs(tmp_path: Path, text
     path = tmp_path / "a.ipynb"
     path.write_text(text, encoding="utf-8")
     assert record._has_outputs(path) is False
+
+
+_WHOLE = {"profile": "smoke", "status": "ok", "started": "t", "notebooks": [], "attempts": []}
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ([], "a JSON array, not an object"),
+        ("x", "a JSON string, not an object"),
+        (None, "a JSON value, not an object"),
+        (True, "a JSON boolean, not an object"),
+        (3, "a JSON number, not an object"),
+        ({}, "no profile, status, started, notebooks"),
+        ({"status": "ok", "notebooks": []}, "no profile, started"),
+        ({**_WHOLE, "notebooks": 5}, "notebooks must be a list of objects"),
+        ({**_WHOLE, "attempts": [1]}, "attempts must be a list of objects"),
+        (
+            {**_WHOLE, "notebooks": [{"name": "00", "status": 1}]},
+            "notebooks entry 1 has no name and status",
+        ),
+        (
+            {**_WHOLE, "attempts": [{"notebook": "00", "status": "ok"}, {"notebook": "01"}]},
+            "attempts entry 2 has no notebook and status",
+        ),
+        (
+            {**_WHOLE, "notebooks": [{"name": "00", "status": "failed", "error": "x"}]},
+            "notebooks entry 1 has an error or latest_success that is not an object",
+        ),
+        (
+            {**_WHOLE, "attempts": [{"notebook": "00", "status": "ok", "latest_success": [1]}]},
+            "attempts entry 1 has an error or latest_success that is not an object",
+        ),
+        ({**_WHOLE, "attempts": None}, None),
+        ({**_WHOLE, "notebooks": [{"name": "00", "status": "ok", "error": None}]}, None),
+    ],
+)
+def test_record_problem_names_what_keeps_a_run_json_from_a_report(data, problem) -> None:
+    assert record.record_problem(data) == problem

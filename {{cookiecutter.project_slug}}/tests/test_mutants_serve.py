@@ -762,3 +762,21 @@ def test_the_write_probe_is_a_hidden_file_in_serving(tmp_path, monkeypatch) -> N
     serve.state._probe(tmp_path)
     assert made == [{"prefix": ".write-probe-", "dir": tmp_path / "serving"}]
     assert list((tmp_path / "serving").iterdir()) == []
+
+
+def test_a_save_that_fails_for_another_reason_puts_back_and_lets_the_error_through(
+    tmp_path, monkeypatch
+) -> None:
+    """Not a disk problem (a bug, Ctrl-C): the files written so far are put back and the error
+    itself goes on, not one about the put-back."""
+    state = _whole(tmp_path)
+    serve.state.save(tmp_path, state)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "serving").iterdir()}
+
+    def boom(path, data):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(serve.state, "write_json", boom)
+    with pytest.raises(RuntimeError, match="^boom$"):
+        serve.state.save(tmp_path, {**state, "stable": 2, "exports": {"2": {}}})
+    assert {p.name: p.read_bytes() for p in (tmp_path / "serving").iterdir()} == before

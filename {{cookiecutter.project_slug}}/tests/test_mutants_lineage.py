@@ -8,6 +8,8 @@ second shard of the data) and expects the fingerprint, and with it the lineage c
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -360,9 +362,11 @@ def test_a_rebuilt_ledger_says_word_for_word_what_it_marked_unknown(tmp_path: Pa
             None,
             None,
         )
-        assert entry["unknown"].startswith(
-            "lineage.json is not valid JSON, found when the data step recorded data at "
-        )
+        assert re.fullmatch(
+            r"lineage.json is not valid JSON, found when the data step recorded data at "
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d",
+            entry["unknown"],
+        ), entry["unknown"]
     ledger.write_text("[]", encoding="utf-8")  # one other artifact: singular words
     (tmp_path / artifacts.MODEL_FILE).unlink()
     lineage.record(tmp_path, "data", "data", {})
@@ -383,3 +387,22 @@ def test_a_rebuilt_ledger_says_word_for_word_what_it_marked_unknown(tmp_path: Pa
         f"lineage.json is not valid JSON: a new one is started in {empty}; the unreadable file "
         "is kept as lineage.json.corrupt-1."
     )
+
+
+def test_a_ledger_that_cannot_be_set_aside_is_replaced_and_said_so(tmp_path, capsys, monkeypatch):
+    """The unreadable file cannot be moved aside (a rename refused): the new ledger replaces it
+    all the same, and the line does not claim a kept copy."""
+    (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
+    (tmp_path / artifacts.LINEAGE_FILE).write_text("{cut", encoding="utf-8")
+
+    class RenameRefused:  # lineage's os, whose replace is refused (write_json's is not)
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def replace(self, *_):
+            raise PermissionError("rename refused")
+
+    monkeypatch.setattr(lineage, "os", RenameRefused())
+    lineage.record(tmp_path, "model", "train", {})
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == f"lineage.json is not valid JSON: a new one is started in {tmp_path}."

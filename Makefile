@@ -21,7 +21,7 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m pip install --quiet -r requirements.txt
 	touch $@
 
-.PHONY: help setup demo test test-fast test-default test-pair pair probes lint clean
+.PHONY: help setup demo test test-fast test-full test-default test-pair pair probes lint clean
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
@@ -39,7 +39,10 @@ demo: setup ## bake the default project into build/demo, install it, run its not
 	@echo "Run report:          $(abspath $(DEMO))/artifacts/demo/report.md"
 
 test: setup ## the template's tests: bake matrix, must-fail answers, the default bake's own tests and smoke run
-	$(PYTHON) -m pytest tests -m "not pair"
+	$(PYTHON) -m pytest tests -m "not pair and not full"
+
+test-full: setup ## the default bake's slow tests (chain reruns, kills, multi-worker, real SLURM); CI runs it
+	$(PYTHON) -m pytest tests -m full
 
 test-pair: setup ## the extra pair (Python 3.12 x TensorFlow 2.18) installed in its own venv and smoke-run
 	$(PYTHON) -m pytest tests/test_extra_pair.py
@@ -47,7 +50,7 @@ test-pair: setup ## the extra pair (Python 3.12 x TensorFlow 2.18) installed in 
 test-fast: setup ## the template's tests without installing and running the default bake
 	$(PYTHON) -m pytest tests -m "not slow"
 
-test-default: setup ## only the default bake installed here: its own tests and smoke run
+test-default: setup ## only the default bake installed here: all its own tests and smoke run
 	$(PYTHON) -m pytest tests/test_default_project.py
 
 pair: setup ## bake PAIR_PYTHON x PAIR_TENSORFLOW, install it in its own venv, run the smoke profile

@@ -25,10 +25,12 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
+from {{ cookiecutter.package_name }}.data.pipeline import first_examples
 from {{ cookiecutter.package_name }}.optimize import core, registry
 from {{ cookiecutter.package_name }}.optimize.calibration import (
     calibration_batches,
     calibration_images,
+    int8_format,
     quantize_int8,
 )
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load
@@ -62,11 +64,11 @@ def entry(metrics: dict[str, Any], name: str, precision: str = "fp32") -> dict[s
     )
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_onnx_runs_each_precision_with_parity(
     metrics: dict[str, Any], exported_run: Path, precision: str
 ) -> None:
-    """Each precision has its own ONNX file in optimized/ and agrees with the SavedModel."""
+    """Each float precision has its own ONNX file in optimized/ and agrees with the SavedModel."""
     onnx_entry = entry(metrics, "onnx", precision)
     assert onnx_entry["status"] == "ran", onnx_entry["reason"]
     artifact = Path(onnx_entry["artifact"])
@@ -75,6 +77,107 @@ def test_onnx_runs_each_precision_with_parity(
     assert onnx_entry["tolerance"] == optimize.PRECISION_TOLERANCE[precision]
     assert onnx_entry["parity_ok"] and onnx_entry["max_abs_diff"] <= onnx_entry["tolerance"]
     assert onnx_entry["top1_agreement"] >= 0.95
+
+
+def test_int8_is_calibrated_measured_and_judged_by_the_stated_rule(
+    metrics: dict[str, Any], exported_run: Path
+) -> None:
+    """int8 runs or fails on this CPU, but either way its format, agreement, accuracy drop and
+    verdict are recorded, and the verdict is the rule applied to those numbers."""
+    line = entry(metrics, "onnx", "int8")
+    assert line["status"] in {"ran", "failed"}, line
+    assert Path(line["artifact"]) == exported_run / "optimized" / "model_int8.onnx"
+    assert line["int8_format"] == int8_format().as_dict()
+    assert metrics["int8_rule"] == optimize.INT8_RULE
+    rule = optimize.INT8_RULE
+    within = (
+        line["top1_agreement"] >= rule["min_top1_agreement"]
+        and line["accuracy_drop"] <= rule["max_accuracy_drop"]
+    )
+    assert line["parity_ok"] is within and (line["status"] == "ran") is within, line
+    assert f"top-1 agreement {line['top1_agreement']:.1%}" in line["verdict"]
+
+
+def test_the_int8_graph_keeps_the_answers_of_the_float_one(
+    exported_run: Path, tmp_path: Path
+) -> None:
+    """The quantized graph itself, computed node by node in float (Q/DQ not fused into integer
+    kernels, so the same on every CPU), gives the float graph's top class on every validation
+    image of the fixed model: calibration and the format lose no answers."""
+    import onnxruntime
+
+    source = export_onnx(exported_run, exported_run / "optimized")
+    images = calibration_images(exported_run, 64)
+    target = quantize_int8(source, tmp_path / "int8.onnx", images, int8_format())
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(str(target), options, ["CPUExecutionProvider"])
+    validation, _ = first_examples(exported_run, "validation", 256)
+    name = session.get_inputs()[0].name
+    got = session.run(None, {name: validation})[0]
+    reference = onnx_load(source, optimize.Job(exported_run, "fp32"))(validation)
+    assert np.mean(got.argmax(-1) == reference.argmax(-1)) == 1.0
+    assert float(np.abs(got - reference).max()) <= optimize.PRECISION_TOLERANCE["int8"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "reduce_range", "says"),
+    [
+        ({"avx2", "fma"}, "x86_64", True, "has no VNNI"),
+        ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", False, "has VNNI (avx512_vnni)"),
+        ({"avx2", "avx_vnni"}, "x86_64", False, "has VNNI (avx_vnni)"),
+        (set(), "x86_64", True, "could not be read"),
+        ({"asimd"}, "aarch64", False, "aarch64 CPU's int8 dot products add in 32 bits"),
+    ],
+)
+def test_the_int8_format_follows_the_cpu(
+    flags: set[str], machine: str, reduce_range: bool, says: str
+) -> None:
+    """7-bit weights where uint8 x int8 products could saturate (x86 without VNNI), full range
+    where they add in 32 bits; uint8 activations and int8 weights on the CPU either way."""
+    chosen = int8_format(flags=flags, machine=machine)
+    assert (chosen.activations, chosen.weights) == ("uint8", "int8")
+    assert chosen.reduce_range is reduce_range and says in chosen.reason
+
+
+def test_tensorrt_gets_symmetric_signed_int8_on_any_cpu() -> None:
+    chosen = int8_format(symmetric=True, flags={"avx2"}, machine="x86_64")
+    assert (chosen.activations, chosen.reduce_range) == ("int8", False)
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    """The flags line of /proc/cpuinfo (x86) or its Features line (ARM); None if unreadable."""
+    from {{ cookiecutter.package_name }}.optimize.calibration import cpu_flags
+
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_vnni\n", encoding="utf-8")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd asimddp\n", encoding="utf-8")
+    assert cpu_flags(x86) == {"fpu", "avx2", "avx512_vnni"}
+    assert cpu_flags(arm) == {"fp", "asimd", "asimddp"}
+    assert cpu_flags(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(
+    ("got_top", "passes", "says"),
+    [
+        ([0, 1, 2, 3] * 25, True, "Same answers: top-1 agreement 100.0%"),
+        ([0, 1, 2, 3] * 24 + [0, 1, 2, 0], True, "accuracy drop 1.00 points"),
+        ([0, 1, 2, 3] * 24 + [0, 1, 0, 0], False, "Not the same answers: top-1 agreement 98.0%"),
+    ],
+)
+def test_the_int8_rule_judges_answers_not_probabilities(
+    got_top: list[int], passes: bool, says: str
+) -> None:
+    """Fixed probabilities: one changed answer in 100 (a 1-point drop) passes, two do not, and a
+    probability moved by 0.3 with the same answer is reported but does not fail int8."""
+    labels = np.array([0, 1, 2, 3] * 25)
+    expected = np.eye(4, dtype=np.float32)[labels] * 0.9 + 0.025
+    got = np.eye(4, dtype=np.float32)[np.array(got_top)] * 0.6 + 0.1
+    judged = optimize.parity(expected, got, 0.05, labels, optimize.INT8_RULE)
+    assert judged["parity_ok"] is passes and says in judged["verdict"], judged["verdict"]
+    same = got_top == labels.tolist()
+    assert judged["max_abs_diff"] == pytest.approx(0.225 if same else 0.825)
 
 
 def test_precisions_really_differ(metrics: dict[str, Any], exported_run: Path) -> None:
@@ -196,9 +299,10 @@ def test_int8_depends_on_its_calibration_data(exported_run: Path, tmp_path: Path
     source = export_onnx(exported_run, exported_run / "optimized")
     images = calibration_images(exported_run, 64)
     job = optimize.Job(exported_run, "int8")
-    good = onnx_load(quantize_int8(source, tmp_path / "good.onnx", images, False), job)
+    chosen = int8_format()
+    good = onnx_load(quantize_int8(source, tmp_path / "good.onnx", images, chosen), job)
     black = np.zeros_like(images)
-    bad = onnx_load(quantize_int8(source, tmp_path / "bad.onnx", black, False), job)
+    bad = onnx_load(quantize_int8(source, tmp_path / "bad.onnx", black, chosen), job)
     reference = onnx_load(source, optimize.Job(exported_run, "fp32"))(images)
     good_diff = float(np.abs(good(images) - reference).max())
     bad_diff = float(np.abs(bad(images) - reference).max())

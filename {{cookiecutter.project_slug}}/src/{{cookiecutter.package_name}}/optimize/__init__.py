@@ -15,7 +15,8 @@ p99 from 100 calls up) and throughput from the median call at every batch size.
 
 Modules: `params` (Params, check: the contract), `core` (the step), `base` (the interface),
 `registry` (the backends present), `timing` (the benchmark and what its figures may claim),
-`calibration` (int8 data and quantization), and one module per backend (`onnx_backend`, and
+`calibration` (int8 data, its format for this machine, quantization), `judge` (parity: the
+same model or not counted), and one module per backend (`onnx_backend`, and
 those of the optional parts this project holds).
 """
 
@@ -29,16 +30,16 @@ from .base import (
     Predict,
     latest_export,
 )
+from .calibration import Int8Format, int8_format
 from .core import (
-    PRECISION_TOLERANCE,
     optimize,
     overhead_sentence,
-    parity,
     predict_all,
     results_table,
     run,
     skip_sentences,
 )
+from .judge import INT8_RULE, PRECISION_TOLERANCE, int8_sentences, parity
 from .params import Params, check, check_export_current, parse, plan
 from .registry import BACKEND_TABLE, BACKENDS
 from .timing import benchmark, best_ratios, latency_text
@@ -52,9 +53,11 @@ __all__ = [
     "BACKENDS",
     "BACKEND_TABLE",
     "CALIBRATION_EXAMPLES",
+    "INT8_RULE",
     "PRECISIONS",
     "PRECISION_TOLERANCE",
     "Backend",
+    "Int8Format",
     "Job",
     "OptimizeError",
     "Params",
@@ -63,6 +66,8 @@ __all__ = [
     "best_ratios",
     "check",
     "check_export_current",
+    "int8_format",
+    "int8_sentences",
     "latency_text",
     "latest_export",
     "optimize",

@@ -49,12 +49,14 @@ class Job:
 
 @dataclass
 class Backend:
-    """One way to run the model: available() says whether (and why not), convert, load."""
+    """One way to run the model: available() says whether (and why not), convert, load, and
+    int8_format(), the int8 format it quantizes to on this machine (None: it does not say)."""
 
     name: str
     available: Callable[[str], tuple[bool, str]]
     convert: Callable[[Job], Path]
     load: Callable[[Path, Job], Predict]
+    int8_format: Callable[[], Any] | None = None
 
 
 def latest_export(run_dir: Path) -> Path:

@@ -10,18 +10,17 @@ import numpy as np
 
 from .. import figures, lineage, parts, progress
 from ..artifacts import run_folder
+from ..data.pipeline import first_examples
 from ..export.files import load_model, load_savedmodel
-from ..export.parity import TOLERANCE, exact_float32, validation_images
+from ..export.parity import TOLERANCE, exact_float32
 from ..export.savedmodel import model_precision
 from ..writes import write_metrics
 from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedmodel
+from .judge import INT8_RULE, PRECISION_TOLERANCE, parity
 from .params import Params, check, plan
 from .registry import BACKEND_TABLE
 from .timing import PREDICT, benchmark, best_ratios, latency_text
 
-# Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
-# reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
-PRECISION_TOLERANCE = {"fp32": TOLERANCE["float32"], "fp16": TOLERANCE["mixed"], "int8": 5e-2}
 PARITY_EXAMPLES = 256
 
 
@@ -56,8 +55,9 @@ def optimize(
     (without writing it: `run` does).
 
     Keys: export_dir, precisions, batch_sizes, iterations, benchmark_seconds, parity_examples,
-    calibration_examples, baselines (model.predict and the SavedModel signature), backends (one
-    entry per backend and precision, ran|skipped|failed; timing.benchmark's keys where it ran),
+    calibration_examples, int8_rule (how int8 is judged), baselines (model.predict and the
+    SavedModel signature), backends (one entry per backend and precision, ran|skipped|failed,
+    int8 ones with their int8_format; timing.benchmark's keys where it ran),
     best_backend and best_vs_savedmodel_batch1 (None when no backend ran with parity),
     predict_overhead_ms (what model.predict adds per call: timing.best_ratios).
     """
@@ -78,7 +78,7 @@ def optimize(
 
     try:
         now("loading the model and the SavedModel")
-        images = validation_images(folder, max_examples)
+        images, labels = first_examples(folder, "validation", max_examples)
         model = load_model(folder, OptimizeError)
         reference = run_savedmodel(load_savedmodel(export_dir, OptimizeError))
         expected = reference_probabilities(reference, images)
@@ -94,7 +94,7 @@ def optimize(
             job = Job(folder, precision, tuple(sizes), request["calibration_examples"])
             tolerance = max(model_tolerance, PRECISION_TOLERANCE[precision])
             now(f"{label}: converting, checking parity")
-            entry = run_backend(BACKEND_TABLE[name], job, images, expected, tolerance)
+            entry = run_backend(BACKEND_TABLE[name], job, images, (expected, labels), tolerance)
             if entry["status"] == "ran":
                 timed = benchmark(
                     entry.pop("predict"), images, sizes, count, seconds, now=_say(now, label)
@@ -115,6 +115,7 @@ def optimize(
         "benchmark_seconds": seconds,
         "parity_examples": int(len(images)),
         "calibration_examples": request["calibration_examples"],
+        "int8_rule": INT8_RULE,
         "baselines": baselines,
         "backends": entries,
         **best_ratios(baselines, entries),
@@ -144,19 +145,24 @@ def run_backend(
     backend: Backend,
     job: Job,
     images: np.ndarray,
-    expected: np.ndarray,
+    reference: tuple[np.ndarray, np.ndarray],
     tolerance: float,
 ) -> dict[str, Any]:
-    """Convert, load and check one backend: status ran, skipped (with why) or failed (with why)."""
+    """Convert, load and check one backend against reference (the SavedModel's probabilities and
+    the true labels): status ran, skipped (with why) or failed (with why)."""
+    expected, labels = reference
     entry: dict[str, Any] = {
         "name": backend.name,
         "precision": job.precision,
         "tolerance": tolerance,
     }
-    entry.update(dict.fromkeys(["parity_ok", "max_abs_diff", "top1_agreement", "artifact"]))
+    keys = ["parity_ok", "max_abs_diff", "top1_agreement", "accuracy_drop", "artifact"]
+    entry.update(dict.fromkeys(keys))
     ok, reason = backend.available(job.precision)
     if not ok:
         return {**entry, "status": "skipped", "reason": reason}
+    if job.precision == "int8" and backend.int8_format is not None:
+        entry["int8_format"] = backend.int8_format().as_dict()
     try:
         artifact = backend.convert(job)
         predict = backend.load(artifact, job)
@@ -165,27 +171,11 @@ def run_backend(
     except Exception as error:  # a conversion that breaks is a result, not a crash of the step
         return {**entry, "status": "failed", "reason": f"{backend.name} failed: {error}".strip()}
     entry["artifact"] = str(artifact)
-    entry.update(parity(expected, got, tolerance))
+    rule = INT8_RULE if job.precision == "int8" else None
+    entry.update(parity(expected, got, tolerance, labels, rule))
     if not entry["parity_ok"]:
         return {**entry, "status": "failed", "reason": entry["verdict"]}
     return {**entry, "status": "ran", "reason": reason, "predict": predict}
-
-
-def parity(expected: np.ndarray, got: np.ndarray, tolerance: float) -> dict[str, Any]:
-    """max_abs_diff, top1_agreement and parity_ok (max_abs_diff within tolerance) with a verdict."""
-    if got.shape != expected.shape:
-        diff, agreement = float("inf"), 0.0
-    else:
-        diff = float(np.max(np.abs(expected - got)))
-        agreement = float(np.mean(np.argmax(expected, -1) == np.argmax(got, -1)))
-    ok = bool(diff <= tolerance)
-    verdict = (
-        f"Largest probability difference {diff:.2g} against the SavedModel (allowed {tolerance:g})."
-        if ok
-        else f"Probabilities differ from the SavedModel by up to {diff:.2g}, more than the "
-        f"{tolerance:g} allowed: not the same model, so not counted."
-    )
-    return {"max_abs_diff": diff, "top1_agreement": agreement, "parity_ok": ok, "verdict": verdict}
 
 
 def run_predict(model: keras.Model) -> Predict:

@@ -9,8 +9,9 @@ SavedModel. Each precision is its own graph in optimized/:
   outputs kept as they were. The CPU provider has few float16 kernels and computes most of them
   in float32 behind inserted casts, so expect a speed-up only on a GPU provider.
 - int8: static quantization with ONNX Runtime's tools: Q/DQ nodes whose scales come from
-  calibration on training images. Activations are unsigned (the fast kind on CPU), except when
-  the TensorRT provider runs the graph, which needs symmetric signed int8.
+  calibration on training images. Activations are unsigned (the fast kind on CPU), with 7-bit
+  weights on x86 CPUs without VNNI (calibration.int8_format says why), except when the TensorRT
+  provider runs the graph, which needs symmetric signed int8.
 
 ONNX Runtime picks its execution provider by what is installed: TensorRT, then CUDA, then CPU.
 """
@@ -27,7 +28,7 @@ import numpy as np
 from .. import lineage
 from ..export.files import INPUT_NAME, load_model
 from .base import Job, OptimizeError, Predict
-from .calibration import calibration_images, quantize_int8
+from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
@@ -58,8 +59,12 @@ def onnx_convert(job: Job) -> Path:
     if job.precision == "fp16":
         return float16_onnx(source, target)
     images = calibration_images(job.run_dir, job.calibration_examples)
-    symmetric = onnx_providers()[0] == "TensorrtExecutionProvider"
-    return quantize_int8(source, target, images, symmetric=symmetric)
+    return quantize_int8(source, target, images, onnx_int8_format())
+
+
+def onnx_int8_format() -> Int8Format:
+    """Symmetric signed int8 where ONNX Runtime hands the graph to TensorRT; else this CPU's."""
+    return int8_format(symmetric=onnx_providers()[0] == "TensorrtExecutionProvider")
 
 
 def onnx_load(path: Path, job: Job) -> Predict:

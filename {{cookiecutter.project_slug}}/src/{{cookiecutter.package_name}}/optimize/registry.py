@@ -1,7 +1,8 @@
 """The backends this package has: one module each, found at run time.
 
 Every module of this package other than the step's own (CORE_MODULES) is a backend, and
-contributes <name>_available, <name>_convert and <name>_load; a backend left out of a project
+contributes <name>_available, <name>_convert and <name>_load (and <name>_int8_format where it
+quantizes: the format its int8 graph takes, with why); a backend left out of a project
 (an optional part declined when it was generated) is simply not found. Names are taken from
 the functions, in the modules' alphabetical order (onnx first).
 """
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from .base import Backend
 
-CORE_MODULES = {"base", "calibration", "core", "params", "registry"}  # the step, not backends
+# The step's own modules, not backends.
+CORE_MODULES = {"base", "calibration", "core", "judge", "params", "registry"}
 ROLES = ("available", "convert", "load")
 
 
@@ -40,7 +42,8 @@ def backend_table(modules: list[str] | None = None) -> dict[str, Backend]:
             if attr.endswith("_available") and getattr(value, "__module__", "") == loaded.__name__
         ]
         for name in names:
-            table[name] = Backend(name, *(getattr(loaded, f"{name}_{role}") for role in ROLES))
+            roles = (getattr(loaded, f"{name}_{role}") for role in ROLES)
+            table[name] = Backend(name, *roles, getattr(loaded, f"{name}_int8_format", None))
     return table
 
 

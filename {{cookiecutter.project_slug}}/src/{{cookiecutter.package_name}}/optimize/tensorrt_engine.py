@@ -27,7 +27,7 @@ import numpy as np
 
 from ..export.files import INPUT_NAME
 from .base import Job, Predict, gpu_visible
-from .calibration import calibration_images, quantize_int8
+from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
 from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, serving_sizes
 
 
@@ -69,7 +69,13 @@ def engine_source(job: Job) -> Path:
     if job.precision != "int8":
         return source
     images = calibration_images(job.run_dir, job.calibration_examples)
-    return quantize_int8(source, job.out_dir / "tensorrt_input_int8.onnx", images, symmetric=True)
+    target = job.out_dir / "tensorrt_input_int8.onnx"
+    return quantize_int8(source, target, images, tensorrt_int8_format())
+
+
+def tensorrt_int8_format() -> Int8Format:
+    """TensorRT takes only symmetric signed int8."""
+    return int8_format(symmetric=True)
 
 
 def tensorrt_convert(job: Job) -> Path:

@@ -128,6 +128,7 @@ FULL_BAKE = (
     "src/{pkg}/optimize/base.py",
     "src/{pkg}/optimize/calibration.py",
     "src/{pkg}/optimize/core.py",
+    "src/{pkg}/optimize/judge.py",
     "src/{pkg}/optimize/onnx_backend.py",
     "src/{pkg}/optimize/params.py",
     "src/{pkg}/optimize/registry.py",

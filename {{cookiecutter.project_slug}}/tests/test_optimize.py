@@ -140,7 +140,7 @@ def test_the_int8_format_follows_the_cpu(
     assert chosen.reduce_range is reduce_range and says in chosen.reason
 
 
-def test_tensorrt_gets_symmetric_signed_int8_on_any_cpu() -> None:
+def test_symmetric_int8_is_signed_at_full_range_on_any_cpu() -> None:
     chosen = int8_format(symmetric=True, flags={"avx2"}, machine="x86_64")
     assert (chosen.activations, chosen.reduce_range) == ("int8", False)
 

@@ -2,7 +2,7 @@
 
 fp32 and fp16 are judged by how far any probability moves, within the tolerance of the precision
 the backend computes in. int8 moves probabilities by a few hundredths by design, so it is judged
-by its answers (INT8_RULE), as TensorRT's and MLPerf's int8 results are.
+by its answers (INT8_RULE), as NVIDIA's and MLPerf's int8 results are.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..export.parity import TOLERANCE
 # Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
 # reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
 PRECISION_TOLERANCE = {"fp32": TOLERANCE["float32"], "fp16": TOLERANCE["mixed"], "int8": 5e-2}
-# int8 is judged as TensorRT's and MLPerf's int8 results are: by the answers, not by how far one
+# int8 is judged as NVIDIA's and MLPerf's int8 results are: by the answers, not by how far one
 # probability moves. It must give the SavedModel's top class on nearly every validation example
 # and lose at most one point of validation accuracy; its largest probability difference is
 # reported beside, as information.

@@ -171,6 +171,7 @@ FULL_BAKE = (
     "src/{pkg}/train/benchmark_memory.py",
     "src/{pkg}/train/benchmark_result.py",
     "src/{pkg}/train/benchmark_runs.py",
+    "src/{pkg}/train/chunks.py",
     "src/{pkg}/train/cluster.py",
     "src/{pkg}/train/devices.py",
     "src/{pkg}/train/epoch.py",
@@ -255,6 +256,7 @@ FULL_BAKE = (
     "tests/test_train.py",
     "tests/test_train_benchmark.py",
     "tests/test_train_finders.py",
+    "tests/test_train_progress.py",
     "tests/test_train_recipe.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",
@@ -362,7 +364,8 @@ MENTIONS_ALLOWED = {
     ("include_tensorrt", "src/{pkg}/env/versions.py", "tensorrt"),
     ("include_tensorrt", "tests/test_env.py", "tensorrt"),
     # ONNX Runtime's own execution providers (onnxruntime-gpu ships the TensorRT one): the ONNX
-    # backend takes whichever the installed runtime offers.
+    # backend takes whichever the installed runtime offers, the TensorRT one only where the
+    # project holds the TensorRT part (it looks for that part's module, and says so).
     ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "TensorRT"),
     ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "tensorrt"),
     ("include_tensorrt", "src/{pkg}/optimize/onnx_backend.py", "trt"),

@@ -490,3 +490,21 @@ def test_the_parity_reference_is_computed_with_tf32_off() -> None:
     got = core.reference_probabilities(reference, np.zeros((300, 4, 4, 1), np.uint8))
     assert got.shape == (300, 2) and seen == [False, False]
     assert tf.config.experimental.tensor_float_32_execution_enabled() == before
+
+
+def test_the_engine_provider_is_asked_for_only_with_the_part_that_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ONNX Runtime's TensorRT provider belongs to the optional TensorRT part: a project that
+    declined the part never prefers it, even where onnxruntime-gpu offers it."""
+    import onnxruntime
+
+    from {{ cookiecutter.package_name }}.optimize import onnx_backend
+
+    offered = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: offered)
+    assert onnx_backend.engine_part() is {{ cookiecutter.include_tensorrt }}
+    monkeypatch.setattr(onnx_backend, "engine_part", lambda: True)
+    assert onnx_backend.onnx_providers() == offered
+    monkeypatch.setattr(onnx_backend, "engine_part", lambda: False)
+    assert onnx_backend.onnx_providers() == offered[1:]

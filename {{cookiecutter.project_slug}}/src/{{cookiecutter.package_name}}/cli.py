@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         command = next((arg for arg in argv if not arg.startswith("-")), "report")
         if command not in ("report", "run"):  # loads TensorFlow: quietly, first (run: later,
             # after its values are checked, so that a typo is refused in a fraction of a second)
-            quiet.import_tensorflow()
+            load_tensorflow(shown=not {"--json", "--help", "-h"} & set(argv))
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
         return args.handler(args)
@@ -55,6 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     except StepError as error:  # one no command caught (no project found): its sentence
         print(f"{PROG}: {error}", file=sys.stderr)
         return getattr(error, "exit_status", 2)
+
+
+def load_tensorflow(*, shown: bool) -> None:
+    """Load TensorFlow quietly, under a moving "Loading TensorFlow" line (5 s on a quiet
+    machine, minutes on a busy one: never a silent wait), unless the output is JSON or help."""
+    if "tensorflow" in sys.modules or not shown:
+        quiet.import_tensorflow()
+        return
+    from . import progress
+
+    with progress.task("Loading TensorFlow", unit=""):
+        quiet.import_tensorflow()
 
 
 def _parser(chosen: str | None = None) -> argparse.ArgumentParser:

@@ -88,9 +88,11 @@ class Task:
         *,
         shown: bool = True,
         summary: bool = True,
+        start: int = 0,
     ) -> None:
         self.what, self.total, self.unit = what, total, unit
-        self.count, self.now, self.done = 0, "", ""
+        self.count, self.now, self.done = start, "", ""
+        self.start = start  # counted before this task began (a resumed epoch): not its speed
         self.shown, self.summary = shown, summary
         self.started = time.perf_counter()
         self.bar: Any = None
@@ -99,7 +101,13 @@ class Task:
 
             timed = "{desc}: {elapsed}{postfix}" if not unit else None  # nothing to count
             self.bar = tqdm(
-                total=total, desc=what, unit=unit, file=sys.stdout, leave=False, bar_format=timed
+                total=total,
+                desc=what,
+                unit=unit,
+                file=sys.stdout,
+                leave=False,
+                bar_format=timed,
+                initial=start,
             )
             _BARS.append(self.bar)
         self._stop = threading.Event()
@@ -138,8 +146,9 @@ class Task:
         seconds = time.perf_counter() - self.started
         counted = f"{_fraction(self.count, self.total)} {self.unit}(s), " if self.unit else ""
         text = f"{self.what}: {counted}{seconds:.0f} s"
-        if self.total and 0 < self.count < self.total:
-            text += f", ~{seconds / self.count * (self.total - self.count):.0f} s left"
+        ran = self.count - self.start
+        if self.total and ran > 0 and self.count < self.total:
+            text += f", ~{seconds / ran * (self.total - self.count):.0f} s left"
         return text + (f" ({self.now})" if self.now else "")
 
     def _tick(self) -> None:
@@ -169,10 +178,12 @@ def task(
     *,
     shown: bool = True,
     summary: bool = True,
+    start: int = 0,
 ) -> Task:
     """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`.
-    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`)."""
-    return Task(what, total, unit, shown=shown, summary=summary)
+    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`).
+    start: already counted before this task (a resumed epoch's steps), not timed by it."""
+    return Task(what, total, unit, shown=shown, summary=summary, start=start)
 
 
 def _fraction(count: int, total: int | None) -> str:

@@ -118,11 +118,19 @@ def running_sentence(asked: list[str], running: list[str]) -> str:
 
 
 def onnx_providers() -> list[str]:
-    """ONNX Runtime's providers in order of preference, those this installation has."""
+    """ONNX Runtime's providers in order of preference, those this installation has. Its
+    TensorRT provider belongs to the TensorRT part: a project that declined it never asks."""
     import onnxruntime
 
     present = set(onnxruntime.get_available_providers())
+    if not engine_part():
+        present.discard(ORT_PROVIDERS[0])
     return [provider for provider in ORT_PROVIDERS if provider in present]
+
+
+def engine_part() -> bool:
+    """Whether this project holds the TensorRT part (its engine backend beside this one)."""
+    return importlib.util.find_spec(f"{__package__}.tensorrt_engine") is not None
 
 
 def provider_options(

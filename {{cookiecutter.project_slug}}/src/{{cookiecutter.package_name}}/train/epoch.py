@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from ..observe.profiler import report_chunks
 from ..progress import task
 from . import phases, preempt
+from .chunks import StepChunks
 
 if TYPE_CHECKING:
     from .running import Running
@@ -42,7 +42,10 @@ def run_epoch(
     seconds): the epoch's own line follows from Loop.run()."""
     what = f"Epoch {epoch + 1}/{run.params.epochs}"
     shown = run.verbose and run.role.is_chief
-    with task(what, run.steps_per_epoch, "step", shown=shown, summary=False) as steps:
+    resumed = (run.partial or {}).get("step", 0)  # a resumed epoch counts from where it stopped
+    with task(
+        what, run.steps_per_epoch, "step", shown=shown, summary=False, start=resumed
+    ) as steps:
         return _run_epoch(run, epoch, iterator, validation, timings, steps)
 
 
@@ -52,8 +55,9 @@ def _run_epoch(
     """One epoch: fixed steps from the repeating train set, then the whole validation set.
 
     The steps run in one call of the step function, or, when watched live or shown
-    (verbose, the same on every worker), in about ten, each reported to the exporter and to
-    `shown` (and cut at the profiler's window). An epoch resumed mid-way (run.partial) runs
+    (verbose, the same on every worker), in calls that StepChunks sizes (a few seconds each with
+    one worker), each reported to the exporter and to `shown` (and cut at the profiler's
+    window). An epoch resumed mid-way (run.partial) runs
     the steps left and counts the saved ones' sums; one cut short by a stop signal returns None
     and leaves its sums in run.partial."""
     watch, started = run.watch, time.perf_counter()
@@ -63,11 +67,15 @@ def _run_epoch(
     first = run.steps_done + 1
     chunked = watch.live or run.verbose
     left = run.steps_per_epoch - done
-    for steps in report_chunks(left, first, watch.profiler.cuts(), chunked):
+    chunks = StepChunks(
+        left, first, watch.profiler.cuts(), chunked, same_everywhere=run.role.workers > 1
+    )
+    for steps in chunks:
         watch.profiler.before(run.steps_done + 1)
         begun = time.perf_counter()
         chunk, wait = run.train_steps(iterator, tf.constant(steps))
         chunk, wait = chunk.numpy(), float(wait)
+        chunks.took(steps, time.perf_counter() - begun)
         ran = round(float(chunk[2])) // run.global_batch
         if ran < steps:  # a stop signal: these steps ran, the rest of the epoch did not
             run.steps_done, seconds = run.steps_done + ran, time.perf_counter() - started

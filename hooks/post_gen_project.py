@@ -70,7 +70,15 @@ TENSORRT = [
 ]
 
 
+# The files of each task other than the images (the default task, which every step runs today).
+# The text task's folder is baked only with `_task=text_classification` (hooks/pre_gen_project.py).
+TASK_FILES = {
+    "text_classification": [],  # filled from the task's folder below
+}
+
+
 def main(answers: dict, root: Path) -> int:
+    remove_other_tasks(root, answers["package_name"], answers.get("task", "image_classification"))
     if not answers["include_tuning"]:
         remove_tuning(root, answers["package_name"])
     if not answers["include_tensorrt"]:
@@ -83,6 +91,13 @@ def main(answers: dict, root: Path) -> int:
         remove_github_ci(root)
     print_next_steps(answers)
     return 0
+
+
+def remove_other_tasks(root: Path, package: str, task: str) -> None:
+    """Only the chosen task's folder, data and tests stay."""
+    for other, paths in TASK_FILES.items():
+        if other != task:
+            remove(root, [path.format(pkg=package) for path in paths])
 
 
 def remove_tuning(root: Path, package: str) -> None:
@@ -183,5 +198,6 @@ if __name__ == "__main__":
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
         "ci": json.loads(r""" {{ cookiecutter.ci | tojson }} """),
+        "task": json.loads(r""" {{ cookiecutter._task | tojson }} """),
     }
     sys.exit(main(ANSWERS, Path.cwd()))

@@ -34,6 +34,10 @@ SLUG = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 EMAIL = re.compile(r"^[^@\s\"<>\\]+@[^@\s\"<>\\]+\.[^@\s\"<>\\]+$")
 FREE_TEXT = ("project_name", "description", "author_name", "author_email")
 FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
+# What a bake's model learns. `_task` is not asked yet: text_classification bakes its task folder
+# (data, vocabulary, pipeline, models, baseline, scores, export) for the developers who wire it
+# into every step (issue 31); until then a user's bake is image_classification.
+TASKS = ("image_classification", "text_classification")
 # Answers given as text; the two derived ones default to these expressions (cookiecutter.json).
 TYPED = (*FREE_TEXT, "project_slug", "package_name")
 DERIVED_DEFAULTS = {
@@ -51,7 +55,15 @@ def problems(answers: dict, given: dict | None = None) -> list[str]:
     None where the tool keeps no such copy (cruft).
     """
     found = check_rendered(answers, given)
-    checks = (check_text, check_slug, check_package, check_python, check_email, check_flags)
+    checks = (
+        check_text,
+        check_slug,
+        check_package,
+        check_python,
+        check_email,
+        check_flags,
+        check_task,
+    )
     for check in checks:
         found.extend(check(answers))
     return found
@@ -152,6 +164,13 @@ def check_flags(answers: dict) -> list[str]:
     ]
 
 
+def check_task(answers: dict) -> list[str]:
+    task = answers.get("task", TASKS[0])
+    if task in TASKS:
+        return []
+    return [f"_task {task!r} is not a task this template bakes: use one of {', '.join(TASKS)}."]
+
+
 def _version(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split("."))
@@ -181,6 +200,7 @@ if __name__ == "__main__":
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
         "include_docker": json.loads(r""" {{ cookiecutter.include_docker | tojson }} """),
+        "task": json.loads(r""" {{ cookiecutter._task | tojson }} """),
     }
     # The answers as given, before rendering: cookiecutter keeps them, cruft does not (null).
     GIVEN = json.loads(r""" {{ _cookiecutter | default(none) | tojson }} """)

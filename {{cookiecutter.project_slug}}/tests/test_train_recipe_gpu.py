@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import train
-from {{ cookiecutter.package_name }}.train import Params, augment
+from {{ cookiecutter.package_name }} import data, models, train
+from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
+from {{ cookiecutter.package_name }}.train import Params, augment, finetune
 from {{ cookiecutter.package_name }}.train.devices import dtype_policy
 
 
@@ -37,3 +39,28 @@ def test_train_under_mixed_float16_with_strong_augmentation_trains(run_dir: Path
     assert metrics["compute_dtype"] == "float16" and metrics["augment"] == "strong"
     assert np.isfinite(metrics["history"][0]["loss"])
 
+
+def test_a_caffe_backbone_thaws_all_but_its_fixed_preprocessing(tmp_path: Path) -> None:
+    """VGG16 (caffe preprocessing: a fixed BGR-minus-mean convolution) from a saved VGG16, one
+    frozen epoch then unfreeze=all: the thaw trains, and the preprocessing never changes."""
+    run = tmp_path / "run"
+    data.prepare(
+        run,
+        "synthetic",
+        shards=1,
+        synthetic_shape=(8, 8, 3),
+        synthetic_classes=2,
+        synthetic_count=40,
+    )
+    saved = tmp_path / "vgg16.keras"
+    source = models.build_model("VGG16", (8, 8, 3), 2)
+    fixed = [weight.numpy() for weight in source.get_layer("preprocess").weights]
+    finetune.set_phase(source, finetune.FINE_TUNE, "all")
+    assert not source.get_layer("preprocess").trainable
+    source.save(saved)
+    values = {"model": "VGG16", "weights": str(saved), "freeze_epochs": 1, "unfreeze": "all"}
+    metrics = train.train(run, verbose=False, epochs=2, batch_size=8, **values)
+    assert [record["phase"] for record in metrics["history"]] == ["frozen", "fine_tune"]
+    trained = keras.saving.load_model(run / MODEL_FILE).get_layer("preprocess")
+    for mine, theirs in zip(trained.weights, fixed, strict=True):
+        np.testing.assert_array_equal(mine.numpy(), theirs)

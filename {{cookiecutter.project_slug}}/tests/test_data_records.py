@@ -331,7 +331,7 @@ def test_empty_class_folder_is_named(tmp_path, folder):
     """A class folder with no image is refused by name (a typo'd or forgotten folder)."""
     (folder / "emu").mkdir()
     (folder / "emu" / "readme.txt").write_text("todo")
-    with pytest.raises(DataError, match=r"emu holds no \.jpg, \.jpeg or \.png image"):
+    with pytest.raises(DataError, match=r"emu holds no \.jpg, .* or \.webp image"):
         records.prepare(tmp_path / "run", "image_folder", data_dir=folder)
 
 

@@ -33,7 +33,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-READABLE = ("JPEG", "MPO", "PNG")  # MPO: a camera's JPEG with a second picture appended
+# MPO: a camera's JPEG with a second picture appended. BMP, GIF and WebP are decoded and written
+# again (an animated one's first frame); only JPEG and PNG carry an end marker checked cheaply.
+READABLE = ("JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP")
+SAID = "a JPEG, PNG, BMP, GIF or WebP"
 GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")
 JPEG_END, PNG_END = b"\xff\xd9", b"IEND\xaeB`\x82"
 ORIENTATION = 0x0112  # the EXIF tag; 1 is upright, 5-8 swap width and height
@@ -50,6 +53,7 @@ class Probe:
     width: int = 0
     orientation: int = 1
     error: str = ""
+    frames: int = 1  # an animated GIF or WebP has more; the first is used
 
     @property
     def grey(self) -> bool:
@@ -63,17 +67,18 @@ def probe(path: str) -> Probe:
             return Probe(error="is empty (0 bytes)")
         with Image.open(path) as image:
             if image.format not in READABLE:
-                return Probe(error=f"is a {image.format} image, not a JPEG or PNG")
+                return Probe(error=f"is a {image.format} image, not {SAID} image")
             orientation = int(image.getexif().get(ORIENTATION, 1) or 1)
             width, height = image.size
             if orientation in (5, 6, 7, 8):
                 width, height = height, width
-            found = Probe(image.format, image.mode, height, width, orientation)
-            if not _ends_whole(path, image.format):
+            frames = int(getattr(image, "n_frames", 1) or 1)
+            found = Probe(image.format, image.mode, height, width, orientation, frames=frames)
+            if image.format not in ("JPEG", "MPO", "PNG") or not _ends_whole(path, image.format):
                 image.load()  # no end marker: decode to tell trailing junk from truncation
             return found
     except UnidentifiedImageError:
-        return Probe(error="is not an image (neither JPEG nor PNG data)")
+        return Probe(error=f"is not an image (not {SAID} file's data)")
     except (OSError, ValueError, SyntaxError) as error:
         return Probe(error=f"cannot be read ({_short(error)}), e.g. a truncated download")
 

@@ -1,0 +1,92 @@
+"""An image folder as people fill it: every format the README names is read, what is skipped or
+merged is said with its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from helpers import assert_one_sentence
+from PIL import Image
+
+from {{ cookiecutter.package_name }}.data import pipeline, records
+from {{ cookiecutter.package_name }}.data.step import describe_meta
+
+SIDE = 16
+# One solid colour per file, all distinct, so each image can be found again in the records.
+FILES = {
+    "cat/a.jpg": ("JPEG", (200, 30, 30)),
+    "cat/b.bmp": ("BMP", (30, 200, 30)),
+    "cat/c.gif": ("GIF", (30, 30, 200)),
+    "dog/d.png": ("PNG", (200, 200, 30)),
+    "dog/e.webp": ("WEBP", (30, 200, 200)),
+    "dog/f.gif": ("GIF", (200, 30, 200)),
+}
+
+
+def solid(colour: tuple[int, int, int]) -> Image.Image:
+    return Image.new("RGB", (SIDE, SIDE), colour)
+
+
+def write(root: Path, name: str, kind: str, colour: tuple[int, int, int]) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = solid(colour)
+    if kind == "GIF":  # animated: a second frame of another colour, which is not used
+        image.save(path, "GIF", save_all=True, append_images=[solid((0, 0, 0))], duration=100)
+    elif kind == "WEBP":
+        image.save(path, "WEBP", lossless=True)
+    else:
+        image.save(path, kind, **({"quality": 100} if kind == "JPEG" else {}))
+    return path
+
+
+def colours(run: Path) -> list[tuple[int, ...]]:
+    """The mean colour of every image in the run's records, train and validation."""
+    found = []
+    for split in ("train", "validation"):
+        for images, _ in pipeline.make_dataset(run, split, 64, training=False):
+            found += [tuple(int(v) for v in np.round(x.mean(axis=(0, 1)))) for x in images.numpy()]
+    return found
+
+
+def test_bmp_gif_and_webp_files_are_read_like_jpeg_and_png(tmp_path: Path) -> None:
+    """Every file of the README's list, WebP too, is a record with its own colours; an animated
+    GIF gives its first frame, and a note says so."""
+    for name, (kind, colour) in FILES.items():
+        write(tmp_path / "src", name, kind, colour)
+    meta = records.prepare(
+        tmp_path / "run", "image_folder", data_dir=tmp_path / "src", val_fraction=0.34
+    )
+    counts = {split: meta["splits"][split]["count"] for split in meta["splits"]}
+    assert sum(counts.values()) == len(FILES), counts
+    found = colours(tmp_path / "run")
+    for name, (_, colour) in FILES.items():
+        near = [c for c in found if max(abs(a - b) for a, b in zip(c, colour, strict=True)) <= 2]
+        assert near, f"{name}: {colour} not among {found}"
+    assert "2 animated image(s): the first frame of each is used." in meta["notes"]
+
+
+def test_files_skipped_and_sub_folders_merged_are_said_with_the_reason(tmp_path: Path) -> None:
+    """A .txt and a .heic are skipped, a nested folder is merged into its class: the notes (in
+    meta.json and in what the data step prints) name them; hidden files pass without a word."""
+    root = tmp_path / "src"
+    for name, (kind, colour) in FILES.items():
+        write(root, name, kind, colour)
+    write(root, "dog/puppies/g.png", "PNG", (90, 90, 90))
+    write(root, "dog/puppies/h.png", "PNG", (160, 160, 160))
+    (root / "cat" / "notes.txt").write_text("to sort")
+    (root / "cat" / "IMG_0001.heic").write_bytes(b"\0\0\0\x18ftypheic")
+    (root / "cat" / ".DS_Store").write_bytes(b"\0")
+    meta = records.prepare(tmp_path / "run", "image_folder", data_dir=root, val_fraction=0.34)
+    assert sum(split["count"] for split in meta["splits"].values()) == len(FILES) + 2
+    said = describe_meta(meta)
+    skipped = [note for note in meta["notes"] if "skipped" in note]
+    assert skipped and skipped[0].startswith("2 file(s) skipped"), meta["notes"]
+    assert ".heic, .txt" in skipped[0] and str(root / "cat") in skipped[0]
+    assert ".DS_Store" not in skipped[0]
+    merged = "2 image(s) in sub-folders merged into their class: dog/puppies/ (2)"
+    assert any(note.startswith(merged) for note in meta["notes"]), meta["notes"]
+    for note in meta["notes"]:
+        assert note in said
+        assert_one_sentence(note)

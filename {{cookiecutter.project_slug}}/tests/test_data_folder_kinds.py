@@ -1,15 +1,19 @@
 """An image folder as people fill it: every format the README names is read, what is skipped or
-merged is said with its reason."""
+merged is said with its reason, and a file no decoder should open is named in one sentence."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
+import pytest
+import tensorflow as tf
 from helpers import assert_one_sentence
 from PIL import Image
 
 from {{ cookiecutter.package_name }}.data import pipeline, records
+from {{ cookiecutter.package_name }}.data.sources import DataError
 from {{ cookiecutter.package_name }}.data.step import describe_meta
 
 SIDE = 16
@@ -90,3 +94,42 @@ def test_files_skipped_and_sub_folders_merged_are_said_with_the_reason(tmp_path:
     for note in meta["notes"]:
         assert note in said
         assert_one_sentence(note)
+
+
+def bomb_jpeg(height: int, width: int) -> bytes:
+    """A small JPEG whose header (SOF0) declares height x width: what a decompression bomb or a
+    damaged header looks like to a decoder, without the bytes."""
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), (9, 9, 9)).save(out, "JPEG")
+    data = bytearray(out.getvalue())
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5 : sof + 9] = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_jpeg_declaring_20000x20000_pixels_is_named_in_one_sentence(
+    tmp_path: Path, workers: int
+) -> None:
+    """Pillow's DecompressionBombError from a worker process: one sentence naming the file and
+    why, no traceback, nothing written."""
+    root = tmp_path / "src"
+    for name in ("cat/a.jpg", "cat/b.png", "dog/c.jpg", "dog/d.png"):
+        write(root, name, name[-3:].upper().replace("JPG", "JPEG"), (9, 90, 190))
+    bomb = root / "dog" / "huge.jpg"
+    bomb.write_bytes(bomb_jpeg(20000, 20000))
+    with pytest.raises(DataError) as refused:
+        records.prepare(
+            tmp_path / "run", "image_folder", data_dir=root, workers=workers, val_fraction=0.5
+        )
+    said = str(refused.value)
+    assert_one_sentence(said)
+    assert said.startswith(f"{bomb} is not a readable image: it declares 400,000,000 pixels")
+    assert "decompression bombs" in said
+    assert not (tmp_path / "run" / "data").exists()
+
+
+def test_tensorflow_reads_the_bomb_header_too() -> None:
+    """The test's bomb is a real one: its header says 20000x20000 to TensorFlow as to Pillow."""
+    shape = tf.io.extract_jpeg_shape(bomb_jpeg(20000, 20000)).numpy().tolist()
+    assert shape == [20000, 20000, 3]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -79,6 +80,8 @@ def probe(path: str) -> Probe:
             return found
     except UnidentifiedImageError:
         return Probe(error=f"is not an image (not {SAID} file's data)")
+    except Image.DecompressionBombError as error:
+        return Probe(error=_bomb(error))
     except (OSError, ValueError, SyntaxError) as error:
         return Probe(error=f"cannot be read ({_short(error)}), e.g. a truncated download")
 
@@ -115,6 +118,8 @@ def encode(task: tuple[str, int, int, int, str, int]) -> tuple[bytes | None, str
         else:
             upright.save(out, "PNG", compress_level=6)
         return out.getvalue(), "", False
+    except Image.DecompressionBombError as error:
+        return None, _bomb(error), False
     except (OSError, ValueError, SyntaxError) as error:
         return None, f"cannot be decoded ({_short(error)})", False
 
@@ -186,6 +191,17 @@ def _ends_whole(path: str, kind: str) -> bool:
         handle.seek(max(0, os.path.getsize(path) - 64))
         tail = handle.read().rstrip(b"\0")
     return tail.endswith(PNG_END if kind == "PNG" else JPEG_END)
+
+
+def _bomb(error: Image.DecompressionBombError) -> str:
+    """Pillow refuses to open an image whose header declares more pixels than it decodes safely
+    (a decompression bomb, or a scan far larger than any training size): why, in words."""
+    found = re.search(r"\((\d+) pixels\)", str(error))
+    declared = f"{int(found.group(1)):,} pixels" if found else "more pixels than that"
+    return (
+        f"declares {declared} in its header, more than the {2 * Image.MAX_IMAGE_PIXELS:,} that "
+        "Pillow decodes safely (its guard against decompression bombs)"
+    )
 
 
 def _short(error: BaseException) -> str:

@@ -22,6 +22,7 @@ FILES = {
     "cat/a.jpg": ("JPEG", (200, 30, 30)),
     "cat/b.bmp": ("BMP", (30, 200, 30)),
     "cat/c.gif": ("GIF", (30, 30, 200)),
+    "cat/m.jpg": ("MPO", (120, 60, 20)),  # a camera's JPEG with a second picture: no animation
     "dog/d.png": ("PNG", (200, 200, 30)),
     "dog/e.webp": ("WEBP", (30, 200, 200)),
     "dog/f.gif": ("GIF", (200, 30, 200)),
@@ -36,8 +37,9 @@ def write(root: Path, name: str, kind: str, colour: tuple[int, int, int]) -> Pat
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
     image = solid(colour)
-    if kind == "GIF":  # animated: a second frame of another colour, which is not used
-        image.save(path, "GIF", save_all=True, append_images=[solid((0, 0, 0))], duration=100)
+    if kind in ("GIF", "MPO"):  # a second frame of another colour, which is not used
+        options = {"duration": 100} if kind == "GIF" else {"quality": 100}
+        image.save(path, kind, save_all=True, append_images=[solid((0, 0, 0))], **options)
     elif kind == "WEBP":
         image.save(path, "WEBP", lossless=True)
     else:

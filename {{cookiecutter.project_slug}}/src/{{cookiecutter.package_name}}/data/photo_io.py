@@ -73,7 +73,8 @@ def probe(path: str) -> Probe:
             width, height = image.size
             if orientation in (5, 6, 7, 8):
                 width, height = height, width
-            frames = int(getattr(image, "n_frames", 1) or 1)
+            # An MPO's second picture is a camera's extra (a depth map, a preview), not a frame.
+            frames = 1 if image.format == "MPO" else int(getattr(image, "n_frames", 1) or 1)
             found = Probe(image.format, image.mode, height, width, orientation, frames=frames)
             if image.format not in ("JPEG", "MPO", "PNG") or not _ends_whole(path, image.format):
                 image.load()  # no end marker: decode to tell trailing junk from truncation

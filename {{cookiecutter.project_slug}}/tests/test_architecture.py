@@ -22,6 +22,7 @@ LOW_FLOORS = (
     "artifacts",
     "figures",
     "fingerprints",
+    "limits",
     "lineage",
     "progress",
     "quiet",

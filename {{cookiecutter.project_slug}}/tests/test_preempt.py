@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from helpers import assert_one_sentence
 from test_runner import KERNELSPEC
 from test_runner_records import alive, one_line_error, record_of
 
+from {{ cookiecutter.package_name }}.progress import MARK
 from {{ cookiecutter.package_name }}.train import TrainError, preempt
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -60,11 +62,15 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     optimizer's step count comes out at epochs x steps per epoch, none lost or run twice."""
     params = ["batch_size=4", "logical_cpus=2", "patience=0", "width=32"]
     first = train(run_dir, "epochs=100", *params)
+    # Epoch 1's result line is printed after its checkpoint, just before epoch 2's first step:
+    # a signal from then on stops after a step of epoch 2 (a step runs before the flag is read),
+    # however slow the machine. "Epoch 1/" alone also matches the progress lines printed every
+    # 10 s during epoch 1, and a fixed sleep after one of them guesses at the machine's speed.
     deadline = time.monotonic() + 300
-    while "Epoch 1/" not in first.log.read_text():
+    result = re.compile(rf"^({re.escape(MARK)})?Epoch 1/100: loss ", re.MULTILINE)
+    while not result.search(first.log.read_text()):
         assert first.poll() is None and time.monotonic() < deadline, first.log.read_text()
         time.sleep(0.1)
-    time.sleep(0.3)  # into epoch 2's steps
     first.send_signal(signal.SIGTERM)
     signalled = time.monotonic()
     status = first.wait(timeout=120)

@@ -143,10 +143,18 @@ def test_run_json_and_report_record_the_run(finished: runner.RunResult) -> None:
     record = json.loads((finished.run_dir / "run.json").read_text())
     assert record["status"] == "ok" and record["profile"] == "test"
     assert [entry["name"] for entry in record["notebooks"]] == list(NOTEBOOKS)
-    for entry in record["notebooks"]:
-        assert entry["status"] == "ok" and entry["seconds"] >= 0
-    assert record["notebooks"][0]["parameters"]["label"] == "from-profile"
     report = (finished.run_dir / "report.md").read_text()
+    # Each notebook's time: at least what papermill timed its cells, within the run's own span
+    # (its two time stamps are whole seconds), and the time report.md shows.
+    span = datetime.fromisoformat(record["finished"]) - datetime.fromisoformat(record["started"])
+    wall = span.total_seconds() + 2
+    for entry in record["notebooks"]:
+        executed = nbformat.read(finished.run_dir / "notebooks" / f"{entry['name']}.ipynb", 4)
+        cells = executed.metadata["papermill"]["duration"]
+        assert entry["status"] == "ok" and 0 < cells <= entry["seconds"] <= wall, (entry, cells)
+        assert f"| {entry['name']} | ok | {entry['seconds']:.1f} |" in report
+    assert sum(entry["seconds"] for entry in record["notebooks"]) <= wall
+    assert record["notebooks"][0]["parameters"]["label"] == "from-profile"
     assert "| 01_second | ok |" in report
     assert "### environment" in report
     assert "| gpu_available | false |" in report and "| score | 0.25 |" in report

@@ -12,7 +12,9 @@ Each step module (env, data, train, export, optimize, and an optional part's) ex
 The notebook calls `run` and explains its result; `<package> <step> --run-dir DIR -p k=v` calls it
 without Jupyter; the runner calls `check` for every selected step before the first notebook
 starts (`preflight`), with inputs=False for a step some of whose inputs an earlier selected step
-makes, and checks that the others are in the run folder.
+makes, and checks that the others are in the run folder. Before any of that, the ranges every step
+shares (limits.py) are applied to every selected notebook's values (`check_ranges`), without
+importing a step.
 This module only names the steps and converts values; it imports a step's module when asked, so
 reading it costs no TensorFlow import.
 """
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import parts
+from . import limits, parts
 from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError
 
 
@@ -127,6 +129,7 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
     made earlier (--only 01,04) is checked for the others being in the run folder (OUTPUTS).
     Raises StepError naming the notebook; runs nothing and writes nothing.
     """
+    check_ranges(selected)
     folder = Path(run_dir)
     earlier: set[str] = set()
     for stem, values in selected.items():
@@ -142,6 +145,18 @@ def preflight(run_dir: str | os.PathLike[str], selected: Mapping[str, Mapping[st
         except StepError as error:  # which notebook refused, so the sentence says where to look
             raise StepError(f"{stem} refuses to start: {error}") from None
         earlier.add(step.name)
+
+
+def check_ranges(selected: Mapping[str, Mapping[str, Any]]) -> None:
+    """The shared ranges (limits.py) on every selected step notebook's values, naming the notebook
+    that refuses; imports no step, so TensorFlow need not load for a value out of range."""
+    for stem, values in selected.items():
+        if for_notebook(stem) is None:
+            continue
+        try:
+            limits.check(values)
+        except StepError as error:
+            raise StepError(f"{stem} refuses to start: {error}") from None
 
 
 # What a step leaves in the run folder for the steps that read it, where it must be before one of

@@ -6,6 +6,11 @@ ends a training run in the out-of-memory killer, not in a slower epoch. "auto" c
 decoded split takes at most CACHE_SHARE of the memory available now (the rest is the shuffle
 buffer's, the model's and everyone else's); otherwise every epoch reads and decodes the shards,
 and the cold-epoch rate the benchmark reports is the rate training gets.
+
+"Available" is the smaller of the machine's (/proc/meminfo's MemAvailable) and the room left under
+the job's own memory limit: a Slurm job, a Kubernetes pod or `docker run --memory` runs in a
+cgroup whose limit /proc/meminfo does not show, and the kernel kills the job at that limit however
+much memory the machine has free.
 """
 
 from __future__ import annotations
@@ -13,12 +18,18 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .base import DataError
 
 CACHE_SHARE = 0.25  # of the available memory that an in-memory cache may take
 CACHE_VALUES = ("auto", True, False)
+PROC, CGROUP = Path("/proc"), Path("/sys/fs/cgroup")
+UNLIMITED = 2**60  # cgroup v1 writes "no limit" as a number near 2**63
+# (limit file, usage file, the memory.stat key of file pages the kernel may reclaim), per version
+V2 = ("memory.max", "memory.current", "inactive_file")
+V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
 
 
 def check_cache(cache: Any) -> None:
@@ -63,19 +74,79 @@ def decide(cache: Any, count: int, image_shape: Sequence[int]) -> dict[str, Any]
     }
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available to new allocations now (Linux MemAvailable), or None."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+def available_memory(proc: Path | None = None, cgroup: Path | None = None) -> int | None:
+    """Bytes this process may still allocate: the smaller of the machine's MemAvailable and the
+    room left under its cgroup's memory limit; None when neither is known. `proc` and `cgroup`
+    are where /proc and /sys/fs/cgroup are (PROC and CGROUP unless given)."""
+    proc, cgroup = proc or PROC, cgroup or CGROUP
+    machine = meminfo_available(_text(proc / "meminfo"))
+    if machine is None and proc == Path("/proc"):
+        try:
+            machine = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            machine = None
+    known = [value for value in (machine, cgroup_room(proc, cgroup)) if value is not None]
+    return min(known) if known else None
+
+
+def meminfo_available(text: str | None) -> int | None:
+    """MemAvailable of a /proc/meminfo text, in bytes (the file counts in kB, 1024 bytes)."""
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if fields[:1] == ["MemAvailable:"] and len(fields) >= 2 and fields[1].isdigit():
+            return int(fields[1]) * 1024
+    return None
+
+
+def cgroup_room(proc: Path, cgroup: Path) -> int | None:
+    """Bytes left under the tightest memory limit of this process's cgroup and of every cgroup
+    above it (v2 memory.max, v1 memory.limit_in_bytes), None when none is set. Used is what the
+    kernel cannot take back: usage less inactive file pages (the working set, as the kubelet
+    counts it), so the page cache of the shards just read does not hide the room."""
+    rooms = []
+    for line in (_text(proc / "self" / "cgroup") or "").splitlines():
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and not controllers:
+            base, files = cgroup, V2
+        elif "memory" in controllers.split(","):
+            base, files = cgroup / "memory", V1
+        else:
+            continue
+        folder = base / path.strip().lstrip("/")
+        while True:  # a container sees its own cgroup at the root: the walk up ends there
+            room = _room(folder, *files)
+            rooms += [] if room is None else [room]
+            if folder == base or base not in folder.parents:
+                break
+            folder = folder.parent
+    return min(rooms) if rooms else None
+
+
+def _room(folder: Path, limit_file: str, usage_file: str, reclaimable: str) -> int | None:
+    limit = _number(_text(folder / limit_file))
+    if limit is None or limit >= UNLIMITED:
         return None
+    used = _number(_text(folder / usage_file)) or 0
+    stat = dict(
+        line.split(None, 1)
+        for line in (_text(folder / "memory.stat") or "").splitlines()
+        if " " in line
+    )
+    free_again = _number(stat.get(reclaimable)) or 0
+    return max(0, limit - max(0, used - free_again))
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii")
+    except (OSError, ValueError):
+        return None
+
+
+def _number(text: str | None) -> int | None:
+    """A whole number of bytes, or None for "max" (no limit), an empty or a missing file."""
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else None
 
 
 def _size(count: int) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,10 @@ from ..progress import track
 from . import photo_io
 from .base import DataError, Source, _fingerprint, _first_line, _hw
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+# What Pillow reads here (photo_io.READABLE); an animated GIF or WebP gives its first frame.
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+SUFFIXES_SAID = ".jpg, .jpeg, .png, .bmp, .gif or .webp"
+NAMED = 3  # sub-folders named in the note on merged ones; the rest are counted
 
 
 @dataclass
@@ -34,12 +37,15 @@ class FolderScan:
     files: list[Path]
     labels: np.ndarray
     fingerprint: str
+    notes: list[str] = field(default_factory=list)  # what was skipped or merged, and why
 
 
 def scan_image_folder(data_dir: Path) -> FolderScan:
     """Class names (sorted sub-folder names) and image files; refuse empty or single classes.
 
-    Hidden entries (.DS_Store, .ipynb_checkpoints) and files of other types are skipped.
+    Hidden entries (.DS_Store, .ipynb_checkpoints) are skipped without a word; files of other
+    types are skipped and counted in a note, and images in a class's sub-folders are merged into
+    the class, also in a note naming the sub-folders (a nested folder may be a class misplaced).
     """
     folders = sorted(
         entry for entry in data_dir.iterdir() if entry.is_dir() and not entry.name.startswith(".")
@@ -56,19 +62,27 @@ def scan_image_folder(data_dir: Path) -> FolderScan:
         )
     files: list[Path] = []
     labels: list[int] = []
+    skipped: list[Path] = []
+    nested: Counter[str] = Counter()
     for label, folder in enumerate(folders):
-        images = sorted(
+        found = sorted(
             path
             for path in folder.rglob("*")
-            if path.suffix.lower() in IMAGE_SUFFIXES
-            and path.is_file()
+            if path.is_file()
             and not any(part.startswith(".") for part in path.relative_to(folder).parts)
         )
+        images = [path for path in found if path.suffix.lower() in IMAGE_SUFFIXES]
+        skipped += [path for path in found if path.suffix.lower() not in IMAGE_SUFFIXES]
         if not images:
             raise DataError(
-                f"Class folder {folder} holds no .jpg, .jpeg or .png image: add images or remove "
+                f"Class folder {folder} holds no {SUFFIXES_SAID} image: add images or remove "
                 "the folder."
             )
+        nested.update(
+            f"{folder.name}/{path.relative_to(folder).parts[0]}"
+            for path in images
+            if len(path.relative_to(folder).parts) > 1
+        )
         files += images
         labels += [label] * len(images)
     return FolderScan(
@@ -77,7 +91,29 @@ def scan_image_folder(data_dir: Path) -> FolderScan:
         files=files,
         labels=np.asarray(labels, dtype=np.int64),
         fingerprint=_fingerprint(data_dir, files),
+        notes=_skipped_note(skipped) + _nested_note(nested),
     )
+
+
+def _skipped_note(skipped: list[Path]) -> list[str]:
+    if not skipped:
+        return []
+    kinds = sorted({path.suffix.lower() or "no extension" for path in skipped})
+    return [
+        f"{len(skipped)} file(s) skipped, not of a type this step reads ({', '.join(kinds)}; it "
+        f"reads {SUFFIXES_SAID}), e.g. {skipped[0]}: convert them to JPEG or PNG to use them."
+    ]
+
+
+def _nested_note(nested: Counter[str]) -> list[str]:
+    if not nested:
+        return []
+    named = [f"{name}/ ({count})" for name, count in sorted(nested.items())[:NAMED]]
+    more = f" and {len(nested) - NAMED} more" if len(nested) > NAMED else ""
+    return [
+        f"{sum(nested.values())} image(s) in sub-folders merged into their class: "
+        f"{', '.join(named)}{more}; a class needs its own folder directly in data_dir."
+    ]
 
 
 def inspect_image_folder(
@@ -101,7 +137,7 @@ def inspect_image_folder(
         more = f" ({len(bad) - 1} more file(s) fail too, e.g. {bad[1][0]})" if len(bad) > 1 else ""
         raise DataError(
             f"{bad[0][0]} is not a readable image: it {bad[0][1]}{more}; fix or remove it "
-            "(allowed: JPEG and PNG files that open in an image viewer)."
+            "(allowed: JPEG, PNG, BMP, GIF and WebP files that open in an image viewer)."
         )
     sizes = [(found.height, found.width) for found in probes]
     grayscale = all(found.grey for found in probes)
@@ -127,12 +163,16 @@ def inspect_image_folder(
         files=scan.files,
         resized=sum(count for size, count in counts.items() if size != target),
         formats=[found.format for found in probes],
+        notes=list(scan.notes),
     )
     if source.resized:
         source.notes.append(f"{source.resized} image(s) resized to {_hw(target)}.")
     rotated = sum(found.orientation != 1 for found in probes)
     if rotated:
         source.notes.append(f"{rotated} image(s) turned upright by their EXIF orientation.")
+    animated = sum(found.frames > 1 for found in probes)
+    if animated:
+        source.notes.append(f"{animated} animated image(s): the first frame of each is used.")
     return source
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -33,7 +34,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-READABLE = ("JPEG", "MPO", "PNG")  # MPO: a camera's JPEG with a second picture appended
+# MPO: a camera's JPEG with a second picture appended. BMP, GIF and WebP are decoded and written
+# again (an animated one's first frame); only JPEG and PNG carry an end marker checked cheaply.
+READABLE = ("JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP")
+SAID = "a JPEG, PNG, BMP, GIF or WebP"
 GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")
 JPEG_END, PNG_END = b"\xff\xd9", b"IEND\xaeB`\x82"
 ORIENTATION = 0x0112  # the EXIF tag; 1 is upright, 5-8 swap width and height
@@ -50,6 +54,7 @@ class Probe:
     width: int = 0
     orientation: int = 1
     error: str = ""
+    frames: int = 1  # an animated GIF or WebP has more; the first is used
 
     @property
     def grey(self) -> bool:
@@ -63,17 +68,21 @@ def probe(path: str) -> Probe:
             return Probe(error="is empty (0 bytes)")
         with Image.open(path) as image:
             if image.format not in READABLE:
-                return Probe(error=f"is a {image.format} image, not a JPEG or PNG")
+                return Probe(error=f"is a {image.format} image, not {SAID} image")
             orientation = int(image.getexif().get(ORIENTATION, 1) or 1)
             width, height = image.size
             if orientation in (5, 6, 7, 8):
                 width, height = height, width
-            found = Probe(image.format, image.mode, height, width, orientation)
-            if not _ends_whole(path, image.format):
+            # An MPO's second picture is a camera's extra (a depth map, a preview), not a frame.
+            frames = 1 if image.format == "MPO" else int(getattr(image, "n_frames", 1) or 1)
+            found = Probe(image.format, image.mode, height, width, orientation, frames=frames)
+            if image.format not in ("JPEG", "MPO", "PNG") or not _ends_whole(path, image.format):
                 image.load()  # no end marker: decode to tell trailing junk from truncation
             return found
     except UnidentifiedImageError:
-        return Probe(error="is not an image (neither JPEG nor PNG data)")
+        return Probe(error=f"is not an image (not {SAID} file's data)")
+    except Image.DecompressionBombError as error:
+        return Probe(error=_bomb(error))
     except (OSError, ValueError, SyntaxError) as error:
         return Probe(error=f"cannot be read ({_short(error)}), e.g. a truncated download")
 
@@ -110,6 +119,8 @@ def encode(task: tuple[str, int, int, int, str, int]) -> tuple[bytes | None, str
         else:
             upright.save(out, "PNG", compress_level=6)
         return out.getvalue(), "", False
+    except Image.DecompressionBombError as error:
+        return None, _bomb(error), False
     except (OSError, ValueError, SyntaxError) as error:
         return None, f"cannot be decoded ({_short(error)})", False
 
@@ -181,6 +192,17 @@ def _ends_whole(path: str, kind: str) -> bool:
         handle.seek(max(0, os.path.getsize(path) - 64))
         tail = handle.read().rstrip(b"\0")
     return tail.endswith(PNG_END if kind == "PNG" else JPEG_END)
+
+
+def _bomb(error: Image.DecompressionBombError) -> str:
+    """Pillow refuses to open an image whose header declares more pixels than it decodes safely
+    (a decompression bomb, or a scan far larger than any training size): why, in words."""
+    found = re.search(r"\((\d+) pixels\)", str(error))
+    declared = f"{int(found.group(1)):,} pixels" if found else "more pixels than that"
+    return (
+        f"declares {declared} in its header, more than the {2 * Image.MAX_IMAGE_PIXELS:,} that "
+        "Pillow decodes safely (its guard against decompression bombs)"
+    )
 
 
 def _short(error: BaseException) -> str:

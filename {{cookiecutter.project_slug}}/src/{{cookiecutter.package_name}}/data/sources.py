@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import limits
 from .base import FORMAT, META_NAME, SPLITS, DataError, Source, _is_int
 from .image_folder import (
     IMAGE_SUFFIXES,
@@ -116,8 +117,7 @@ def check_parameters(
         raise DataError(
             f"shards={shards!r} is not allowed: use a whole number >= 1 (files per split)."
         )
-    if not _is_int(seed):
-        raise DataError(f"seed={seed!r} is not allowed: use a whole number, e.g. 42.")
+    limits.whole("seed", seed, DataError)  # the range train's and tune's seeds share
     if encoding not in ENCODINGS:
         raise DataError(
             f"encoding={encoding!r} is not allowed: use 'auto' (JPEG for photos, PNG for small "

@@ -128,7 +128,7 @@ def describe_meta(meta: dict[str, Any]) -> str:
         lines.append(line + ".")
     for split, info in meta["splits"].items():
         lines.append(f"{split}: {info['count']} examples in {len(info['shards'])} shard(s)")
-    return "\n".join(lines)
+    return "\n".join([*lines, *meta.get("notes", [])])  # what was skipped, merged or resized
 
 
 def _source_options(params: Params) -> dict[str, Any]:

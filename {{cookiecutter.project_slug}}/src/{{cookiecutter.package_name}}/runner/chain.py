@@ -136,7 +136,13 @@ def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:
 
 def preflight(plan: Plan, folder: Path) -> None:
     """Each selected step's own checker (steps.preflight) on the plan's values; runs nothing.
-    The checkers import their steps, so TensorFlow: a line says so while it loads."""
+    The checkers import their steps, so TensorFlow: a line says so while it loads. The ranges
+    every step shares are checked first, in a moment, without TensorFlow."""
+    selected = {name: plan.parameters[name] for name in plan.notebooks}
+    try:
+        steps.check_ranges(selected)
+    except StepError as error:
+        raise RunnerInputError(str(error)) from None
     if any(steps.for_notebook(name) for name in plan.notebooks):
         started = time.perf_counter()
         print("Checking each step's values and inputs (loading TensorFlow) …", flush=True)
@@ -144,7 +150,7 @@ def preflight(plan: Plan, folder: Path) -> None:
             quiet.import_tensorflow()
         print(f"TensorFlow loaded in {time.perf_counter() - started:.1f} s.", flush=True)
     try:
-        steps.preflight(folder, {name: plan.parameters[name] for name in plan.notebooks})
+        steps.preflight(folder, selected)
     except StepError as error:
         raise RunnerInputError(str(error)) from None
 

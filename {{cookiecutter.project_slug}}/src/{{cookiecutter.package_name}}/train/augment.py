@@ -28,6 +28,10 @@ import tensorflow as tf
 LEVELS = ("none", "light", "strong")
 ZOOM, ROTATION, CONTRAST = 0.1, 10 / 360, 0.2
 MIX_ALPHA = 0.2  # MixUp's Beta(α, α): small α mixes mostly one image with a little of another
+# Every layer computes in float32 whatever the global policy: under mixed_float16 Keras casts the
+# images and labels to float16 while MixUp draws its weight in float32, and the step fails ('Mul'
+# type mismatch). Augmentation is cheap next to the model, and float32 keeps every pixel level.
+F32 = {"dtype": "float32"}
 
 
 def check_level(level: Any) -> None:
@@ -59,18 +63,20 @@ def make_augmenter(
         return None
     geometric = keras.Sequential(
         [
-            keras.layers.RandomFlip("horizontal", seed=seed),
-            keras.layers.RandomZoom(ZOOM, seed=seed + 1),
-            keras.layers.RandomRotation(ROTATION, seed=seed + 2),
-            keras.layers.RandomContrast(CONTRAST, value_range=(0, 255), seed=seed + 3),
+            keras.layers.RandomFlip("horizontal", seed=seed, **F32),
+            keras.layers.RandomZoom(ZOOM, seed=seed + 1, **F32),
+            keras.layers.RandomRotation(ROTATION, seed=seed + 2, **F32),
+            keras.layers.RandomContrast(CONTRAST, value_range=(0, 255), seed=seed + 3, **F32),
         ],
         name="augment_light",
     )
     rand = (
-        keras.layers.RandAugment(value_range=(0, 255), seed=seed + 4) if level == "strong" else None
+        keras.layers.RandAugment(value_range=(0, 255), seed=seed + 4, **F32)
+        if level == "strong"
+        else None
     )
-    mixup = keras.layers.MixUp(alpha=MIX_ALPHA, seed=seed + 5) if rand else None
-    cutmix = keras.layers.CutMix(seed=seed + 6) if rand else None
+    mixup = keras.layers.MixUp(alpha=MIX_ALPHA, seed=seed + 5, **F32) if rand else None
+    cutmix = keras.layers.CutMix(seed=seed + 6, **F32) if rand else None
 
     def augment(images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         x = geometric(tf.cast(images, tf.float32), training=True)

@@ -15,6 +15,9 @@ The Keras guide to transfer learning and fine-tuning, as a recipe in two phases:
    counted from the head down) and trains at the rate times `fine_tune_lr_factor` (schedule.py).
    BatchNormalization layers stay frozen even then: their statistics were estimated on far more
    data than one fine-tuning batch holds, and updating them from small batches undoes the transfer.
+   Fixed preprocessing (models.py's `preprocess` layer: caffe's BGR-minus-mean convolution, torch's
+   normalization) never trains in any phase: its weights are constants of the ImageNet recipe, and
+   the optimizer is built without them, so thawing them would end the run ("Unknown variable").
 
 The phase is a function of the epoch, so a run resumed in either phase freezes the same layers.
 """
@@ -35,6 +38,7 @@ import numpy as np
 from .errors import TrainError
 
 HEAD = ("logits",)  # the layers a new task replaces (nets.head)
+FIXED = ("preprocess",)  # constant preprocessing inside the model (models._preprocess)
 WEIGHT_FILES = (".keras", ".weights.h5")
 FROZEN, FINE_TUNE = "frozen", "fine_tune"
 DENSE = re.compile(r"^dense(?:_(\d+))?$")
@@ -133,12 +137,16 @@ def set_phase(model: keras.Model, which: str, unfreeze: str | int) -> int:
         chosen = set(id(layer) for layer in trainable[len(trainable) - keep :]) if keep else set()
         for layer in layers:
             layer.trainable = id(layer) in chosen
+    for layer in _flat(model):  # model.trainable = True above thawed these too
+        if layer.name in FIXED:
+            layer.trainable = False
     return len(model.trainable_weights)
 
 
 def backbone_layers(model: keras.Model) -> list[keras.layers.Layer]:
-    """Every layer with weights but the head, nested models (keras.applications) opened up."""
-    return [layer for layer in _flat(model) if layer.weights and layer.name not in HEAD]
+    """Every layer with weights but the head and the fixed preprocessing, nested models
+    (keras.applications) opened up."""
+    return [layer for layer in _flat(model) if layer.weights and layer.name not in HEAD + FIXED]
 
 
 def _flat(model: keras.Model) -> list[keras.layers.Layer]:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import data, models
+from .. import data, limits, models
 from ..artifacts import DATA_DIR, StepError
 from ..steps import param
 
@@ -42,10 +42,8 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
     algorithm, model = params.algorithm, params.model
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise TuneError(f"algorithm={algorithm!r} is not allowed: use {' or '.join(ALGORITHMS)}.")
-    _whole("max_trials", params.max_trials, 1)
-    _whole("epochs", params.epochs, 1)
-    _whole("batch_size", params.batch_size, 1)
-    _whole("seed", params.seed, 0)
+    for name in ("max_trials", "epochs", "batch_size", "seed"):  # the ranges train's share
+        limits.whole(name, getattr(params, name), TuneError)
     if not isinstance(model, str) or model not in models.MODELS:
         raise TuneError(
             f"model={model!r} is not allowed: use {' or '.join(models.OWN_MODELS)}, or a "
@@ -83,8 +81,3 @@ def check_data(folder: Path, model: str, batch_size: int) -> dict[str, Any]:
     except (models.ModelError, data.DataError) as error:
         raise TuneError(str(error)) from None
     return meta
-
-
-def _whole(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TuneError(f"{name}={value!r} is not allowed: use a whole number >= {minimum}.")

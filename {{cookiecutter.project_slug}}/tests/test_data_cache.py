@@ -60,7 +60,7 @@ def test_a_cgroup_v1_limit_counts_and_its_no_limit_number_does_not(tmp_path: Pat
     """v1 (memory.limit_in_bytes): a container sees its own cgroup at the mount's root, though
     /proc/self/cgroup names a path; 9223372036854771712 means no limit: meminfo decides."""
     proc, groups = machine(
-        tmp_path, 8_000_000, "5:cpu,cpuacct:/docker/abc\n12:memory:/docker/abc\n"
+        tmp_path, 8_000_000, "5:cpu,cpuacct:/kubepods/abc\n12:memory:/kubepods/abc\n"
     )
     files = {"memory.usage_in_bytes": f"{GIB}\n", "memory.stat": "total_inactive_file 0\n"}
     limit(groups / "memory", {"memory.limit_in_bytes": f"{2 * GIB}\n", **files})

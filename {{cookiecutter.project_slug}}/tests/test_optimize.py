@@ -495,8 +495,8 @@ def test_the_parity_reference_is_computed_with_tf32_off() -> None:
 def test_the_engine_provider_is_asked_for_only_with_the_part_that_holds_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """ONNX Runtime's TensorRT provider belongs to the optional TensorRT part: a project that
-    declined the part never prefers it, even where onnxruntime-gpu offers it."""
+    """ONNX Runtime's engine provider (the first offered) belongs to the optional engine part: a
+    project that declined the part never prefers it, even where onnxruntime-gpu offers it."""
     import onnxruntime
 
     from {{ cookiecutter.package_name }}.optimize import onnx_backend

@@ -25,7 +25,7 @@ SHARED = [
 
 
 def test_the_shared_names_are_taken_by_the_steps_that_run_for_long() -> None:
-    """The table below is not empty: train's and tune's epochs, seeds and batches are in it."""
+    """The table below is not empty: the long-running steps' epochs, seeds and batches are in it."""
     assert {("train", "epochs"), ("train", "seed"), ("data", "seed")} <= set(SHARED)
 {%- if cookiecutter.include_tuning %}
     assert {("tune", "epochs"), ("tune", "max_trials"), ("tune", "seed")} <= set(SHARED)

@@ -1,11 +1,12 @@
 """The ranges of the whole-number parameters that mean the same in every step that takes them.
 
-`epochs` in 02_tune and in 03_train, `seed` in 01_data, 02_tune and 03_train: one range and one
-sentence wherever the value is given, so a value one step refuses is not run for ever by another
-(`run --only 02 -p epochs=999999999999` did). The runner's pre-flight applies them to every
-selected notebook's values before TensorFlow loads (steps.check_ranges), which takes seconds
-rather than the minute an import can take on a busy machine; each step's own checker applies
-them again (`whole`), with its own error class. This module imports nothing heavy.
+`epochs` wherever a step trains, `seed` wherever one draws: one range and one sentence wherever
+the value is given, so a value one step refuses is not run for ever by another (an epochs of
+999999999999 was refused by training and searched for ever by another step). The runner's
+pre-flight applies them to every selected notebook's values before TensorFlow loads
+(steps.check_ranges), which takes seconds rather than the minute an import can take on a busy
+machine; each step's own checker applies them again (`whole`), with its own error class. This
+module imports nothing heavy.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ buffer's, the model's and everyone else's); otherwise every epoch reads and deco
 and the cold-epoch rate the benchmark reports is the rate training gets.
 
 "Available" is the smaller of the machine's (/proc/meminfo's MemAvailable) and the room left under
-the job's own memory limit: a Slurm job, a Kubernetes pod or `docker run --memory` runs in a
+the job's own memory limit: a Slurm job, a Kubernetes pod or a limited container runs in a
 cgroup whose limit /proc/meminfo does not show, and the kernel kills the job at that limit however
 much memory the machine has free.
 """

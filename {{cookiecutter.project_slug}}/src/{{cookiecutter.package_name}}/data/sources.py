@@ -117,7 +117,7 @@ def check_parameters(
         raise DataError(
             f"shards={shards!r} is not allowed: use a whole number >= 1 (files per split)."
         )
-    limits.whole("seed", seed, DataError)  # the range train's and tune's seeds share
+    limits.whole("seed", seed, DataError)  # the range every step's seed shares
     if encoding not in ENCODINGS:
         raise DataError(
             f"encoding={encoding!r} is not allowed: use 'auto' (JPEG for photos, PNG for small "

@@ -271,14 +271,15 @@ def test_results_table_has_a_row_per_run_and_a_dash_for_what_was_not_measured(
     head, rows = lines[0], lines[2:]
     assert head.startswith("| run by | status | parity |") and head.endswith("| img/s @4 |")
     assert len(rows) == 2 + len(metrics["backends"])
-    assert rows[0].startswith("| model.predict (per-call overhead) | reference | - | - | - |")
+    assert rows[0].startswith("| model.predict (per-call overhead) | reference | - | - | - | - |")
+    assert "| top-1 agreement | accuracy drop |" in head
     assert rows[2].startswith("| onnx (fp32) | ran | True |")
     assert {row.count("|") for row in lines} == {head.count("|")}
     assert "| batch-1 p50 ms | batch-1 p99 ms | batch-1 calls |" in head
     assert "| - | 5 |" in rows[1]  # the SavedModel: p99 absent, 5 calls
     for row, line in zip(rows[2:], metrics["backends"], strict=True):
         if line["status"] == "skipped":
-            assert row.endswith("| skipped | - | - | - | - | - | - | - |"), row
+            assert row.endswith("| skipped | - | - | - | - | - | - | - | - |"), row
 
 
 def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:

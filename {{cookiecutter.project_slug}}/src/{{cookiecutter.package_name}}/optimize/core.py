@@ -200,17 +200,20 @@ def skip_sentences(metrics: dict[str, Any]) -> list[str]:
 
 def results_table(metrics: dict[str, Any]) -> str:
     """A Markdown table: one row per baseline and per backend and precision, with parity, top-1
-    agreement, batch-1 latency with the number of calls it comes from (p99 only from 100 calls
-    up), and images/s at each batch size above 1 ("-" where nothing was measured)."""
+    agreement, validation accuracy lost against the SavedModel, batch-1 latency with the number
+    of calls it comes from (p99 only from 100 calls up), and images/s at each batch size above 1
+    ("-" where nothing was measured)."""
     sizes = [str(size) for size in metrics["batch_sizes"] if size > 1]
-    head = ["run by", "status", "parity", "max abs diff", "top-1 agreement", "batch-1 p50 ms"]
+    head = ["run by", "status", "parity", "max abs diff", "top-1 agreement", "accuracy drop"]
+    head += ["batch-1 p50 ms"]
     head += ["batch-1 p99 ms", "batch-1 calls", *[f"img/s @{size}" for size in sizes]]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for line in [*metrics["baselines"], *metrics["backends"]]:
         label = line["name"] + (f" ({line['precision']})" if "precision" in line else "")
         label += " (per-call overhead)" if line["name"] == PREDICT else ""
         cells = [label, line.get("status", "reference"), line.get("parity_ok")]
-        cells += [line.get(key) for key in ("max_abs_diff", "top1_agreement", "p50_ms", "p99_ms")]
+        cells += [line.get(key) for key in ("max_abs_diff", "top1_agreement", "accuracy_drop")]
+        cells += [line.get(key) for key in ("p50_ms", "p99_ms")]
         cells += [(line.get("calls") or {}).get("1")]
         cells += [line.get("throughput", {}).get(size) for size in sizes]
         text = [f"{c:.3g}" if isinstance(c, float) else "-" if c is None else str(c) for c in cells]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
@@ -330,6 +331,14 @@ def test_the_benchmark_takes_its_time_budget_not_the_datas(run_dir: Path) -> Non
     result = data.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock)
     assert 1.8 <= clock.now <= 2.2, clock.now
     assert result["benchmark_seconds"] == 2 and result["timed_seconds"] <= 2
+
+
+def test_the_smoke_profile_gives_the_data_benchmark_seconds_not_the_default_minute() -> None:
+    """The smoke chain's goal is under 60 s in all: its data benchmark (26.8 s of 47 s of
+    01_data with the old count-bound benchmark) gets a few seconds, not the default 60."""
+    profile = Path(__file__).parents[1] / "configs" / "smoke.yaml"
+    smoke = yaml.safe_load(profile.read_text(encoding="utf-8"))["notebooks"]["01_data"]
+    assert 1 <= smoke.get("benchmark_seconds", data.Params().benchmark_seconds) <= 10
 
 
 def test_a_pipeline_stops_inside_an_epoch_when_its_share_is_used() -> None:

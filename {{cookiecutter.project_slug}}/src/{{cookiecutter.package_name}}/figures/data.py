@@ -81,15 +81,18 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
 
 
 def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
-    """Examples per class, train and validation side by side."""
+    """Examples per class, every split side by side (train, validation, and test if held out)."""
     classes = [str(name) for name in metrics.get("classes") or []]
     if not classes:
         return None
     positions = np.arange(len(classes))
     fig, (ax,) = style.new(max(6, 0.45 * len(classes)), 3.2)
-    for offset, split in ((-0.2, "train"), (0.2, "validation")):
+    splits = [split for split in ("train", "validation", "test") if split in metrics["per_class"]]
+    width = 0.8 / len(splits)
+    for index, split in enumerate(splits):
         counts = [metrics["per_class"][split].get(name, 0) for name in classes]
-        ax.bar(positions + offset, counts, width=0.4, label=f"{split} ({sum(counts):,})")
+        offset = (index - (len(splits) - 1) / 2) * width
+        ax.bar(positions + offset, counts, width=width, label=f"{split} ({sum(counts):,})")
     ax.set_xticks(
         positions,
         classes,
@@ -100,7 +103,7 @@ def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("examples")
     fig.suptitle(f"Examples per class in each split ({metrics.get('dataset', 'data')})")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
-    ax.legend(fontsize="small", ncols=2, loc="upper center")
+    ax.legend(fontsize="small", ncols=len(splits), loc="upper center")
     return style.write(fig, path)
 
 

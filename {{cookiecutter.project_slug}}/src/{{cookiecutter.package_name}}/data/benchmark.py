@@ -231,11 +231,18 @@ def check_parameters(
 
 
 def _basis(naive: dict[str, Any], configured: dict[str, Any], cache: bool, rounds: int) -> str:
-    """Which epochs speedup_vs_naive compares, in words."""
-    median = f"median of {rounds} rounds" if rounds > 1 else "one round"
-    if configured["steady_state"] and naive["steady_state"]:
+    """Which epochs speedup_vs_naive compares, in words, and over how many rounds."""
+    reached = min(naive["steady_rounds"], configured["steady_rounds"])
+    if reached:
         filled = " (after the cache is filled)" if cache else ""
-        return f"steady state: the epochs after the first{filled}, {median}"
+        median = "one round" if reached == 1 else f"median of {reached} rounds"
+        of = (
+            f" (the {rounds - reached} other(s) ended inside the first epoch)"
+            if reached < rounds
+            else ""
+        )
+        return f"steady state: the epochs after the first{filled}, {median}{of}"
+    median = f"median of {rounds} rounds" if rounds > 1 else "one round"
     return (
         f"first epochs only: a pipeline's share of the time ended before its first epoch did "
         f"(a larger benchmark_seconds times later epochs too), {median}"

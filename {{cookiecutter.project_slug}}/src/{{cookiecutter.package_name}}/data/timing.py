@@ -155,6 +155,7 @@ def _row(
         if steady
         else first,
         "steady_state": bool(steady),
+        "steady_rounds": len(steady),
         "timed_examples": sum(sum(counts) for counts, *_ in passes),
         "timed_seconds": round(sum(sum(spent) for _, spent, *_ in passes), 4),
         "too_short": min(sum(batches) for _, _, batches, _ in passes) < MIN_BATCHES,

@@ -1,5 +1,5 @@
 """Step 1 on a folder of real photographs: JPEG shards, parallel writing, the read regimes, the
-cache decision, the decode limit, and every kind of bad file a real photo folder holds."""
+cache decision, the decode-only reference, and every kind of bad file a real photo folder holds."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Step 1 on a folder of real photographs: JPEG shards, parallel writing, the read regimes, the
-cache decision, the decode limit, and every kind of bad file a real photo folder holds."""
+cache decision, the decode-only reference, and every kind of bad file a real photo folder holds."""
 
 from __future__ import annotations
 
@@ -361,18 +361,20 @@ def test_cache_auto_caches_only_what_fits_the_memory_share(monkeypatch) -> None:
         cache.decide("yes", 1, (8, 8, 1))
 
 
-def test_benchmark_reports_the_cold_epoch_against_the_decode_limit(photo_run: Path) -> None:
-    """Every pipeline has a cold-epoch rate; the decode limit and the ratio to it are reported."""
-    result = benchmark.benchmark_pipeline(
-        photo_run, 16, epochs=2, min_examples=1, steps=True, rounds=1
-    )
+def test_benchmark_reports_the_cold_epoch_against_a_decode_only_pipeline(photo_run: Path) -> None:
+    """Every pipeline has a cold-epoch rate; the decode-only reference and the ratio to it are
+    reported, and named as a reference: a pipeline that beats it is not said to beat a limit."""
+    result = benchmark.benchmark_pipeline(photo_run, 16, seconds=4, steps=True, rounds=1)
     assert result["read_regime"] == "per_record" and result["encoding"] == "jpeg"
     assert "batch before parse" not in [row["name"] for row in result["steps"]]
     assert all(row["first_epoch_examples_per_sec"] > 0 for row in result["steps"])
-    assert result["decode_limit_examples_per_sec"] > 0
-    assert result["cold_vs_decode_limit"] == pytest.approx(
-        result["cold_examples_per_sec"] / result["decode_limit_examples_per_sec"]
+    assert result["decode_only_examples_per_sec"] > 0
+    assert result["cold_vs_decode_only"] == pytest.approx(
+        result["cold_examples_per_sec"] / result["decode_only_examples_per_sec"]
     )
     assert result["cold_examples_per_sec"] > 0 and result["cold_speedup_vs_naive"] > 0
     assert "configured, no cache" not in [row["name"] for row in result["steps"]]
-    assert "decode limit" in result["verdict"] and result["cache_reason"].endswith(".")
+    assert not [key for key in result if "limit" in key]
+    if not result["too_short"]:
+        assert "decode-only" in result["verdict"] and "limit" not in result["verdict"]
+    assert result["cache_reason"].endswith(".")

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
-from {{ cookiecutter.package_name }}.data import benchmark, pipeline
+from {{ cookiecutter.package_name }}.data import benchmark, pipeline, timing
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
 CLASSES = ["a", "b", "c"]
@@ -281,8 +282,20 @@ def test_examples_per_class_reads_a_few_of_each_class_in_class_order(run_dir: Pa
 
 @pytest.fixture(scope="module")
 def measured(run_dir: Path) -> dict:
-    """One small benchmark with every step, shared by the checks below (timings are not checked)."""
-    return data.benchmark_pipeline(run_dir, 8, epochs=2, min_examples=120, steps=True)
+    """One small benchmark with every step, shared by the checks below (timings are not checked):
+    a clock that moves 1 ms a read gives every pipeline a few epochs of the 50 records."""
+    return data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.001))
+
+
+class Ticks:
+    """A controlled clock: each read moves it by `tick` seconds, whatever the machine does."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
 
 
 def test_benchmark_reports_positive_rates_and_says_what_it_compares(measured: dict) -> None:
@@ -297,7 +310,7 @@ def test_benchmark_reports_positive_rates_and_says_what_it_compares(measured: di
     ]
     for key in rates:
         assert math.isfinite(measured[key]) and measured[key] > 0, key
-    assert measured["examples_per_epoch"] >= 120 and measured["repeats"] == 3
+    assert measured["examples_per_epoch"] == 50 and measured["too_short"] is False
     assert "parse" in measured["map_description"] and "decode" in measured["map_description"]
     assert measured["input_bound"] is None and "03_train" in measured["verdict"]
     assert "cache" in measured["pipeline"] and "steady state" in measured["speedup_basis"]
@@ -311,13 +324,52 @@ def test_benchmark_steps_add_one_optimization_at_a_time(measured: dict) -> None:
     assert "| naive |" in benchmark.steps_table(measured)
 
 
+def test_the_benchmark_takes_its_time_budget_not_the_datas(run_dir: Path) -> None:
+    """However many records, the benchmark reads the clock for about `seconds`: every timed
+    pipeline stops at its share (here a share is ~4 batches of an epoch of 7), warm-ups included."""
+    clock = Ticks(0.001)
+    result = data.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock)
+    assert 1.8 <= clock.now <= 2.2, clock.now
+    assert result["benchmark_seconds"] == 2 and result["timed_seconds"] <= 2
+
+
+def test_the_smoke_profile_gives_the_data_benchmark_seconds_not_the_default_minute() -> None:
+    """The smoke chain's goal is under 60 s in all: its data benchmark (26.8 s of 47 s of
+    01_data with the old count-bound benchmark) gets a few seconds, not the default 60."""
+    profile = Path(__file__).parents[1] / "configs" / "smoke.yaml"
+    smoke = yaml.safe_load(profile.read_text(encoding="utf-8"))["notebooks"]["01_data"]
+    assert 1 <= smoke.get("benchmark_seconds", data.Params().benchmark_seconds) <= 10
+
+
+def test_a_pipeline_stops_inside_an_epoch_when_its_share_is_used() -> None:
+    """An epoch of 1,000 batches timed for 50 ticks of 1 ms is cut after about 50 batches."""
+    endless = tf.data.Dataset.range(1000).map(lambda i: (i, tf.zeros([8], tf.int32)))
+    counts, _, batches, cut = timing._time_epochs(endless, 0.05, Ticks(0.001))
+    assert len(counts) == 1 and 45 <= batches[0] <= 50 and counts[0] == 8 * batches[0] and cut
+
+
+def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Path) -> None:
+    """Half a second a batch in a 1 s budget: no pipeline gets MIN_BATCHES, so no ratio is told."""
+    result = data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    assert result["too_short"] is True and result["input_bound"] is None
+    assert result["verdict"].startswith("Too short to compare the pipelines")
+    assert "benchmark_seconds=60" in result["verdict"] and "×" not in result["verdict"]
+    assert "| too short |" in benchmark.steps_table(result)
+    assert "first epochs only" in result["speedup_basis"]
+
+
+def test_the_cache_size_is_the_training_splits_not_a_repeated_copy(measured: dict) -> None:
+    """The decoded bytes said and decided on are the 50 training images, once."""
+    assert measured["cache_bytes"] == 50 * math.prod(SHAPE)
+
+
 @pytest.mark.parametrize(("model_rate", "bound"), [(1e-3, False), (1e12, True), (None, None)])
 def test_benchmark_verdict_compares_with_the_model_rate(
     run_dir: Path, model_rate: float | None, bound: bool | None
 ) -> None:
     """A model slower than the pipeline is not input-bound, a faster one is, none gives None."""
     result = data.benchmark_pipeline(
-        run_dir, 8, epochs=1, min_examples=50, model_examples_per_sec=model_rate, rounds=1
+        run_dir, 8, seconds=1, model_examples_per_sec=model_rate, rounds=1, clock=Ticks(0.001)
     )
     assert result["input_bound"] is bound
     assert result["verdict"].endswith(".")
@@ -328,8 +380,9 @@ def test_benchmark_verdict_compares_with_the_model_rate(
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"epochs": 0},
-        {"min_examples": -1},
+        {"seconds": 0},
+        {"seconds": 3601},
+        {"seconds": "60"},
         {"model_examples_per_sec": 0},
         {"batch_size": 2.5},
         {"rounds": 0},
@@ -354,8 +407,9 @@ def test_benchmark_refuses_bad_settings_before_reading(tmp_path: Path, kwargs: d
         ({"image_size": 3}, "image_size=3"),
         ({"dataset": "imagenet"}, "dataset='imagenet'"),
         ({"dataset": "image_folder"}, "dataset='image_folder' needs data_dir"),
-        ({"benchmark_epochs": 0}, "benchmark_epochs=0"),
-        ({"benchmark_min_examples": 0}, "benchmark_min_examples=0"),
+        ({"benchmark_seconds": 0.5}, "benchmark_seconds=0.5"),
+        ({"benchmark_seconds": 1e9}, "benchmark_seconds=1000000000.0"),
+        ({"benchmark_seconds": True}, "benchmark_seconds=True"),
         ({"cache": "yes"}, "cache='yes'"),
         ({"augment": 1}, "augment=1"),
     ],
@@ -380,10 +434,14 @@ def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
     assert_one_sentence(str(refused.value))
 
 
-def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(tmp_path: Path) -> None:
+def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """data.run writes data/, metrics/data.json (counts, benchmark, steps) and the data lineage."""
-    params = data.Params(shards=1, benchmark_min_examples=200, benchmark_epochs=1)
-    metrics = data.run(tmp_path, params, verbose=False)
+    params = data.Params(shards=1, benchmark_seconds=1)
+    metrics = data.run(tmp_path, params, verbose=True)
+    said = capsys.readouterr().out
+    assert "about 1 s, whatever the data" in said and "01_data.benchmark_seconds=N" in said
     written = json.loads((tmp_path / artifacts.METRICS_DIR / "data.json").read_text())
     assert written == json.loads(json.dumps(metrics))
     fingerprint = lineage.fingerprint(tmp_path, "data")

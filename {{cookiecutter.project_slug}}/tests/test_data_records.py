@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import lineage
+from {{ cookiecutter.package_name }} import lineage, progress
 from {{ cookiecutter.package_name }}.artifacts import LINEAGE_FILE, MissingInputError
 from {{ cookiecutter.package_name }}.data import records, shards, sources
 from {{ cookiecutter.package_name }}.data.sources import SOURCES, DataError
@@ -161,6 +161,16 @@ def test_record_round_trip_gives_identical_pixels_and_labels(tmp_path):
         for pixels, label in zip(source.images, source.labels, strict=True)
     )
     assert Counter((pixels.tobytes(), label) for pixels, label in written) == expected
+
+
+def test_write_progress_counts_every_image_of_each_split(tmp_path, monkeypatch, capsys):
+    """The last line of each split's progress says all of its images (it said 47/48)."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    meta = records.prepare(tmp_path, "synthetic", shards=2, test_fraction=0.2, **SMALL)
+    said = capsys.readouterr().out
+    for split, info in meta["splits"].items():
+        count = info["count"]
+        assert f"TFRecords, {split}: {count}/{count} image(s)" in said, said
 
 
 def test_synthetic_images_follow_shape_classes_and_count(tmp_path):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 from {{ cookiecutter.package_name }} import artifacts, env, figures, parts
 from {{ cookiecutter.package_name }}.figures import data as data_figures
@@ -148,6 +149,20 @@ def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> No
     images = np.random.default_rng(0).integers(0, 255, (8 * classes, 8, 8, channels), np.uint8)
     labels = np.repeat(np.arange(classes), 8)
     assert_png(data_figures.draw_samples(images, labels, names, tmp_path / "samples.png"), 300)
+
+
+def test_the_class_counts_show_the_test_split_when_there_is_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Three splits, three bars per class, each named with its total in the legend."""
+    drawn: list[Figure] = []
+    monkeypatch.setattr(data_figures.style, "write", lambda fig, path: drawn.append(fig) or path)
+    per_class = {**DATA["per_class"], "test": {str(digit): 18 for digit in range(10)}}
+    data_figures.plot_classes({**DATA, "per_class": per_class}, tmp_path / "classes.png")
+    (ax,) = drawn[0].axes
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["train (1,445)", "validation (355)", "test (180)"]
+    assert len(ax.patches) == 30
 
 
 def test_every_figure_name_is_in_the_contract() -> None:

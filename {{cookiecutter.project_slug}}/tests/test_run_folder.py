@@ -54,7 +54,7 @@ def test_environment_resolves_its_run_folder_once(tmp_path: Path) -> None:
 
 
 def test_data_resolves_its_run_folder_once(tmp_path: Path) -> None:
-    params = data.Params(shards=1, benchmark_min_examples=200, benchmark_epochs=1)
+    params = data.Params(shards=1, benchmark_seconds=1)
     counted = resolutions(lambda: data.run(tmp_path, params, verbose=False))
     assert_once("data", counted)
 

@@ -137,6 +137,24 @@ def test_headline_names_every_step_with_its_result(tmp_path: Path) -> None:
     assert f"- **Total**: {10.0 * count:.1f} s over {count} notebook(s), status **ok**." in text
 
 
+def test_the_data_headline_and_table_count_the_test_split_when_there_is_one(
+    tmp_path: Path,
+) -> None:
+    """A run that held out a test split says so among its counts; one without says nothing."""
+    METRICS["data"]["test_count"] = 200
+    try:
+        run_dir, record = _run_folder(tmp_path)
+        text = "\n".join(headline(run_dir, record))
+        write_report(run_dir, record)
+        report = (run_dir / "report.md").read_text(encoding="utf-8")
+    finally:
+        del METRICS["data"]["test_count"]
+    assert "1,438 train / 359 validation / 200 test examples" in text
+    assert "1,438 / 359 / 200" in report and "train / validation / test" in report
+    plain = "\n".join(headline(*_run_folder(tmp_path / "plain")))
+    assert "1,438 train / 359 validation examples" in plain
+
+
 def test_report_survives_a_failed_step_and_says_which(tmp_path: Path) -> None:
     run_dir, record = _run_folder(tmp_path, failed_at="03_train")
     report = write_report(run_dir, record).read_text()

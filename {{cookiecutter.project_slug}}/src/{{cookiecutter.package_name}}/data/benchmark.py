@@ -1,17 +1,20 @@
 """How fast the input pipeline is, measured against a naive one over the same records, same machine.
 
 An accelerator waits whenever the input pipeline delivers fewer examples per second than the model
-consumes. Both pipelines here read the same train shards (repeated until an epoch holds at least
-`min_examples`, so a pass takes long enough to time) and do the same per-record work; only how
-they schedule it differs. The first epoch and the later ones are reported apart: with the cache
-on, the first epoch decodes while the later ones read decoded images from memory. The pipelines
-compared, and how each is timed, are timing.py.
+consumes. Both pipelines read the same train shards and do the same per-record work; only how
+they schedule it differs. The benchmark is bounded by time, not by the data: `seconds` (about a
+minute by default) shared by every timed pipeline, each running epoch after epoch over the
+training split for its share. The first epoch and the later ones are reported apart: with the
+cache on, the first epoch decodes while the later ones read decoded images from memory. The
+pipelines compared, and how each is timed, are timing.py.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -22,14 +25,14 @@ from .cache import decide
 from .decode import decode_record, read_regime
 from .meta import read_meta
 from .pipeline import shard_paths
-from .report import data_metrics, steps_table
+from .report import data_metrics, input_bound_verdict, steps_table
 from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, describe, shuffle_buffer
 from .timing import (
     NAIVE,
     STEPS,
     WARMUP_BATCHES,
     Variant,
-    limit_variant,
+    decode_only_variant,
     measure,
     naive_pipeline,
     pipeline_variants,
@@ -38,6 +41,7 @@ from .timing import (
 
 __all__ = [
     "MAP_DESCRIPTION",
+    "MAX_SECONDS",
     "NAIVE",
     "PARSE_BATCH",
     "READ_BUFFER",
@@ -58,6 +62,8 @@ __all__ = [
     "steps_table",
 ]
 
+SECONDS = 60.0  # the whole benchmark, shared by every timed pipeline, whatever the data
+MAX_SECONDS = 3600.0  # an hour of benchmark is a typo, not a plan
 MAP_DESCRIPTION = (
     "per record: parse the tf.train.Example ({kind} bytes + int64 label), decode the {kind} to "
     "uint8 H×W×C with its static shape, cast the label to int32; the naive pipeline calls this "
@@ -75,37 +81,36 @@ def benchmark_pipeline(
     run_dir: str | os.PathLike[str],
     batch_size: int = 64,
     *,
-    epochs: int = 3,
-    min_examples: int = 20000,
+    seconds: float = SECONDS,
     model_examples_per_sec: float | None = None,
     cache: bool | str = "auto",
     steps: bool = False,
     seed: int = 42,
     rounds: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """examples/s of the configured training pipeline against the naive one, and a verdict.
 
-    `speedup_vs_naive` compares steady state (epochs 2.., after the cache is filled; epoch 1 when
-    epochs=1); `first_epoch_speedup_vs_naive` compares the first epochs.
-    `decode_limit_examples_per_sec` is this machine decoding the same images with all cores and
-    nothing else; `cold_vs_decode_limit` is how close the configured pipeline's cold epoch comes
-    to it: that pipeline without its cache (`cold_examples_per_sec`, timed in the same rounds),
-    the rate of every epoch of data too big to cache. With the cache on, its first epoch also
-    fills the cache (`first_epoch_examples_per_sec`) and is reported apart. Every rate is the
-    median of `rounds` measurements. With `steps`, the result also holds `steps`: one row per
-    optimization added in turn, all measured in this run.
+    Takes about `seconds` whatever the data: each timed pipeline (one per row, per round) gets
+    its share. `speedup_vs_naive` compares steady state (the epochs after the first, once the
+    cache is filled) where every round got past its first epoch, else the first epochs, and
+    `speedup_basis` says which; `too_short` says a row was timed over too few batches for its
+    ratio to mean anything, and the verdict then says so instead. `decode_only_examples_per_sec`
+    is this machine decoding the same images from memory with all cores and nothing else (a
+    reference, not a bound); `cold_vs_decode_only` sets the configured pipeline without its cache
+    (`cold_examples_per_sec`, timed in the same rounds: every epoch of data too big to cache)
+    against it. Every rate is the median of `rounds` measurements. With `steps`, the result also
+    holds `steps`: one row per optimization added in turn, all measured in this run.
     """
-    check_parameters(batch_size, epochs, min_examples, model_examples_per_sec, rounds)
+    check_parameters(batch_size, seconds, model_examples_per_sec, rounds)
     meta = read_meta(run_dir)
     files = shard_paths(run_dir, meta, "train")
     records = int(meta["splits"]["train"]["count"])
-    repeats = max(1, math.ceil(min_examples / max(1, records)))
-    files = files * repeats  # the same records, read `repeats` times per epoch
     shape = meta["image_shape"]
     encoding = meta.get("encoding", "png")
     regime = read_regime(shape)
-    buffer = shuffle_buffer(records * repeats, shape)
-    cached = decide(cache, records * repeats, shape)
+    buffer = shuffle_buffer(records, shape)
+    cached = decide(cache, records, shape)  # the training split, as training caches it
 
     def make(stages: Stages | None) -> tf.data.Dataset:
         if stages is None:
@@ -130,23 +135,19 @@ def benchmark_pipeline(
     variants = pipeline_variants(cached["cache"], regime == "batched")
     if not steps:
         variants = [variants[0], variants[-1]]
-    warm_page_cache(files[: len(files) // repeats])
+    warm_page_cache(files)
 
     def label(stages: Stages) -> str:
         return describe(stages, image_shape=shape, encoding=encoding)
 
-    unique = files[: len(files) // repeats]
-    limit_row = limit_variant(
-        unique, shape, encoding, regime == "batched", batch_size, records * repeats
-    )
-    extra = [limit_row]
+    extra = [decode_only_variant(files, shape, encoding, regime == "batched", batch_size)]
     if variants[-1].stages is not None and variants[-1].stages.cache:  # the cold rate at scale
         uncached = replace(variants[-1].stages, cache=False)
         extra.insert(
             0, Variant("configured, no cache", "every epoch of data too big to cache", uncached)
         )
-    *rows, measured_limit = measure([*variants, *extra], make, epochs, rounds, label)
-    limit = measured_limit["first_epoch_examples_per_sec"]
+    *rows, measured_limit = measure([*variants, *extra], make, seconds, rounds, label, clock)
+    limit = measured_limit["examples_per_sec"]
     cold_row = rows.pop() if len(extra) > 1 else rows[-1]
     cold = cold_row["first_epoch_examples_per_sec"]
     naive, configured = rows[0], rows[-1]
@@ -161,13 +162,16 @@ def benchmark_pipeline(
         "first_epoch_speedup_vs_naive": _ratio(
             configured["first_epoch_examples_per_sec"], naive["first_epoch_examples_per_sec"]
         ),
-        "decode_limit_examples_per_sec": limit,
+        "decode_only_examples_per_sec": limit,
         "cold_examples_per_sec": cold,
         "cold_speedup_vs_naive": _ratio(cold, naive["first_epoch_examples_per_sec"]),
-        "cold_vs_decode_limit": _ratio(cold, limit),
-        "cache_fill_vs_decode_limit": _ratio(configured["first_epoch_examples_per_sec"], limit),
-        "naive_cold_vs_decode_limit": _ratio(naive["first_epoch_examples_per_sec"], limit),
-        "speedup_basis": _basis(epochs, cached["cache"], rounds),
+        "cold_vs_decode_only": _ratio(cold, limit),
+        "cache_fill_vs_decode_only": _ratio(configured["first_epoch_examples_per_sec"], limit),
+        "naive_cold_vs_decode_only": _ratio(naive["first_epoch_examples_per_sec"], limit),
+        "speedup_basis": _basis(naive, configured, cached["cache"], rounds),
+        "too_short": any(row["too_short"] for row in (naive, configured, cold_row)),
+        "benchmark_seconds": seconds,
+        "timed_seconds": round(sum(row["timed_seconds"] for row in [*rows, measured_limit]), 3),
         "map_description": MAP_DESCRIPTION.format(
             kind=encoding.upper(), how=HOW[regime].format(parse_batch=PARSE_BATCH)
         ),
@@ -176,9 +180,7 @@ def benchmark_pipeline(
         "pipeline": configured["pipeline"],
         "naive_pipeline": naive["pipeline"],
         "train_records": records,
-        "repeats": repeats,
-        "examples_per_epoch": records * repeats,
-        "epochs": epochs,
+        "examples_per_epoch": records,
         "rounds": rounds,
         "batch_size": batch_size,
         **cached,
@@ -191,49 +193,9 @@ def benchmark_pipeline(
     return result
 
 
-def input_bound_verdict(
-    result: dict[str, Any], model_examples_per_sec: float | None
-) -> dict[str, Any]:
-    """`input_bound` (None without a model rate) and a `verdict` sentence on the measured rates."""
-    rate, first = result["examples_per_sec"], result["first_epoch_examples_per_sec"]
-    limit, cold = result.get("decode_limit_examples_per_sec"), result.get("cold_examples_per_sec")
-    measured = (
-        f"The configured pipeline delivers {rate:,.0f} examples/s in steady state "
-        f"({first:,.0f} in the first epoch"
-        + (
-            f"; {cold:,.0f} cold, without a cache, {cold / limit:.0%} of the {limit:,.0f}/s "
-            "decode limit"
-            if limit and cold
-            else ""
-        )
-        + f"), {result['speedup_vs_naive']:.1f}× the naive pipeline's "
-        f"{result['naive_examples_per_sec']:,.0f}"
-    )
-    if model_examples_per_sec is None:
-        return {
-            "input_bound": None,
-            "verdict": measured + "; whether training waits for it, 03_train measures (the "
-            "share of each step spent waiting for input).",
-        }
-    model = float(model_examples_per_sec)
-    if rate < model:
-        verdict = (
-            f"{measured}: input-bound, since the model consumes {model:,.0f} examples/s, so the "
-            f"accelerator would wait for data about {1 - rate / model:.0%} of the time."
-        )
-    else:
-        verdict = (
-            f"{measured}: not input-bound, {rate / model:.1f}× the {model:,.0f} examples/s the "
-            "model consumes"
-            + (" — except in the first epoch, while the cache fills." if first < model else ".")
-        )
-    return {"input_bound": rate < model, "verdict": verdict}
-
-
 def check_parameters(
     batch_size: int,
-    epochs: int,
-    min_examples: int,
+    seconds: float = SECONDS,
     model_examples_per_sec: float | None = None,
     rounds: int = 1,
     *,
@@ -241,17 +203,22 @@ def check_parameters(
 ) -> None:
     """Refuse a bad benchmark setting in one sentence, before anything is read.
 
-    `names` spells a setting as the caller's user knows it (notebook 01: benchmark_epochs).
+    `names` spells a setting as the caller's user knows it (notebook 01: benchmark_seconds).
     """
-    for name, value in (
-        ("batch_size", batch_size),
-        ("epochs", epochs),
-        ("min_examples", min_examples),
-        ("rounds", rounds),
-    ):
+    for name, value in (("batch_size", batch_size), ("rounds", rounds)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             shown = (names or {}).get(name, name)
             raise DataError(f"{shown}={value!r} is not allowed: use a whole number >= 1.")
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 1 <= seconds <= MAX_SECONDS
+    ):
+        shown = (names or {}).get("seconds", "seconds")
+        raise DataError(
+            f"{shown}={seconds!r} is not allowed: use a number of seconds from 1 to "
+            f"{MAX_SECONDS:g} (the whole benchmark, shared by every timed pipeline)."
+        )
     if model_examples_per_sec is not None and (
         isinstance(model_examples_per_sec, bool)
         or not isinstance(model_examples_per_sec, int | float)
@@ -263,14 +230,23 @@ def check_parameters(
         )
 
 
-def _basis(epochs: int, cache: bool, rounds: int) -> str:
-    """Which epochs speedup_vs_naive compares, in words."""
+def _basis(naive: dict[str, Any], configured: dict[str, Any], cache: bool, rounds: int) -> str:
+    """Which epochs speedup_vs_naive compares, in words, and over how many rounds."""
+    reached = min(naive["steady_rounds"], configured["steady_rounds"])
+    if reached:
+        filled = " (after the cache is filled)" if cache else ""
+        median = "one round" if reached == 1 else f"median of {reached} rounds"
+        of = (
+            f" (the {rounds - reached} other(s) ended inside the first epoch)"
+            if reached < rounds
+            else ""
+        )
+        return f"steady state: the epochs after the first{filled}, {median}{of}"
     median = f"median of {rounds} rounds" if rounds > 1 else "one round"
-    if epochs == 1:
-        return f"the single timed epoch (epochs=1), {median}"
-    later = "epoch 2" if epochs == 2 else f"epochs 2 to {epochs}"
-    filled = ", after the cache is filled" if cache else ""
-    return f"steady state: {later}{filled}, {median}"
+    return (
+        f"first epochs only: a pipeline's share of the time ended before its first epoch did "
+        f"(a larger benchmark_seconds times later epochs too), {median}"
+    )
 
 
 def _ratio(numerator: float, denominator: float) -> float:

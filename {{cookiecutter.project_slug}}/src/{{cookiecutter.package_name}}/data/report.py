@@ -1,12 +1,16 @@
 """metrics/data.json and the notebook's table: the benchmark's numbers with the data's counts.
 
 One flat record per run (`data_metrics`): the counts from meta.json, how the shards were
-written (rate, workers, bytes against the source folder's), and the benchmark's result.
+written (rate, workers, bytes against the source folder's), and the benchmark's result, with its
+verdict in words (`input_bound_verdict`): a ratio where the timing means one, and where a pipeline
+was timed too briefly, a sentence that says so and how to give it more time.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+MIN_BATCHES = 5  # batches a round must time for a rate to mean anything (timing.py counts them)
 
 
 def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -34,11 +38,66 @@ def steps_table(result: dict[str, Any]) -> str:
         "|---|---|---:|---:|---:|",
     ]
     for row in result.get("steps", []):
+        steady = (
+            f"{row['examples_per_sec']:,.0f}" if row.get("steady_state", True) else "not reached"
+        )
+        ratio = "too short" if row.get("too_short") else f"{row['speedup_vs_naive']:.2f}"
         lines.append(
             f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
-            f"{row['examples_per_sec']:,.0f} | {row['speedup_vs_naive']:.2f} |"
+            f"{steady} | {ratio} |"
         )
     return "\n".join(lines)
+
+
+def input_bound_verdict(
+    result: dict[str, Any], model_examples_per_sec: float | None
+) -> dict[str, Any]:
+    """`input_bound` (None without a model rate) and a `verdict` sentence on the measured rates."""
+    if result.get("too_short"):
+        return {"input_bound": None, "verdict": too_short_sentence(result)}
+    rate, first = result["examples_per_sec"], result["first_epoch_examples_per_sec"]
+    limit, cold = result.get("decode_only_examples_per_sec"), result.get("cold_examples_per_sec")
+    measured = (
+        f"The configured pipeline delivers {rate:,.0f} examples/s in steady state "
+        f"({first:,.0f} in the first epoch"
+        + (
+            f"; {cold:,.0f} cold, without a cache: {cold / limit:.0%} of a decode-only "
+            f"pipeline's {limit:,.0f}/s"
+            if limit and cold
+            else ""
+        )
+        + f"), {result['speedup_vs_naive']:.1f}× the naive pipeline's "
+        f"{result['naive_examples_per_sec']:,.0f}"
+    )
+    if model_examples_per_sec is None:
+        return {
+            "input_bound": None,
+            "verdict": measured + "; whether training waits for it, 03_train measures (the "
+            "share of each step spent waiting for input).",
+        }
+    model = float(model_examples_per_sec)
+    if rate < model:
+        verdict = (
+            f"{measured}: input-bound, since the model consumes {model:,.0f} examples/s, so the "
+            f"accelerator would wait for data about {1 - rate / model:.0%} of the time."
+        )
+    else:
+        verdict = (
+            f"{measured}: not input-bound, {rate / model:.1f}× the {model:,.0f} examples/s the "
+            "model consumes"
+            + (" — except in the first epoch, while the cache fills." if first < model else ".")
+        )
+    return {"input_bound": rate < model, "verdict": verdict}
+
+
+def too_short_sentence(result: dict[str, Any]) -> str:
+    """What a benchmark too short to compare the pipelines says instead of a ratio."""
+    seconds = result["benchmark_seconds"]
+    return (
+        f"Too short to compare the pipelines: in benchmark_seconds={seconds:g}, a pipeline was "
+        f"timed over fewer than {MIN_BATCHES} batches a round, so no ratio here is a measurement; "
+        f"give benchmark_seconds={max(seconds * 4, 60.0):g} for one."
+    )
 
 
 def _write_numbers(meta: dict[str, Any]) -> dict[str, Any]:

@@ -98,6 +98,8 @@ def write_shards(
                 with writing(path, AGAIN):
                     _write_shard(path, itertools.islice(records, len(part)), len(part))
                 shard_names.append(path.name)
+            for _ in records:  # resumed once more, the count reaches the last image and closes
+                pass
             labels = source.labels[indices]
             splits[name] = {
                 "count": len(indices),

@@ -48,10 +48,9 @@ class Params:
         False, "random translation of training images (shown in the pipeline, not benchmarked)"
     )
     seed: int = param(42, "split, shuffle and augmentation seed")
-    benchmark_min_examples: int = param(
-        20000, "records are repeated until one timed epoch holds this many"
+    benchmark_seconds: float = param(
+        60.0, "seconds the pipeline benchmark takes, shared by every pipeline it times (1-3600)"
     )
-    benchmark_epochs: int = param(3, "timed epochs per pipeline, after a warm-up")
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -59,10 +58,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     sources.check_parameters(params.dataset, **_source_options(params))
     check_test_fraction(params.test_fraction, params.val_fraction)
     benchmark.check_parameters(
-        params.batch_size,
-        params.benchmark_epochs,
-        params.benchmark_min_examples,
-        names={"epochs": "benchmark_epochs", "min_examples": "benchmark_min_examples"},
+        params.batch_size, params.benchmark_seconds, names={"seconds": "benchmark_seconds"}
     )
     check_cache(params.cache)
     if not isinstance(params.augment, bool):
@@ -79,12 +75,16 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     )
     if verbose:
         print(describe_meta(meta))
-        print("Benchmarking the input pipeline against a naive one ...", flush=True)
+        print(
+            f"Benchmarking the input pipeline against a naive one: about "
+            f"{params.benchmark_seconds:g} s, whatever the data (benchmark_seconds; in a run, "
+            "-p 01_data.benchmark_seconds=N) ...",
+            flush=True,
+        )
     result = benchmark.benchmark_pipeline(
         folder,
         params.batch_size,
-        epochs=params.benchmark_epochs,
-        min_examples=params.benchmark_min_examples,
+        seconds=params.benchmark_seconds,
         cache=params.cache,
         steps=True,
         seed=params.seed,

@@ -19,7 +19,8 @@ MUTED_ROWS = ("naive", "(batch before parse instead)")  # the baseline, and a re
 def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     """examples/s of the naive pipeline and of each stage added (steady state as bars, the cold
     first epoch as a tick), each bar labelled with its rate and its speed-up over naive, and the
-    decode limit (all cores decoding, nothing else) as a dashed line."""
+    decode-only pipeline (all cores decoding from memory, nothing else: a reference, not a
+    bound) as a dashed line."""
     rows = metrics.get("steps") or _two_rows(metrics)
     if not rows:
         return None
@@ -40,9 +41,9 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         zorder=3,
         label="first epoch (cold)",
     )
-    limit = metrics.get("decode_limit_examples_per_sec")
-    if limit:  # no pipeline over these shards can be faster while it decodes (the cold epoch)
-        ax.axvline(limit, color="tab:red", linestyle="--", label="decode limit, all cores")
+    limit = metrics.get("decode_only_examples_per_sec")
+    if limit:  # the decode alone, from memory: where reading and parsing would leave a cold epoch
+        ax.axvline(limit, color="tab:red", linestyle="--", label="decode only, all cores")
     if max(steady + first) > 20 * max(min(steady + first), 1e-9):
         ax.set_xscale("log")
     for name, rate, start, row in zip(names, steady, first, rows, strict=True):
@@ -56,11 +57,16 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         )
     style.widen(ax)
     ax.set_xlabel("training examples/s (higher is faster)")
-    cold = metrics.get("cold_vs_decode_limit")
+    cold = metrics.get("cold_vs_decode_only")
+    ratio = (
+        "too briefly timed to compare"
+        if metrics.get("too_short")
+        else f"{metrics['speedup_vs_naive']:.1f}× the naive one"
+    )
     fig.suptitle(
-        f"Input pipeline: {metrics['speedup_vs_naive']:.1f}× the naive one"
+        f"Input pipeline: {ratio}"
         + (
-            f", cold epoch {cold:.0%} of the decode limit ({metrics['cpu_count']} CPU cores)"
+            f", cold epoch {cold:.0%} of decoding only ({metrics['cpu_count']} CPU cores)"
             if cold
             else f" (batch {metrics['batch_size']}, {metrics['cpu_count']} CPU cores)"
         )
@@ -75,15 +81,18 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
 
 
 def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
-    """Examples per class, train and validation side by side."""
+    """Examples per class, every split side by side (train, validation, and test if held out)."""
     classes = [str(name) for name in metrics.get("classes") or []]
     if not classes:
         return None
     positions = np.arange(len(classes))
     fig, (ax,) = style.new(max(6, 0.45 * len(classes)), 3.2)
-    for offset, split in ((-0.2, "train"), (0.2, "validation")):
+    splits = [split for split in ("train", "validation", "test") if split in metrics["per_class"]]
+    width = 0.8 / len(splits)
+    for index, split in enumerate(splits):
         counts = [metrics["per_class"][split].get(name, 0) for name in classes]
-        ax.bar(positions + offset, counts, width=0.4, label=f"{split} ({sum(counts):,})")
+        offset = (index - (len(splits) - 1) / 2) * width
+        ax.bar(positions + offset, counts, width=width, label=f"{split} ({sum(counts):,})")
     ax.set_xticks(
         positions,
         classes,
@@ -94,7 +103,7 @@ def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("examples")
     fig.suptitle(f"Examples per class in each split ({metrics.get('dataset', 'data')})")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
-    ax.legend(fontsize="small", ncols=2, loc="upper center")
+    ax.legend(fontsize="small", ncols=len(splits), loc="upper center")
     return style.write(fig, path)
 
 

@@ -111,11 +111,14 @@ def _environment(m: dict[str, Any]) -> str:
 
 
 def _data(m: dict[str, Any]) -> str:
-    return (
-        f"{m['dataset']}, {m['train_count']:,} train / {m['validation_count']:,} validation "
-        f"examples; the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
-        f"({m['examples_per_sec']:,.0f} examples/s)."
+    speed = (
+        "the pipeline benchmark was too short to compare the pipelines"
+        if m.get("too_short")
+        else f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
+        f"({m['examples_per_sec']:,.0f} examples/s)"
     )
+    counts = " / ".join(f"{count:,} {name}" for name, count in _splits(m))
+    return f"{m['dataset']}, {counts} examples; {speed}."
 
 
 def _train(m: dict[str, Any]) -> str:
@@ -157,11 +160,26 @@ def _environment_rows(m: dict[str, Any]) -> Rows:
 
 def _data_rows(m: dict[str, Any]) -> Rows:
     return [
-        ("examples (train / validation)", f"{m['train_count']:,} / {m['validation_count']:,}"),
+        (
+            f"examples ({' / '.join(name for name, _ in _splits(m))})",
+            " / ".join(f"{count:,}" for _, count in _splits(m)),
+        ),
         ("pipeline examples/s (steady state)", f"{m['examples_per_sec']:,.0f}"),
         ("naive pipeline examples/s", f"{m['naive_examples_per_sec']:,.0f}"),
-        ("speed-up", f"{m['speedup_vs_naive']:.1f}× ({m.get('speedup_basis', '')})"),
+        ("speed-up", _speedup(m)),
     ]
+
+
+def _splits(m: dict[str, Any]) -> list[tuple[str, int]]:
+    """(split, examples) of every split, the held-out test split among them when there is one."""
+    names = ["train", "validation"] + (["test"] if m.get("test_count") else [])
+    return [(name, m[f"{name}_count"]) for name in names]
+
+
+def _speedup(m: dict[str, Any]) -> str:
+    if m.get("too_short"):
+        return f"not measured: the benchmark's {m.get('benchmark_seconds')} s were too short"
+    return f"{m['speedup_vs_naive']:.1f}× ({m.get('speedup_basis', '')})"
 
 
 def _train_rows(m: dict[str, Any]) -> Rows:

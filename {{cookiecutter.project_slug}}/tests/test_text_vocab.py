@@ -29,7 +29,7 @@ def ids(layer, texts=PROBE, max_tokens=64) -> list[list[int]]:
 def test_vocabulary_size_is_a_multiple_of_8_and_capped():
     """A small corpus is padded up to a multiple of 8; a large one is cut to vocab_size."""
     small = build_vocabulary(TRAIN, vocab_size=64)
-    assert small.vocabulary_size() % 8 == 0 and small.vocabulary_size() == 16  # 8 words + 2 special ids, padded
+    assert small.vocabulary_size() % 8 == 0 and small.vocabulary_size() == 16  # 8 words + 2, padded
     words = [f"word{i} " * (i % 7 + 1) for i in range(100)]
     assert build_vocabulary(words, vocab_size=24).vocabulary_size() == 24
 

@@ -76,6 +76,12 @@ def test_token_ids_cut_each_text_to_max_tokens():
     assert np.all(np.array(cut[0]) > 1)
 
 
+def test_a_text_without_tokens_gets_the_unknown_id():
+    """Punctuation alone would be an all-padding row; it becomes one unknown token instead."""
+    layer = build_vocabulary(TRAIN, vocab_size=64)
+    assert ids(layer, tf.constant(["?!", "", "lost card"])) == [[1], [1], [4, 2]]
+
+
 @pytest.mark.parametrize("value", [0, 12, 100, "20000", 8])
 def test_vocab_size_not_a_multiple_of_8_from_16_is_refused(value):
     """The size rule is said in one sentence with an example."""

@@ -103,12 +103,16 @@ def token_ids(
     """Ids of a batch of strings, each text cut to its first max_tokens: [batch, (length)].
 
     Used by the pipeline and by the export's serving graph alike, so both cut texts the same way.
+    A text with no token at all ("?!") gets the unknown id, so no row is all padding (a masked
+    mean over nothing is 0 / 0).
     """
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise VocabularyError(
             f"max_tokens={max_tokens!r} is not allowed: use a whole number of tokens, e.g. 64."
         )
-    return layer(texts)[:, :max_tokens]
+    ids = layer(texts)[:, :max_tokens]
+    empty = tf.cast(ids.row_lengths() == 0, tf.int64)
+    return tf.concat([ids, tf.ragged.range(empty, 2 * empty)], axis=1)
 
 
 def read_tokens(path: str | Path) -> list[str]:

@@ -178,6 +178,20 @@ def test_folder_refuses_an_empty_file_and_a_single_example_class(tmp_path):
         load_text_source("folder", tmp_path)
 
 
+def test_what_the_csv_module_cannot_parse_is_refused_with_its_line(tmp_path):
+    """A field over the csv module's limit (131,072 characters) is named by file and line."""
+    message = refusal(tmp_path, b"text,label\nfine,a\n" + b"x" * 200_000 + b",a\n")
+    assert "bad.csv, line 3" in message and "cannot be read" in message
+
+
+@pytest.mark.parametrize("kwargs", [{"max_tokens": 0}, {"test_fraction": 1.5}])
+def test_bad_sizes_and_fractions_are_refused(tmp_path, kwargs):
+    """max_tokens and the fractions are checked before any file is read."""
+    with pytest.raises(DataError) as caught:
+        load_text_source("csv", tmp_path / "missing.csv", **kwargs)
+    assert_one_sentence(str(caught.value))
+
+
 def test_unknown_source_and_missing_path_are_refused():
     """One sentence each, naming the value."""
     for args in (("tweets",), ("csv",)):

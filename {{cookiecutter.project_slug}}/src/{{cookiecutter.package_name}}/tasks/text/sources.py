@@ -17,14 +17,16 @@ import io
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ...data.base import DataError
-from ...data.split import split_indices
+from ...data.split import check_test_fraction, split_indices
 
 SOURCES = ("banking77", "csv", "folder")
 BANKING77 = resources.files(__package__) / "banking77"
@@ -76,6 +78,11 @@ def load_text_source(
     """
     if source not in SOURCES:
         raise TextSourceError(f"source={source!r} is not a text source: use one of {SOURCES}.")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise TextSourceError(
+            f"max_tokens={max_tokens!r} is not allowed: use a whole number of tokens, e.g. 64."
+        )
+    check_test_fraction(test_fraction if source != "banking77" else 0.0, val_fraction)
     if source == "banking77":
         classes = json.loads((BANKING77 / "categories.json").read_text(encoding="utf-8"))
         digest = hashlib.sha256()
@@ -104,7 +111,7 @@ def load_text_source(
         classes = sorted(set(rows[1]))
         texts, labels = _ids(*rows, classes)
     index = split_indices(labels, classes, val_fraction, seed, test_fraction)
-    splits = {name: _take(texts, labels, rows) for name, rows in index.items()}
+    splits = {name: _take(texts, labels, members) for name, members in index.items()}
     if source == "banking77":
         splits["test"] = test
     truncated = {name: count_long(split.texts, max_tokens) for name, split in splits.items()}
@@ -138,7 +145,7 @@ def read_csv_rows(
     labels: list[str] = []
     places: list[str] = []
     line = reader.line_num + 1
-    for row in reader:
+    for row in _rows(reader, name):
         if row:  # a blank line is no example
             cells = [row[i].strip() if i < len(row) else "" for i in (at_text, at_label)]
             for value, what in zip(cells, ("text", "label"), strict=True):
@@ -190,6 +197,21 @@ def count_tokens(text: str) -> int:
 def count_long(texts: list[str], max_tokens: int) -> int:
     """How many texts the pipeline will truncate to `max_tokens`."""
     return sum(count_tokens(text) > max_tokens for text in texts)
+
+
+def _rows(reader: Any, name: str) -> Iterator[list[str]]:
+    """The csv reader's rows; what it cannot parse (a field over its size limit) named by line."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise TextSourceError(
+                f"{name}, line {reader.line_num}: the CSV cannot be read ({error}), so fix that "
+                "line."
+            ) from None
+        yield row
 
 
 def _decode(data: bytes, name: str) -> str:

@@ -150,7 +150,7 @@ class EncoderBlock(layers.Layer):
         self.attention = layers.MultiHeadAttention(
             self.heads, width // self.heads, dropout=self.dropout
         )
-        self.ff_in = layers.Dense(self.ff_width, activation="gelu")
+        self.ff_in = layers.Dense(self.ff_width)
         self.ff_out = layers.Dense(width)
         self.drop = layers.Dropout(self.dropout)
         for layer in (self.norm_1, self.norm_2):
@@ -165,7 +165,8 @@ class EncoderBlock(layers.Layer):
         x = x + self.drop(
             self.attention(h, h, attention_mask=keys, training=training), training=training
         )
-        h = self.ff_out(self.ff_in(self.norm_2(x)))
+        # tanh-approximated GELU: the exact one needs Erfc, which tf2onnx cannot convert.
+        h = self.ff_out(ops.gelu(self.ff_in(self.norm_2(x)), approximate=True))
         return x + self.drop(h, training=training)
 
     def get_config(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from {{ cookiecutter.package_name }}.tasks.text.export import (
     IDS_SIGNATURE,
     SIGNATURE,
     export_text_model,
+    ids_spec,
     parity_ids,
     predict_texts,
     rest_payload,
@@ -125,6 +126,22 @@ def test_a_vocabulary_that_is_not_the_fingerprinted_one_is_refused(exported, tmp
     other.write_text(vocabulary.read_text(encoding="utf-8") + "more\n", encoding="utf-8")
     with pytest.raises(StaleInputError, match="01_data"):
         export_text_model(model, other, CLASSES, 16, tmp_path / "e", fingerprint="0" * 64)
+
+
+@pytest.mark.slow
+def test_the_ids_model_converts_to_onnx_with_the_same_top_class(exported, tmp_path):
+    """tf2onnx takes the model as the ids signature gives it (no string op), and ONNX Runtime
+    agrees with the SavedModel on every probe."""
+    ort = pytest.importorskip("onnxruntime")
+    model, _, vocabulary, export_dir = exported
+    path = tmp_path / "model.onnx"
+    model.export(str(path), format="onnx", input_signature=[ids_spec()], verbose=False)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ids = parity_ids(vocabulary, PROBES, 16)
+    (probabilities,) = session.run(None, {session.get_inputs()[0].name: ids})
+    expected = predict_texts(export_dir, PROBES)
+    assert probabilities.argmax(axis=1).tolist() == expected["class_ids"].tolist()
+    np.testing.assert_allclose(probabilities, expected["probabilities"], atol=1e-4)
 
 
 def test_rest_payload_sends_plain_strings():

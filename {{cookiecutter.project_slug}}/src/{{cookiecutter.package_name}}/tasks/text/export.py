@@ -57,9 +57,8 @@ def build_text_archive(
     archive.track(model)
     archive.track(vectorizer)
     text_spec = tf.TensorSpec([None], tf.string, name=TEXT_INPUT)
-    ids_spec = tf.TensorSpec([None, None], tf.int64, name=IDS_INPUT)
     archive.add_endpoint(SIGNATURE, serve_text, input_signature=[text_spec])
-    archive.add_endpoint(IDS_SIGNATURE, outputs, input_signature=[ids_spec])
+    archive.add_endpoint(IDS_SIGNATURE, outputs, input_signature=[ids_spec()])
     return archive
 
 
@@ -91,6 +90,11 @@ def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> d
 def rest_payload(texts: Sequence[str]) -> dict[str, Any]:
     """TF Serving's REST body for serving_default: the strings as they are, no ids, no base64."""
     return {"signature_name": SIGNATURE, "instances": [str(text) for text in texts]}
+
+
+def ids_spec() -> tf.TensorSpec:
+    """The input of the `token_ids` signature and of the ONNX model: int64 [batch, length]."""
+    return tf.TensorSpec([None, None], tf.int64, name=IDS_INPUT)
 
 
 def parity_ids(

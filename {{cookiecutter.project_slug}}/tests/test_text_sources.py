@@ -12,9 +12,9 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.tasks.text.sources import (
     TextSourceError,
-    count_tokens,
     load_text_source,
 )
+from {{ cookiecutter.package_name }}.tasks.text.vocab import count_tokens
 
 ROWS = [
     (f"how do I {verb} my card number {i}", label)

@@ -13,6 +13,7 @@ from {{ cookiecutter.package_name }}.artifacts import StaleInputError
 from {{ cookiecutter.package_name }}.tasks.text.vocab import (
     VocabularyError,
     build_vocabulary,
+    count_tokens,
     load_vocabulary,
     save_vocabulary,
     token_ids,
@@ -88,3 +89,18 @@ def test_vocab_size_not_a_multiple_of_8_from_16_is_refused(value):
     with pytest.raises(VocabularyError) as caught:
         build_vocabulary(TRAIN, vocab_size=value)
     assert_one_sentence(str(caught.value))
+
+
+def test_count_tokens_agrees_with_the_vectorizer():
+    """The sources count long texts without TensorFlow; the counts are the layer's own."""
+    texts = [
+        "Where's my card?!  It's LATE.",
+        "top-up (£20) failed; why??",
+        "e-mail: me@bank.com\tthen\nnew line",
+        "CAFÉ naïve — “quoted” …",
+        "...",
+        "",
+    ]
+    layer = build_vocabulary(TRAIN, vocab_size=64)
+    lengths = layer(tf.constant(texts)).row_lengths().numpy().tolist()
+    assert [count_tokens(text) for text in texts] == lengths

@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import io
 import json
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,12 +26,11 @@ import numpy as np
 
 from ...data.base import DataError
 from ...data.split import check_test_fraction, split_indices
+from .vocab import count_long
 
 SOURCES = ("banking77", "csv", "folder")
 BANKING77 = resources.files(__package__) / "banking77"
 BOM = "\ufeff"
-# What TextVectorization's "lower_and_strip_punctuation" removes (keras' DEFAULT_STRIP_REGEX).
-_PUNCTUATION = re.compile(r"[!\"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~']")
 
 
 class TextSourceError(DataError):
@@ -84,16 +82,7 @@ def load_text_source(
         )
     check_test_fraction(test_fraction if source != "banking77" else 0.0, val_fraction)
     if source == "banking77":
-        classes = json.loads((BANKING77 / "categories.json").read_text(encoding="utf-8"))
-        digest = hashlib.sha256()
-        parts = {}
-        for split in ("train", "test"):
-            name = f"banking77/{split}.csv"
-            data = gzip.decompress((BANKING77 / f"{split}.csv.gz").read_bytes())
-            digest.update(data)
-            parts[split] = read_csv_rows(data, name, "text", "category")
-        texts, labels = _ids(*parts["train"], classes)
-        test = Examples(*_ids(*parts["test"], classes))
+        classes, texts, labels, test, digest = _banking77()
         test_fraction = 0.0
     elif path is None:
         raise TextSourceError(f"source={source!r} needs a path: give path=<the {source}>.")
@@ -189,16 +178,6 @@ def read_folder_rows(root: Path) -> tuple[tuple[list[str], list[str], list[str]]
     return (texts, labels, places), seen.getvalue()
 
 
-def count_tokens(text: str) -> int:
-    """The number of tokens the vocabulary's standardize and whitespace split make of a text."""
-    return len(_PUNCTUATION.sub("", text.lower()).split())
-
-
-def count_long(texts: list[str], max_tokens: int) -> int:
-    """How many texts the pipeline will truncate to `max_tokens`."""
-    return sum(count_tokens(text) > max_tokens for text in texts)
-
-
 def _rows(reader: Any, name: str) -> Iterator[list[str]]:
     """The csv reader's rows; what it cannot parse (a field over its size limit) named by line."""
     while True:
@@ -212,6 +191,19 @@ def _rows(reader: Any, name: str) -> Iterator[list[str]]:
                 "line."
             ) from None
         yield row
+
+
+def _banking77() -> tuple[list[str], list[str], np.ndarray, Examples, Any]:
+    """The vendored data set: its intents, train texts and ids, test split, and a digest."""
+    classes = json.loads((BANKING77 / "categories.json").read_text(encoding="utf-8"))
+    digest = hashlib.sha256()
+    parts = {}
+    for split in ("train", "test"):
+        data = gzip.decompress((BANKING77 / f"{split}.csv.gz").read_bytes())
+        digest.update(data)
+        parts[split] = read_csv_rows(data, f"banking77/{split}.csv", "text", "category")
+    texts, labels = _ids(*parts["train"], classes)
+    return classes, texts, labels, Examples(*_ids(*parts["test"], classes)), digest
 
 
 def _decode(data: bytes, name: str) -> str:

@@ -11,6 +11,7 @@ produce, so the embedding's rows suit Tensor Cores under mixed precision.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +26,8 @@ SPECIAL = 2  # id 0 pads, id 1 is every word outside the vocabulary
 MULTIPLE = 8
 # Standardization strips punctuation, so no text ever gives a token with brackets in it.
 FILLER = "[unused{}]"
+# What "lower_and_strip_punctuation" removes (keras' DEFAULT_STRIP_REGEX), to count tokens.
+_PUNCTUATION = re.compile(r"[!\"#$%&()\*\+,\-\./:;<=>?@\[\\\]^_`{|}~']")
 
 
 class VocabularyError(StepError):
@@ -113,6 +116,17 @@ def token_ids(
     ids = layer(texts)[:, :max_tokens]
     empty = tf.cast(ids.row_lengths() == 0, tf.int64)
     return tf.concat([ids, tf.ragged.range(empty, 2 * empty)], axis=1)
+
+
+def count_tokens(text: str) -> int:
+    """The number of tokens the vectorizer's standardize and whitespace split make of a text,
+    without TensorFlow: the sources count what the pipeline will truncate before any is built."""
+    return len(_PUNCTUATION.sub("", text.lower()).split())
+
+
+def count_long(texts: Sequence[str], max_tokens: int) -> int:
+    """How many texts the pipeline will truncate to `max_tokens`."""
+    return sum(count_tokens(text) > max_tokens for text in texts)
 
 
 def read_tokens(path: str | Path) -> list[str]:

@@ -13,6 +13,8 @@ from {{ cookiecutter.package_name }}.tasks.text.models import (
     build_model,
     build_transformer,
 )
+from {{ cookiecutter.package_name }}.tasks.text.pipeline import from_examples, text_dataset
+from {{ cookiecutter.package_name }}.tasks.text.vocab import build_vocabulary
 
 VOCAB, CLASSES, MAX_TOKENS = 64, 5, 16
 SMALL = {
@@ -93,6 +95,37 @@ def test_a_few_epochs_learn_a_separable_toy_task():
         )
         built.fit(x, y, epochs=15, batch_size=16, verbose=0)
         assert built.evaluate(x, y, verbose=0)[1] > 0.95, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_trains_under_mixed_bfloat16_with_xla_on_bucketed_batches(name):
+    """The point of ids in, strings out: XLA compiles the model on the pipeline's few shapes,
+    and a mixed-precision fit keeps a finite loss."""
+    texts = [
+        ("card " * (i % 20 + 1)) if i % 2 else ("transfer money " * (i % 7 + 1)) for i in range(96)
+    ]
+    labels = [i % 2 for i in range(96)]
+    layer = build_vocabulary(texts, vocab_size=16)
+    data = text_dataset(
+        from_examples(texts, labels), layer, max_tokens=MAX_TOKENS, batch_size=16, shuffle_seed=0
+    )
+    assert len({int(ids.shape[1]) for ids, _ in data}) > 1  # several shapes reach the model
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        keras.utils.set_random_seed(0)
+        model = build_model(name, 16, 2, MAX_TOKENS, **SMALL[name])
+        model.compile(
+            keras.optimizers.AdamW(1e-2),
+            keras.losses.SparseCategoricalCrossentropy(),
+            metrics=["accuracy"],
+            jit_compile=True,
+        )
+        history = model.fit(data, epochs=4, verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert history.history["accuracy"][-1] > 0.9
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ from {{ cookiecutter.package_name }}.tasks.text.vocab import build_vocabulary
 def main() -> None:
     args = parse_args()
     keras.utils.set_random_seed(args.seed)
+    keras.mixed_precision.set_global_policy(args.precision)
     start = time.perf_counter()
     source = load_text_source(
         "banking77", val_fraction=args.val_fraction, seed=args.seed, max_tokens=args.max_tokens
@@ -170,6 +171,8 @@ def train_one(name, args, layer, vocab_size, source) -> dict:
         "max_tokens": args.max_tokens,
         "batch_size": args.batch_size,
         "label_smoothing": smoothing,
+        "precision": args.precision,
+        "xla": args.xla,
         "weight_decay": args.weight_decay,
         "top_confused": scores["confused_pairs"][:3],
     }
@@ -204,6 +207,7 @@ def parse_args() -> argparse.Namespace:
     add("--blocks", type=int, default=2)
     add("--dropout", type=float, default=0.1)
     add("--xla", action="store_true")
+    add("--precision", default="float32", help="a Keras dtype policy, e.g. mixed_bfloat16")
     add("--verbose", action="store_true")
     return parser.parse_args()
 

@@ -96,7 +96,8 @@ def batch_by_length(
     """Padded batches: by length bucket (a few fixed shapes), or to max_tokens without bucketing.
 
     Without bucketing every batch is padded to max_tokens: the one fixed shape the device would
-    otherwise need, and the comparison `padding_shares` makes.
+    otherwise need, and the comparison `padding_shares` makes. It also keeps the examples in
+    their order (buckets regroup them), so scoring uses it to match predictions to texts.
     """
     if not bucketing:
         return token_pairs.padded_batch(batch_size, padded_shapes=([max_tokens], []))

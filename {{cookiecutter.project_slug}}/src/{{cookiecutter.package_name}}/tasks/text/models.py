@@ -27,7 +27,7 @@ def build_bag_of_ngrams(
     vocab_size: int,
     num_classes: int,
     *,
-    width: int = 64,
+    width: int = 128,
     bigram_buckets: int = 0,
     dropout: float = 0.2,
 ) -> keras.Model:

@@ -1,0 +1,107 @@
+"""The text SavedModel: raw strings in; probabilities, class ids and class names out.
+
+The trained model takes token ids, so the serving graph puts the tokenization in front of it: the
+vocabulary file travels as an asset of the SavedModel (its lookup table is built from that file
+when the model loads), and a client sends plain strings, to TF Serving's REST API too. A second
+signature, `token_ids`, takes the ids themselves: ONNX Runtime and TensorRT cannot run string
+ops, so 05_optimize converts that one and tokenizes apart (its cost measured on its own).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from .vocab import load_vocabulary, token_ids
+
+SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
+IDS_SIGNATURE = "token_ids"  # the string-free graph, for ONNX and TensorRT
+TEXT_INPUT = "text"
+IDS_INPUT = "token_ids"
+
+
+def build_text_archive(
+    model: keras.Model,
+    vocabulary_path: str | os.PathLike[str],
+    classes: Sequence[str],
+    max_tokens: int,
+    fingerprint: str | None = None,
+) -> keras.export.ExportArchive:
+    """An ExportArchive with `serving_default` (strings) and `token_ids` (int64 ids) endpoints.
+
+    The vocabulary is the data step's file, checked against its fingerprint, so the export can
+    never tokenize with another vocabulary than the one the model was trained on.
+    """
+    vectorizer = load_vocabulary(vocabulary_path, fingerprint, as_asset=True)
+    vectorizer(tf.constant([""]))  # built, as ExportArchive wants every layer it tracks
+    names = tf.constant(list(classes), dtype=tf.string)
+
+    def outputs(ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        probabilities = tf.cast(model(ids, training=False), tf.float32)
+        class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
+        return {
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+            "class_names": tf.gather(names, class_ids),
+        }
+
+    def serve_text(text: tf.Tensor) -> dict[str, tf.Tensor]:
+        return outputs(token_ids(vectorizer, text, max_tokens).to_tensor())
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(vectorizer)
+    text_spec = tf.TensorSpec([None], tf.string, name=TEXT_INPUT)
+    archive.add_endpoint(SIGNATURE, serve_text, input_signature=[text_spec])
+    archive.add_endpoint(IDS_SIGNATURE, outputs, input_signature=[ids_spec()])
+    return archive
+
+
+def export_text_model(
+    model: keras.Model,
+    vocabulary_path: str | os.PathLike[str],
+    classes: Sequence[str],
+    max_tokens: int,
+    export_dir: str | os.PathLike[str],
+    fingerprint: str | None = None,
+) -> str:
+    """Write the SavedModel to export_dir (the steps' writer makes it whole-or-nothing)."""
+    archive = build_text_archive(model, vocabulary_path, classes, max_tokens, fingerprint)
+    archive.write_out(os.fspath(export_dir), verbose=False)
+    return os.fspath(export_dir)
+
+
+def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> dict[str, Any]:
+    """Call a written SavedModel's serving_default with strings, as a client would."""
+    loaded = tf.saved_model.load(os.fspath(export_dir))
+    result = loaded.signatures[SIGNATURE](**{TEXT_INPUT: tf.constant(list(texts), tf.string)})
+    return {
+        "probabilities": result["probabilities"].numpy(),
+        "class_ids": result["class_ids"].numpy(),
+        "class_names": [name.decode("utf-8") for name in result["class_names"].numpy()],
+    }
+
+
+def rest_payload(texts: Sequence[str]) -> dict[str, Any]:
+    """TF Serving's REST body for serving_default: the strings as they are, no ids, no base64."""
+    return {"signature_name": SIGNATURE, "instances": [str(text) for text in texts]}
+
+
+def ids_spec() -> tf.TensorSpec:
+    """The input of the `token_ids` signature and of the ONNX model: int64 [batch, length]."""
+    return tf.TensorSpec([None, None], tf.int64, name=IDS_INPUT)
+
+
+def parity_ids(
+    vocabulary_path: str | os.PathLike[str], texts: Sequence[str], max_tokens: int
+) -> np.ndarray:
+    """The int64 ids [n, max_tokens] the `token_ids` signature (and ONNX) takes for `texts`:
+    the same tokenization as serving_default, padded to one shape for a converted graph."""
+    vectorizer = load_vocabulary(vocabulary_path, as_asset=False)
+    ids = token_ids(vectorizer, tf.constant(list(texts), tf.string), max_tokens)
+    return ids.to_tensor(shape=[None, max_tokens]).numpy()

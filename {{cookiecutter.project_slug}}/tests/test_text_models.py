@@ -1,0 +1,146 @@
+"""The text models: token ids in, float32 probabilities out, padding ignored, saved whole."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from helpers import assert_one_sentence
+
+from {{ cookiecutter.package_name }}.tasks.text.models import (
+    ModelError,
+    build_bag_of_ngrams,
+    build_model,
+    build_transformer,
+)
+from {{ cookiecutter.package_name }}.tasks.text.pipeline import from_examples, text_dataset
+from {{ cookiecutter.package_name }}.tasks.text.vocab import build_vocabulary
+
+VOCAB, CLASSES, MAX_TOKENS = 64, 5, 16
+SMALL = {
+    "bag_of_ngrams": {"width": 16, "bigram_buckets": 64},
+    "transformer": {"width": 16, "heads": 2, "blocks": 2},
+}
+
+
+def ids(rows: list[list[int]], length: int) -> np.ndarray:
+    return np.array([row + [0] * (length - len(row)) for row in rows], dtype="int64")
+
+
+ROWS = [[5, 9, 2, 7], [3], [12, 12, 40, 8, 9, 10, 11, 2]]
+
+
+@pytest.fixture(params=sorted(SMALL))
+def model(request):
+    keras.utils.set_random_seed(0)
+    return build_model(request.param, VOCAB, CLASSES, MAX_TOKENS, **SMALL[request.param])
+
+
+def test_probabilities_for_every_row(model):
+    """[batch, length] ids give [batch, classes] probabilities that sum to 1."""
+    probs = np.asarray(model(ids(ROWS, 8), training=False))
+    assert probs.shape == (3, CLASSES)
+    np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-5)
+
+
+def test_padding_changes_nothing(model):
+    """A text padded to 8 or to 16 gets the same probabilities: padding is masked everywhere."""
+    short = np.asarray(model(ids(ROWS, 8), training=False))
+    long = np.asarray(model(ids(ROWS, 16), training=False))
+    np.testing.assert_allclose(short, long, atol=1e-5)
+
+
+def test_word_order_or_content_changes_the_output(model):
+    """The ids reach the output (a model ignoring its input would pass the padding test)."""
+    a = np.asarray(model(ids([[5, 9, 2, 7]], 8), training=False))
+    b = np.asarray(model(ids([[40, 41, 42, 43]], 8), training=False))
+    assert not np.allclose(a, b, atol=1e-4)
+
+
+def test_mixed_precision_keeps_a_float32_softmax():
+    """Under mixed_bfloat16 the layers compute in bfloat16, the probabilities stay float32."""
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        for name, hparams in SMALL.items():
+            built = build_model(name, VOCAB, CLASSES, MAX_TOKENS, **hparams)
+            assert built.get_layer("words").compute_dtype == "bfloat16"
+            out = built(ids(ROWS, 8), training=False)
+            assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_saved_and_loaded_model_gives_the_same_probabilities(model, tmp_path):
+    """The custom layers are registered: a .keras file loads without custom_objects."""
+    path = tmp_path / "model.keras"
+    model.save(path)
+    again = keras.saving.load_model(path)
+    np.testing.assert_allclose(
+        np.asarray(again(ids(ROWS, 8), training=False)),
+        np.asarray(model(ids(ROWS, 8), training=False)),
+        atol=1e-6,
+    )
+
+
+def test_a_few_epochs_learn_a_separable_toy_task():
+    """Each builder fits: class = which of two word groups a text uses."""
+    rng = np.random.default_rng(0)
+    rows = [list(rng.integers(2 + 30 * c, 32 + 30 * c, 6)) for c in (0, 1) for _ in range(64)]
+    x, y = ids(rows, 8), np.repeat([0, 1], 64)
+    for name, hparams in SMALL.items():
+        keras.utils.set_random_seed(1)
+        built = build_model(name, VOCAB, 2, MAX_TOKENS, **hparams)
+        built.compile(
+            keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy", metrics=["accuracy"]
+        )
+        built.fit(x, y, epochs=15, batch_size=16, verbose=0)
+        assert built.evaluate(x, y, verbose=0)[1] > 0.95, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_trains_under_mixed_bfloat16_with_xla_on_bucketed_batches(name):
+    """The point of ids in, strings out: XLA compiles the model on the pipeline's few shapes,
+    and a mixed-precision fit keeps a finite loss."""
+    texts = [
+        ("card " * (i % 20 + 1)) if i % 2 else ("transfer money " * (i % 7 + 1)) for i in range(96)
+    ]
+    labels = [i % 2 for i in range(96)]
+    layer = build_vocabulary(texts, vocab_size=16)
+    data = text_dataset(
+        from_examples(texts, labels), layer, max_tokens=MAX_TOKENS, batch_size=16, shuffle_seed=0
+    )
+    assert len({int(ids.shape[1]) for ids, _ in data}) > 1  # several shapes reach the model
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        keras.utils.set_random_seed(0)
+        model = build_model(name, 16, 2, MAX_TOKENS, **SMALL[name])
+        model.compile(
+            keras.optimizers.AdamW(1e-2),
+            keras.losses.SparseCategoricalCrossentropy(),
+            metrics=["accuracy"],
+            jit_compile=True,
+        )
+        history = model.fit(data, epochs=4, verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert history.history["accuracy"][-1] > 0.9
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: build_bag_of_ngrams(60, 3),
+        lambda: build_bag_of_ngrams(64, 3, width=50),
+        lambda: build_transformer(64, 3, 16, width=48, heads=5),
+        lambda: build_transformer(64, 3, 16, blocks=6),
+        lambda: build_model("lstm", 64, 3, 16),
+    ],
+    ids=["vocab-60", "width-50", "heads-5", "blocks-6", "unknown"],
+)
+def test_bad_sizes_are_refused_in_one_sentence(build):
+    """Sizes off the multiples of 8, heads that do not divide, and unknown names."""
+    with pytest.raises(ModelError) as caught:
+        build()
+    assert_one_sentence(str(caught.value))

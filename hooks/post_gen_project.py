@@ -73,7 +73,31 @@ TENSORRT = [
 # The files of each task other than the images (the default task, which every step runs today).
 # The text task's folder is baked only with `_task=text_classification` (hooks/pre_gen_project.py).
 TASK_FILES = {
-    "text_classification": [],  # filled from the task's folder below
+    "text_classification": [
+        "src/{pkg}/tasks/__init__.py",
+        "src/{pkg}/tasks/text/__init__.py",
+        "src/{pkg}/tasks/text/banking77/LICENSE",
+        "src/{pkg}/tasks/text/banking77/README.md",
+        "src/{pkg}/tasks/text/banking77/categories.json",
+        "src/{pkg}/tasks/text/banking77/test.csv.gz",
+        "src/{pkg}/tasks/text/banking77/train.csv.gz",
+        "src/{pkg}/tasks/text/baseline.py",
+        "src/{pkg}/tasks/text/export.py",
+        "src/{pkg}/tasks/text/models.py",
+        "src/{pkg}/tasks/text/pipeline.py",
+        "src/{pkg}/tasks/text/scores.py",
+        "src/{pkg}/tasks/text/sources.py",
+        "src/{pkg}/tasks/text/vocab.py",
+        "tests/bench_text.py",
+        "tests/test_text_banking77.py",
+        "tests/test_text_baseline.py",
+        "tests/test_text_export.py",
+        "tests/test_text_models.py",
+        "tests/test_text_pipeline.py",
+        "tests/test_text_scores.py",
+        "tests/test_text_sources.py",
+        "tests/test_text_vocab.py",
+    ],
 }
 
 

@@ -346,6 +346,9 @@ def test_ctrl_c_records_interrupted_and_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test suite started in the background (`make test
+        # &`, nohup) passes SIGINT on ignored, and a process that starts so keeps ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         pid_file = run_dir / "kernel.pid"

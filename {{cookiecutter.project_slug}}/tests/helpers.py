@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from typing import Any
 
 
 def free_port() -> int:
@@ -49,3 +52,28 @@ def dashboard_expressions(path) -> list[tuple[str, str]]:
         for target in panel.get("targets", [])
         if target.get("expr")
     ]
+
+
+def slowed(make_dataset: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    """make_dataset with every batch made `seconds` late inside the iterator's own call: no
+    prefetch after the delay, not even one tf.data would inject, so it cannot overlap the step
+    and each step waits at least that long, however busy the machine is."""
+    import tensorflow as tf
+
+    def wait(batch):
+        time.sleep(seconds)
+        return batch
+
+    def slow(*args, **kwargs):
+        dataset = make_dataset(*args, **kwargs)
+        spec = dataset.element_spec[0]
+
+        def late(images, labels):
+            images = tf.py_function(wait, [images], spec.dtype)
+            return tf.ensure_shape(images, spec.shape), labels
+
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        return dataset.map(late).with_options(options)
+
+    return slow

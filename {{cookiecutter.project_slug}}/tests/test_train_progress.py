@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-import tensorflow as tf
+from helpers import slowed
 
 from {{ cookiecutter.package_name }} import data, progress, train
 from {{ cookiecutter.package_name }}.observe.profiler import report_chunks
@@ -76,23 +76,7 @@ def test_training_in_line_mode_prints_counts_inside_the_epoch(
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
     monkeypatch.setattr(progress, "LINE_EVERY", 0.05)
     monkeypatch.setattr(chunks, "TARGET_SECONDS", 0.1)
-    make_dataset = data.make_dataset
-
-    def wait(batch):
-        time.sleep(0.02)
-        return batch
-
-    def slow(*args, **kwargs):
-        dataset = make_dataset(*args, **kwargs)
-        spec = dataset.element_spec[0]
-
-        def late(images, labels):
-            images = tf.py_function(wait, [images], spec.dtype)
-            return tf.ensure_shape(images, spec.shape), labels
-
-        return dataset.map(late)
-
-    monkeypatch.setattr(data, "make_dataset", slow)
+    monkeypatch.setattr(data, "make_dataset", slowed(data.make_dataset, 0.02))
     metrics = train.run(run_dir, train.Params(epochs=1), verbose=True)
     total = metrics["history"][0]["examples"] // metrics["global_batch_size"]
     said = capsys.readouterr().out

@@ -86,10 +86,21 @@ def build_archive(
     model: keras.Model, image_shape: Sequence[int], classes: Sequence[str]
 ) -> keras.export.ExportArchive:
     """An ExportArchive whose only endpoint, serving_default, is the whole serving graph."""
+    serve = serving_outputs(model, classes)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    spec = tf.TensorSpec([None, *image_shape], tf.uint8, name=INPUT_NAME)
+    archive.add_endpoint(SIGNATURE, serve, input_signature=[spec])
+    return archive
+
+
+def serving_outputs(model: keras.Model, classes: Sequence[str]) -> Any:
+    """The serving outputs every task's export returns for the model's input: float32
+    probabilities, int64 class ids and their class names."""
     names = tf.constant(list(classes), dtype=tf.string)
 
-    def serve(images: tf.Tensor) -> dict[str, tf.Tensor]:
-        probabilities = tf.cast(model(images, training=False), tf.float32)
+    def outputs(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        probabilities = tf.cast(model(inputs, training=False), tf.float32)
         class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
         return {
             "probabilities": probabilities,
@@ -97,11 +108,7 @@ def build_archive(
             "class_names": tf.gather(names, class_ids),
         }
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    spec = tf.TensorSpec([None, *image_shape], tf.uint8, name=INPUT_NAME)
-    archive.add_endpoint(SIGNATURE, serve, input_signature=[spec])
-    return archive
+    return outputs
 
 
 def describe_signature(export_dir: str | os.PathLike[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from ...export.savedmodel import serving_outputs
 from .vocab import load_vocabulary, token_ids
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
@@ -39,16 +40,7 @@ def build_text_archive(
     """
     vectorizer = load_vocabulary(vocabulary_path, fingerprint, as_asset=True)
     vectorizer(tf.constant([""]))  # built, as ExportArchive wants every layer it tracks
-    names = tf.constant(list(classes), dtype=tf.string)
-
-    def outputs(ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        probabilities = tf.cast(model(ids, training=False), tf.float32)
-        class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
-        return {
-            "probabilities": probabilities,
-            "class_ids": class_ids,
-            "class_names": tf.gather(names, class_ids),
-        }
+    outputs = serving_outputs(model, classes)
 
     def serve_text(text: tf.Tensor) -> dict[str, tf.Tensor]:
         return outputs(token_ids(vectorizer, text, max_tokens).to_tensor())

@@ -70,11 +70,15 @@ TENSORRT = [
 ]
 
 
-# The files of each task other than the images (the default task, which every step runs today).
-# The text task's folder is baked only with `_task=text_classification` (hooks/pre_gen_project.py).
+# The files of each task's own folder (tasks/<folder>/, behind the seam tasks/__init__.py that
+# every bake holds): a bake keeps its own task's and loses the others'. The text task is baked
+# only with `_task=text_classification` (hooks/pre_gen_project.py).
 TASK_FILES = {
+    "image_classification": [
+        "src/{pkg}/tasks/image/__init__.py",
+        "src/{pkg}/tasks/image/export.py",
+    ],
     "text_classification": [
-        "src/{pkg}/tasks/__init__.py",
         "src/{pkg}/tasks/text/__init__.py",
         "src/{pkg}/tasks/text/banking77/LICENSE",
         "src/{pkg}/tasks/text/banking77/README.md",

@@ -14,7 +14,7 @@ from ..artifacts import META_FILE, require
 from .base import SPLITS, DataError
 
 # What later steps read of meta.json (classes and shapes for the model, splits for the pipeline).
-REQUIRED = ("dataset", "classes", "num_classes", "image_shape", "splits")
+REQUIRED = ("dataset", "classes", "num_classes", "splits")
 
 # What a JSON value that is not an object is, in JSON's words.
 _KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
@@ -46,12 +46,16 @@ def shape_problem(meta: Any) -> str | None:
     missing = [key for key in REQUIRED if key not in meta]
     if missing:
         return f"no {', '.join(missing)}"
-    classes, shape, splits = meta["classes"], meta["image_shape"], meta["splits"]
+    classes, shape, splits = meta["classes"], meta.get("image_shape"), meta["splits"]
     if not isinstance(classes, list) or len(classes) < 2 or not all(_text(c) for c in classes):
         return "classes must be a list of at least two names"
     if meta["num_classes"] != len(classes) or isinstance(meta["num_classes"], bool):
         return f"num_classes={meta['num_classes']!r}, but classes lists {len(classes)}"
-    if not isinstance(shape, list) or len(shape) != 3 or not all(_count(s, 1) for s in shape):
+    # The image task's meta (no "task" key before there were several) says its image shape.
+    image = meta.get("task", "image_classification") == "image_classification"
+    if image and (
+        not isinstance(shape, list) or len(shape) != 3 or not all(_count(s, 1) for s in shape)
+    ):
         return f"image_shape={shape!r}, not [height, width, channels]"
     if not isinstance(splits, dict) or not all(split in splits for split in SPLITS):
         return f"splits must hold {' and '.join(SPLITS)}"

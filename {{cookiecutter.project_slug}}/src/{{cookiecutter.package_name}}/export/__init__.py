@@ -18,8 +18,8 @@ rescaling inside, and returns probabilities, class ids and class names.
 """
 
 from ..env.devices import configure_memory_growth
+from ..tasks import current as _task
 from .files import (
-    INPUT_NAME,
     OUTPUTS,
     SIGNATURE,
     check_model_file,
@@ -49,6 +49,8 @@ from .savedmodel import (
     signature_text,
 )
 from .step import export_metrics, run
+
+INPUT_NAME = _task().SERVING_INPUT  # serving_default's one input: "images", "text"
 
 # This step's TensorFlow shares the GPU with the parity process and TF Serving: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op

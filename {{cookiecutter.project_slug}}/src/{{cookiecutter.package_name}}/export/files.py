@@ -24,10 +24,8 @@ from typing import Any
 from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, require, resolve_run_dir
 from ..data import read_meta
+from ..tasks.outputs import OUTPUTS, SIGNATURE  # noqa: F401  (export's names for both)
 
-SIGNATURE = "serving_default"
-INPUT_NAME = "images"
-OUTPUTS = ("probabilities", "class_ids", "class_names")
 KERAS_PARTS = ("config.json", "model.weights.h5")  # what Keras 3 writes into a .keras archive
 # export/.<version>.tmp-<host>-<pid>-<random>[.old]: a version being written (or being replaced)
 TEMPORARY_NAME = re.compile(r"^\.\d+\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-")
@@ -72,6 +70,9 @@ def load_model(run_dir: str | os.PathLike[str], error: type[StepError] = StepErr
     """model.keras, loaded without its optimizer; anything unreadable is one sentence (`error`)."""
     import keras
 
+    from ..tasks import current
+
+    current()  # the task's own layers (text: position embeddings, ...) are registered on import
     path = check_model_file(run_dir, error)
     try:
         return keras.models.load_model(path, compile=False)
@@ -105,13 +106,17 @@ def check_savedmodel(
     return folder
 
 
-def load_savedmodel(export_dir: str | os.PathLike[str], error: type[StepError] = StepError) -> Any:
-    """The SavedModel's serving_default; anything unreadable is one sentence (`error`)."""
+def load_savedmodel(
+    export_dir: str | os.PathLike[str],
+    error: type[StepError] = StepError,
+    signature: str = SIGNATURE,
+) -> Any:
+    """The SavedModel's `signature` (serving_default); anything unreadable is one sentence."""
     import tensorflow as tf
 
     folder = check_savedmodel(export_dir, error)
     try:
-        return tf.saved_model.load(str(folder)).signatures[SIGNATURE]
+        return tf.saved_model.load(str(folder)).signatures[signature]
     except Exception as failure:  # TensorFlow raises OSError, OpError, IndexError, KeyError
         raise _savedmodel_error(folder, _reason(failure), error) from None
 

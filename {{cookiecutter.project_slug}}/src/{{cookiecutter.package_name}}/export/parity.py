@@ -28,10 +28,11 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import MissingInputError, resolve_run_dir
-from ..data import first_images, read_meta
-from ..data.pipeline import first_examples
+from ..data import read_meta
 from ..quiet import quiet_env
-from .files import INPUT_NAME, SIGNATURE, load_model
+from ..tasks import current as task
+from ..tasks.outputs import input_name
+from .files import SIGNATURE, load_model
 from .params import ExportError
 from .savedmodel import model_precision, saved_model_cli_command
 
@@ -70,10 +71,13 @@ def check_parity(
     # The held-out test split when 01_data wrote one (test_fraction): the confusion matrix then
     # shows images no choice was made on; else the validation split.
     split = "test" if "test" in meta["splits"] else "validation"
-    images, labels = first_examples(folder, split, max_examples)
-    served = predict_in_fresh_process(export_dir, images)  # and saved_model_cli's text
+    # The same examples twice: raw, as a client sends them to the SavedModel (pixels, strings),
+    # and as the trained model takes them (for text, the ids the tokenizer makes of the strings).
+    raw, labels = task().raw_examples(folder, split, max_examples)
+    inputs, _ = task().model_examples(folder, split, max_examples)
+    served = predict_in_fresh_process(export_dir, raw)  # and saved_model_cli's text
     with exact_float32():
-        expected = model.predict(images, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
+        expected = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
     tolerance = TOLERANCE["float32" if precision == "float32" else "mixed"]
     diff = float(np.max(np.abs(expected - served["probabilities"])))
@@ -81,7 +85,7 @@ def check_parity(
     names_match = bool(np.all(classes[served["class_ids"]] == served["class_names"]))
     parity_ok = diff <= tolerance and names_match
     return {
-        "examples": int(len(images)),
+        "examples": int(len(raw)),
         "parity_split": split,
         "max_abs_diff": diff,
         "top1_agreement": agreement,
@@ -93,7 +97,7 @@ def check_parity(
         "keras_pid": os.getpid(),
         "saved_model_cli_all": served["saved_model_cli_all"],
         **served_errors(labels, served["class_ids"], served["probabilities"], len(classes)),
-        "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(images), split),
+        "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(raw), split),
     }
 
 
@@ -136,8 +140,8 @@ def served_errors(
 
 
 def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
-    """Up to max_examples raw uint8 validation images, in the order the shards hold them."""
-    return first_images(run_dir, "validation", max_examples)
+    """Up to max_examples validation examples as the trained model takes them, in shard order."""
+    return task().model_examples(run_dir, "validation", max_examples)[0]
 
 
 def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
@@ -178,18 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Predict with a SavedModel's serving_default.")
     parser.add_argument("command", choices=["predict"])
     parser.add_argument("export_dir")
-    parser.add_argument("images", help=".npy file of uint8 images [N, H, W, C]")
+    parser.add_argument("images", help=".npy file of raw inputs (uint8 images, strings)")
     parser.add_argument("outputs", help=".npz file to write the outputs to")
     parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
     args = parser.parse_args(argv)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
     images = np.load(args.images)
+    name = input_name(signature)  # "images", "text": the task's raw input
     parts: dict[str, list[np.ndarray]] = {}
     with exact_float32():
         for start in range(0, len(images), PREDICT_BATCH):
             batch = tf.constant(images[start : start + PREDICT_BATCH])
-            for name, value in signature(**{INPUT_NAME: batch}).items():
-                parts.setdefault(name, []).append(value.numpy())
+            for output, value in signature(**{name: batch}).items():
+                parts.setdefault(output, []).append(value.numpy())
     outputs = {name: np.concatenate(values) for name, values in parts.items()}
     outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])
     np.savez(args.outputs, pid=np.int64(os.getpid()), **outputs)
@@ -235,6 +240,6 @@ def _verdict(
             "than the rounding between the two runs."
         )
     return (
-        f"Same top class on all {count} {split} images; largest probability difference "
+        f"Same top class on all {count} {split} {task().NOUN}; largest probability difference "
         f"{diff:.2g} (allowed under {precision}: {tolerance:g})."
     )

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .files import INPUT_NAME, SIGNATURE
+from ..artifacts import StepError
+from ..tasks import current as task
 from .params import ExportError
 from .savedmodel import MODEL_NAME
 
@@ -47,15 +48,13 @@ def rest_url(
     return f"http://{host}:{port}/v1/models/{model_name}{pinned}:predict"
 
 
-def rest_payload(images: Any) -> dict[str, Any]:
-    """The JSON body of a `:predict` request for a batch of raw uint8 images [N, H, W, C]."""
-    array = np.asarray(images)
-    if array.dtype != np.uint8 or array.ndim != 4:
-        raise ExportError(
-            f"images of dtype {array.dtype} and shape {array.shape} are not allowed: send raw "
-            "uint8 images [batch, height, width, channels], the model rescales them itself."
-        )
-    return {"signature_name": SIGNATURE, "inputs": {INPUT_NAME: array.tolist()}}
+def rest_payload(raw: Any) -> dict[str, Any]:
+    """The JSON body of a `:predict` request for a batch of raw examples, as the task sends them
+    (uint8 images [N, H, W, C] as integers, texts as strings); anything else is one sentence."""
+    try:
+        return task().rest_payload(raw)
+    except StepError as error:
+        raise ExportError(str(error)) from None
 
 
 def parse_rest_response(response: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -107,12 +106,14 @@ def server_ready(url: str, timeout: float = 2.0) -> bool:
 
 def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[str, Any]) -> dict:
     """TF Serving's columnar answer to `payload`, computed by a loaded signature in this process."""
+    ((name, spec),) = signature.structured_input_signature[1].items()  # "images", "text"
     columns = payload.get("inputs", {})
-    if INPUT_NAME not in columns:
-        return {"error": f"The request has no inputs[{INPUT_NAME!r}]: send rest_payload(images)."}
-    images = tf.constant(np.asarray(columns[INPUT_NAME], dtype=np.uint8))
+    if name not in columns and "instances" not in payload:
+        return {"error": f"The request has no inputs[{name!r}] nor instances: use rest_payload."}
+    rows = columns[name] if name in columns else payload["instances"]
+    given = tf.constant(np.asarray(rows, dtype=spec.dtype.as_numpy_dtype), dtype=spec.dtype)
     outputs = {}
-    for name, value in signature(**{INPUT_NAME: images}).items():
+    for name, value in signature(**{name: given}).items():  # noqa: B020  (the input is passed)
         array = value.numpy()
         if array.dtype == object:
             array = np.array([item.decode("utf-8") for item in array.ravel()]).reshape(array.shape)

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,12 @@ import keras
 import tensorflow as tf
 
 from .. import lineage
-from ..artifacts import MODEL_FILE, resolve_run_dir
+from ..artifacts import MODEL_FILE, StepError, resolve_run_dir
 from ..data import read_meta
+from ..tasks import current as task
+from ..tasks.outputs import serving_outputs  # noqa: F401  (was defined here)
 from ..writes import writing
 from .files import (
-    INPUT_NAME,
     SIGNATURE,
     load_model,
     remove_stale_temporaries,
@@ -63,9 +63,11 @@ def export_savedmodel(
     meta = read_meta(folder)
     made_from = {name: lineage.fingerprint(folder, name) for name in ("model", "data")}
     model = load_model(folder, ExportError)
-    shape, classes = [int(side) for side in meta["image_shape"]], list(meta["classes"])
-    _check_model(model, shape, classes, model_path)
-    archive = build_archive(model, shape, classes)
+    try:
+        task().check_trained(model, meta, model_path)
+    except StepError as error:
+        raise ExportError(str(error)) from None
+    archive = task().build_archive(model, meta, folder)
     with writing(target, "run 04_export again"):  # a full disk: one sentence, nothing left
         _write_whole(archive, target)
     lineage.record(folder, f"export/{int(version)}", "export", made_from)
@@ -75,40 +77,11 @@ def export_savedmodel(
         "model_path": str(model_path),
         "model_name": MODEL_NAME,
         "precision": model_precision(model),
-        "image_shape": shape,
-        "classes": classes,
+        **task().model_state(meta),
+        "classes": list(meta["classes"]),
         "signature": describe_signature(target),
         "removed": [str(path) for path in removed],
     }
-
-
-def build_archive(
-    model: keras.Model, image_shape: Sequence[int], classes: Sequence[str]
-) -> keras.export.ExportArchive:
-    """An ExportArchive whose only endpoint, serving_default, is the whole serving graph."""
-    serve = serving_outputs(model, classes)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    spec = tf.TensorSpec([None, *image_shape], tf.uint8, name=INPUT_NAME)
-    archive.add_endpoint(SIGNATURE, serve, input_signature=[spec])
-    return archive
-
-
-def serving_outputs(model: keras.Model, classes: Sequence[str]) -> Any:
-    """The serving outputs every task's export returns for the model's input: float32
-    probabilities, int64 class ids and their class names."""
-    names = tf.constant(list(classes), dtype=tf.string)
-
-    def outputs(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
-        probabilities = tf.cast(model(inputs, training=False), tf.float32)
-        class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int64)
-        return {
-            "probabilities": probabilities,
-            "class_ids": class_ids,
-            "class_names": tf.gather(names, class_ids),
-        }
-
-    return outputs
 
 
 def describe_signature(export_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -182,24 +155,6 @@ def model_precision(model: keras.Model) -> str:
         if policy.compute_dtype in ("float16", "bfloat16"):
             return policy.name
     return "float32"
-
-
-def _check_model(
-    model: keras.Model, shape: list[int], classes: list[str], model_path: Path
-) -> None:
-    """The model must take the data set's raw images and give one probability per class."""
-    expected = (None, *shape)
-    inputs = tuple(model.inputs[0].shape)
-    if inputs != expected or keras.backend.standardize_dtype(model.inputs[0].dtype) != "uint8":
-        raise ExportError(
-            f"{model_path} takes {model.inputs[0].dtype} images of shape {inputs}, but the data "
-            f"holds uint8 images of shape {expected}: re-run 03_train on this run folder's data."
-        )
-    if model.outputs[0].shape[-1] != len(classes):
-        raise ExportError(
-            f"{model_path} gives {model.outputs[0].shape[-1]} outputs per image, but the data "
-            f"has {len(classes)} classes: re-run 03_train on this run folder's data."
-        )
 
 
 def _write_whole(archive: keras.export.ExportArchive, target: Path) -> None:

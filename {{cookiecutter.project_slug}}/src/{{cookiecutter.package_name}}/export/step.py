@@ -15,8 +15,9 @@ import tensorflow as tf
 
 from .. import figures, lineage, parts
 from ..artifacts import run_folder
-from ..data import first_images, read_meta
+from ..data import read_meta
 from ..figures import export as export_figures
+from ..tasks import current as task
 from ..writes import write_metrics
 from .params import Params, check
 from .parity import check_parity
@@ -53,12 +54,13 @@ def draw_confusion(folder: Path, metrics: dict[str, Any], path: Path) -> Path | 
 
 
 def draw_misclassified(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
-    """figures/export_misclassified.png, from the split's images read back from the shards."""
+    """figures/export_misclassified.png: the most confident mistakes, read back from the shards
+    and drawn as the task shows an example (an image, a text)."""
     count = export_figures.images_needed(metrics)
     if not count:  # no mistakes: no figure, nothing read
         return None
-    images = first_images(folder, metrics.get("parity_split", "validation"), count)
-    return export_figures.plot_misclassified(images, metrics, _classes(folder), path)
+    raw, _ = task().raw_examples(folder, metrics.get("parity_split", "validation"), count)
+    return task().plot_mistakes(raw, metrics, _classes(folder), path)
 
 
 # The figures that read the data back (figures draw the arrays handed to them).

@@ -38,8 +38,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from .. import data, models
 from ..replica import make_train_steps
+from ..tasks import current as task
 from .batch import Probe
 
 PROBE_STEPS = 5  # timed steps per batch size, after one that traces
@@ -76,10 +76,9 @@ class Trainer:
     ) -> None:
         keras.utils.set_random_seed(params.seed)
         with strategy.scope():
-            self.model = models.build_model(
+            self.model = task().build_model(
                 params.model,
-                meta["image_shape"],
-                int(meta["num_classes"]),
+                meta,
                 width=params.width,
                 dropout=params.dropout,
             )
@@ -99,7 +98,7 @@ class Trainer:
         )
 
         def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            return data.make_dataset(
+            return task().make_dataset(
                 folder,
                 "train",
                 batch,
@@ -221,10 +220,9 @@ def lr_step(
 def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int:
     """A rough host-memory cost of one example in a training step: every layer's output, kept
     for the backward pass and matched by its gradient, at 4 bytes a value."""
-    model = models.build_model(
+    model = task().build_model(
         model_name,
-        meta["image_shape"],
-        int(meta["num_classes"]),
+        meta,
         width=params.width,
         dropout=params.dropout,
     )

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import EXPORT_DIR, OPTIMIZED_DIR, MissingInputError, StepError
-from ..export.files import INPUT_NAME
+from ..tasks.outputs import input_name
 
 PRECISIONS = ("fp32", "fp16", "int8")
 # Validation images are predicted in batches of this size for parity, so every backend (a
@@ -75,8 +75,10 @@ def latest_export(run_dir: Path) -> Path:
 
 
 def run_savedmodel(signature: Any) -> Predict:
-    """The SavedModel's serving_default called directly: uint8 images in, probabilities out."""
-    return lambda batch: signature(**{INPUT_NAME: tf.constant(batch)})["probabilities"].numpy()
+    """A SavedModel signature called directly: its one input in (uint8 images, token ids,
+    strings), probabilities out."""
+    name = input_name(signature)
+    return lambda batch: signature(**{name: tf.constant(batch)})["probabilities"].numpy()
 
 
 def gpu_visible() -> bool:

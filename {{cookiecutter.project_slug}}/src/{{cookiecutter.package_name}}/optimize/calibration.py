@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from ..data.pipeline import first_images
-
 CALIBRATION_BATCH = 32
 # CPU flags (as /proc/cpuinfo names them) whose int8 dot products add in 32 bits: no saturation.
 VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -88,8 +86,10 @@ def cpu_flags(path: Path = CPUINFO) -> set[str] | None:
 
 
 def calibration_images(run_dir: Path, count: int) -> np.ndarray:
-    """Up to `count` raw uint8 training images [N, H, W, C] from run_dir/data/."""
-    return first_images(run_dir, "train", count)
+    """Up to `count` training examples from run_dir/data/, as the model takes them."""
+    from ..tasks import current
+
+    return current().model_examples(run_dir, "train", count)[0]
 
 
 def calibration_batches(
@@ -150,4 +150,23 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, fmt: Int8Forma
         },
     )
     prepared.unlink()
+    return target
+
+
+def quantize_dynamic_int8(source: Path, target: Path, fmt: Int8Format) -> Path:
+    """source with int8 weights and activations quantized per batch at run time (no calibration).
+
+    Suits models whose MatMuls carry the cost (a Transformer's): their activations' ranges vary
+    with the input's length and words, so ranges measured on calibration batches fit less well.
+    7-bit weights where this CPU's kernels would saturate (fmt.reduce_range).
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        str(source),
+        str(target),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=fmt.reduce_range,
+    )
     return target

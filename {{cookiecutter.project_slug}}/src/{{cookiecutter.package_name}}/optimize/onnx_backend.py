@@ -26,9 +26,16 @@ from typing import Any
 import numpy as np
 
 from .. import lineage
-from ..export.files import INPUT_NAME, load_model
+from ..export.files import load_model
+from ..tasks import current
 from .base import Job, OptimizeError, Predict
-from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
+from .calibration import (
+    Int8Format,
+    calibration_images,
+    int8_format,
+    quantize_dynamic_int8,
+    quantize_int8,
+)
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
@@ -58,6 +65,8 @@ def onnx_convert(job: Job) -> Path:
     target = job.out_dir / f"model_{job.precision}.onnx"
     if job.precision == "fp16":
         return float16_onnx(source, target)
+    if current().INT8 == "dynamic":  # weights only, activations' ranges per batch (text)
+        return quantize_dynamic_int8(source, target, onnx_int8_format())
     images = calibration_images(job.run_dir, job.calibration_examples)
     return quantize_int8(source, target, images, onnx_int8_format())
 
@@ -198,13 +207,12 @@ def file_hash(path: Path) -> str:
 
 def export_onnx(run_dir: Path, out_dir: Path) -> Path:
     """optimized/model_fp32.onnx from model.keras, exported once per process and model.keras."""
-    import tensorflow as tf
 
     target, made_from = out_dir / "model_fp32.onnx", lineage.fingerprint(run_dir, "model")
     if target.is_file() and target in _EXPORTED and _EXPORTED[target] == made_from:
         return target
     model = load_model(run_dir, OptimizeError)
-    spec = tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8, name=INPUT_NAME)
+    spec = current().model_spec(model)  # uint8 images, int64 token ids: the model's own input
     out_dir.mkdir(parents=True, exist_ok=True)
     model.export(str(target), format="onnx", input_signature=[spec], verbose=False)
     _EXPORTED[target] = made_from

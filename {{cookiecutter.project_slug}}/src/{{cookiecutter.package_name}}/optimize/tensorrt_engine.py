@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..export.files import INPUT_NAME
 from .base import Job, Predict, gpu_visible
 from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
 from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, serving_sizes
@@ -90,10 +89,11 @@ def tensorrt_convert(job: Job) -> Path:
     )
 
     source = engine_source(job)
-    dims = onnx.load(str(source)).graph.input[0].type.tensor_type.shape.dim
+    graph_input = onnx.load(str(source)).graph.input[0]  # "images", "token_ids": the task's
+    dims = graph_input.type.tensor_type.shape.dim
     profiles = batch_profiles(job, tuple(dim.dim_value for dim in dims[1:]))
     config = CreateConfig(
-        profiles=[Profile().add(INPUT_NAME, **shapes) for shapes in profiles],
+        profiles=[Profile().add(graph_input.name, **shapes) for shapes in profiles],
         **builder_flags(job.precision),
     )
     target = job.out_dir / f"model_{job.precision}.engine"
@@ -116,7 +116,7 @@ def tensorrt_load(path: Path, job: Job) -> Predict:
         if wanted != active[0]:
             runner.set_profile(wanted)
             active[0] = wanted
-        outputs = runner.infer({INPUT_NAME: batch.astype(np.float32)})
+        outputs = runner.infer({next(iter(runner.get_input_metadata())): batch.astype(np.float32)})
         # The model has one output, the probabilities. The runner reuses its host buffers on
         # the next call, so copy before returning.
         return np.array(next(iter(outputs.values())), copy=True)

@@ -1,5 +1,38 @@
-"""One folder per task: what differs between image, text and table classification lives here.
+"""The task seam: what differs between image, text and table classification, behind one interface.
 
-Each task folder gives the steps its sources, example format, `tf.data` map, model builders,
-scores and export signature, so the steps themselves stay one code path for every task.
+A project holds one task's folder (the post-gen hook removes the others, as it does a declined
+part), and every step asks `current()` for what depends on the task; nothing else in the package
+names a task. Which folder that is, seam.py finds without importing TensorFlow, for steps.py and the
+runner; `current()` imports it.
+
+What each task's package (`tasks/<folder>/__init__.py`) gives the steps:
+
+    NAME, NOUN                 the bake's answer ("image_classification"); "images", "texts"…
+    data_step() here           module of step 1 (relative to the package): its Params, check, run
+    model_state(meta)          what a checkpoint depends on beyond training values (image shape)
+    make_dataset(...)          (model inputs, int32 labels) batches of a split; the image signature
+    raw_examples(...)          the first examples of a split as the export's serving_default takes
+                               them (uint8 pixels, strings), with their labels
+    model_examples(...)        the same examples as the trained model (and ONNX) takes them
+    MODELS, DEFAULT_MODEL      the model names training, tuning and the finders accept
+    build_model, check_model   (name, meta, *, weights, width, dropout) → a Keras model / a refusal
+    model_spec(model)          the TensorSpec of the trained model's input (ONNX export)
+    build_archive(model, meta, run_dir)   the SavedModel's endpoints (raw input in)
+    MODEL_SIGNATURE            the endpoint that takes model_examples (parity of converted models)
+    INT8                       "static" (calibrated on training examples) or "dynamic" quantization
+    baseline(run_dir)          a scikit-learn model trained on the same split, scored on test
+    test_extras(...)           what the task adds to the test scores (confused pairs, mistakes)
+    rest_payload(raw)          TF Serving's REST body for raw examples
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ..seam import folder
+
+
+def current() -> ModuleType:
+    """The task's package, imported now (it imports TensorFlow)."""
+    return importlib.import_module(f"{__name__}.{folder()}")

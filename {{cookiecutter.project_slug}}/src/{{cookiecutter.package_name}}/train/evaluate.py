@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import data
+from ..tasks import current as task
 
 if TYPE_CHECKING:
     from .running import Running
@@ -28,24 +28,36 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     {test_accuracy: None} when the data has no test split (test_fraction was 0)."""
     if TEST_SPLIT not in loop.meta["splits"]:
         return {"test_accuracy": None}
-    dataset = data.make_dataset(
+    dataset = task().make_dataset(
         loop.folder, TEST_SPLIT, loop.global_batch, training=False, cache=False
     )
-    labels, predicted, losses = [], [], []
-    for images, batch_labels in dataset:
-        probabilities = loop.model(images, training=False).numpy()
+    labels, outputs, losses = [], [], []
+    for inputs, batch_labels in dataset:
+        probabilities = loop.model(inputs, training=False).numpy()
         truth = batch_labels.numpy().astype(int)
         labels.append(truth)
-        predicted.append(probabilities.argmax(axis=-1))
+        outputs.append(probabilities)
         picked = probabilities[np.arange(len(truth)), truth]
         losses.append(-np.log(np.clip(picked, 1e-7, 1.0)))
     classes = [str(name) for name in loop.meta["classes"]]
-    result = scores(np.concatenate(labels), np.concatenate(predicted), classes)
+    truth, probabilities = np.concatenate(labels), np.concatenate(outputs)
+    result = scores(truth, probabilities.argmax(axis=-1), classes)
     result["test_loss"] = float(np.concatenate(losses).mean())
+    # What the task adds (text: the most confused pairs, the most confident mistakes as text).
+    result.update(task().test_extras(loop.folder, TEST_SPLIT, truth, probabilities, classes))
     say(
-        f"Test split ({result['test_examples']} images, evaluated once, after training): "
+        f"Test split ({result['test_examples']} {task().NOUN}, evaluated once, after training): "
         f"accuracy {result['test_accuracy']:.4f}, macro F1 {result['test_macro_f1']:.4f}."
     )
+    # A scikit-learn model trained on the same training split, scored on the same test split:
+    # the bar the network has to clear (None where the task measures none).
+    result["baseline"] = task().baseline(loop.folder)
+    if result["baseline"]:
+        said = result["baseline"]
+        say(
+            f"Baseline {said['name']} (scikit-learn, same split, {said['seconds']:.0f} s): test "
+            f"accuracy {said['test_accuracy']:.4f}, macro F1 {said['test_macro_f1']:.4f}."
+        )
     return result
 
 

@@ -21,12 +21,12 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from .. import data, models
 from ..artifacts import MODEL_FILE
 from ..observe import input_wait_summary
 from ..observe.profiler import check_window
 from ..progress import line
 from ..replica import make_eval_step
+from ..tasks import current as task
 from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
 from .augment import make_augmenter
@@ -67,10 +67,9 @@ class Loop:
             self.params.augment, int(meta["num_classes"]), self.params.seed
         )
         with distribution.scope():
-            self.model = models.build_model(
+            self.model = task().build_model(
                 self.params.model,
-                meta["image_shape"],
-                int(meta["num_classes"]),
+                meta,
                 weights="imagenet" if self.params.weights == "imagenet" else None,
                 width=self.params.width,
                 dropout=self.params.dropout,
@@ -186,7 +185,7 @@ class Loop:
         training = split == "train"
 
         def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            return data.make_dataset(
+            return task().make_dataset(
                 self.folder,
                 split,
                 self.global_batch,

@@ -16,9 +16,10 @@ from typing import Any
 import tensorflow as tf
 
 from .. import limits
-from ..models import APPLICATIONS, MODELS, OWN_MODELS, ModelError, check_knobs
+from ..artifacts import StepError
 from ..observe import check_port, parse_profile_steps
 from ..steps import param
+from ..tasks import current as task
 from .cluster import Cluster, read_tf_config
 from .errors import TrainError
 from .recipe import check_recipe
@@ -27,7 +28,7 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
 # What model and learning_rate left at None mean when step 2 wrote no value for them.
-DEFAULT_MODEL = "small_cnn"
+DEFAULT_MODEL = task().DEFAULT_MODEL  # small_cnn for images, bag_of_ngrams for text
 DEFAULT_LEARNING_RATE = 1e-3
 # The linear scaling rule (Goyal et al. 2017): the learning rate grows with the global batch, so
 # adding replicas (and with them a larger global batch) keeps the same progress per example.
@@ -47,7 +48,7 @@ class Params:
     to this device.
     """
 
-    model: str | None = param(None, "small_cnn, resnet_small or a keras.applications name")
+    model: str | None = param(None, task().MODEL_HELP)
     epochs: int = param(5, "epochs in all, counted from the start of the run")
     batch_size: int | str = param(64, "the global batch, split across the replicas; auto: found")
     learning_rate: float | str | None = param(
@@ -118,6 +119,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     limits.whole("patience", params.patience, TrainError, " (0 turns early stopping off)")
     parse_profile_steps(params.profile_steps)
     check_recipe(params)
+    task().check_recipe(params)  # what the task cannot take (image augmentation for text)
     cluster = read_tf_config()
     if isinstance(params.metrics_port, int) and params.metrics_port and cluster is not None:
         check_port(params.metrics_port + cluster.rank, params.metrics_host)
@@ -160,12 +162,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
 
 def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> None:
     """The values step 2 may set: the model's name, its learning rate and its knobs."""
-    if not isinstance(model, str) or model not in MODELS:
-        raise TrainError(
-            f"model={model!r} is not allowed: use {' or '.join(OWN_MODELS)}, or a "
-            "keras.applications model by name (MobileNetV2, ResNet50, EfficientNetB0, … "
-            f"{len(APPLICATIONS)} in all, listed in models.APPLICATIONS)."
-        )
+    if not isinstance(model, str) or model not in task().MODELS:
+        raise TrainError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
     if learning_rate == AUTO:
         pass
     elif (
@@ -179,8 +177,8 @@ def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> N
             "auto (the learning-rate range test)."
         )
     try:
-        check_knobs(model, width=width, dropout=dropout)
-    except ModelError as error:
+        task().check_knobs(model, width=width, dropout=dropout)
+    except StepError as error:
         raise TrainError(str(error)) from None
 
 

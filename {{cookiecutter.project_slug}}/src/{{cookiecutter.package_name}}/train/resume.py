@@ -45,7 +45,6 @@ RECIPE_DEFAULTS = {
 # The parameters the saved state depends on: resuming with other values is refused.
 STATE_KEYS = (
     "model",
-    "image_shape",
     "num_classes",
     "batch_size",
     "learning_rate",
@@ -98,7 +97,9 @@ def check(
     recorded = saved.get(DATA_KEY)
     if recorded is not None and recorded != data_fingerprint:
         return Resume(None, other_data=True)
-    changed = [key for key in STATE_KEYS if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]]
+    # STATE_KEYS and what the task adds (tasks.current().model_state: the image shape, ...)
+    keys = [key for key in wanted if key != DATA_KEY]
+    changed = [key for key in keys if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]]
     if changed:
         raise TrainError(mismatch(folder, saved, wanted, changed, origins or {}))
     try:

@@ -17,11 +17,12 @@ from typing import Any
 
 import keras
 
-from .. import data, env, figures, lineage, models
-from ..artifacts import BATCH_FINDER, DATA_DIR, run_folder
-from ..data.records import check_batch
+from .. import data, env, figures, lineage
+from ..artifacts import BATCH_FINDER, DATA_DIR, StepError, run_folder
+from ..data.meta import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
+from ..tasks import current as task
 from ..writes import check_writable, write_metrics
 from . import auto, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
@@ -176,19 +177,18 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         resolved = dataclasses.replace(
             resolved, params=values, sources={**resolved.sources, **reused}
         )
-    shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
+    num_classes = int(meta["num_classes"])
     try:
-        models.check_model(
+        task().check_model(
             values.model,
-            shape,
-            num_classes,
+            meta,
             weights="imagenet" if values.weights == "imagenet" else None,
             width=values.width,
             dropout=values.dropout,
         )
         if values.batch_size != AUTO:
             check_batch(meta, values.batch_size, str(folder / DATA_DIR))
-    except (models.ModelError, data.DataError) as error:
+    except StepError as error:  # the task's ModelError, the data's DataError
         raise TrainError(str(error)) from None
     train_count, replicas = int(meta["splits"]["train"]["count"]), resolved.placement.replicas
     if values.batch_size == AUTO and replicas > train_count:
@@ -203,7 +203,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         check_window(window, values.epochs * steps, values.epochs)
     state = {
         "model": values.model,
-        "image_shape": shape,
+        **task().model_state(meta),
         "num_classes": num_classes,
         "batch_size": values.batch_size,
         "learning_rate": values.learning_rate,

@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import data, limits, models
+from .. import data, limits
 from ..artifacts import DATA_DIR, StepError
 from ..steps import param
+from ..tasks import current as task
 
 ALGORITHMS = ("random", "hyperband")
 INSTALL = "it is a dependency of this project: reinstall it (make setup, or pip install -e .)"
@@ -44,11 +45,8 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
         raise TuneError(f"algorithm={algorithm!r} is not allowed: use {' or '.join(ALGORITHMS)}.")
     for name in ("max_trials", "epochs", "batch_size", "seed"):  # the ranges train's share
         limits.whole(name, getattr(params, name), TuneError)
-    if not isinstance(model, str) or model not in models.MODELS:
-        raise TuneError(
-            f"model={model!r} is not allowed: use {' or '.join(models.OWN_MODELS)}, or a "
-            "keras.applications model by name (listed in models.APPLICATIONS)."
-        )
+    if not isinstance(model, str) or model not in task().MODELS:
+        raise TuneError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
     if not isinstance(overwrite, bool):
         raise TuneError(f"overwrite={overwrite!r} is not allowed: use true or false.")
     return {**asdict(params), "overwrite": overwrite}
@@ -76,8 +74,8 @@ def check_data(folder: Path, model: str, batch_size: int) -> dict[str, Any]:
     images, or when one batch is larger than its training split; returns the meta."""
     meta = data.read_meta(folder)
     try:
-        models.check_model(model, meta["image_shape"], meta["num_classes"])
-        data.records.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
-    except (models.ModelError, data.DataError) as error:
+        task().check_model(model, meta)
+        data.meta.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
+    except StepError as error:
         raise TuneError(str(error)) from None
     return meta

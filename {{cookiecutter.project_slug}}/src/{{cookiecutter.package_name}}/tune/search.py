@@ -18,9 +18,10 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from .. import data, env, lineage, models
+from .. import env, lineage
 from ..artifacts import resolve_run_dir
 from ..parts.tune import TUNED_FILE, TUNING_DIR
+from ..tasks import current as task
 from ..train.devices import resolve_jit
 from ..train.params import effective_learning_rate
 from ..writes import write_json, write_metrics
@@ -60,26 +61,27 @@ def search(
     folder = resolve_run_dir(run_dir, create=False)
     meta = check_data(folder, model, batch_size)  # a folder without data names 01_data
     data_fp = lineage.fingerprint(folder, "data")
-    shape, num_classes = [int(side) for side in meta["image_shape"]], int(meta["num_classes"])
     train_count = int(meta["splits"]["train"]["count"])
 
     keras.utils.set_random_seed(seed)
     space = search_space(model)
     jit = resolve_jit("auto", env.list_gpus())
     progress = Progress(max_trials, epochs, verbose)
-    hypermodel = _hypermodel(model, shape, num_classes, space, batch_size, jit, progress.built)
+    hypermodel = _hypermodel(model, meta, space, batch_size, jit, progress.built)
     if not overwrite:
         _check_same_search(folder, params)
     tuner = _tuner(kt, params, hypermodel, folder)  # overwrite=True empties tuning/tuner/
     write_json(folder / TUNER_DIR / REQUEST_FILE, {key: params[key] for key in SAME_SEARCH})
     before = progress.trial = completed(tuner)
-    batches = data.make_dataset(
+    batches = task().make_dataset(
         folder, "train", batch_size, seed=seed, repeat=True, drop_remainder=True
     )
     # A known number of batches: Keras otherwise warns at the end of each validation pass.
     val_batches = math.ceil(int(meta["splits"]["validation"]["count"]) / batch_size)
-    validation = data.make_dataset(folder, "validation", batch_size).apply(
-        tf.data.experimental.assert_cardinality(val_batches)
+    validation = (
+        task()
+        .make_dataset(folder, "validation", batch_size)
+        .apply(tf.data.experimental.assert_cardinality(val_batches))
     )
     started = time.perf_counter()
     try:
@@ -150,8 +152,7 @@ def search(
 
 def _hypermodel(
     model: str,
-    shape: list[int],
-    num_classes: int,
+    meta: dict[str, Any],
     space: dict[str, dict[str, Any]],
     batch_size: int,
     jit: bool,
@@ -163,7 +164,7 @@ def _hypermodel(
         chosen = training_values({name: choose(hp, name, spec) for name, spec in space.items()})
         built.append(chosen)
         knobs = {key: chosen[key] for key in ("width", "dropout") if key in chosen}
-        net = models.build_model(model, shape, num_classes, **knobs)
+        net = task().build_model(model, meta, **knobs)
         rate = effective_learning_rate(chosen["learning_rate"], batch_size)
         net.compile(
             optimizer=keras.optimizers.Adam(rate),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import models
+from ..tasks import current as task
 
 OBJECTIVE = "val_accuracy"
 
@@ -30,14 +30,16 @@ def search_space(model: str) -> dict[str, dict[str, Any]]:
             "default": 1e-3,
         }
     }
-    if model in models.OWN_MODELS:
+    knobs = task().KNOBS.get(model)  # the task's own models: their width, dropout, ranges
+    if knobs is not None:
+        low, high = knobs["width_range"]
         space["width"] = {
             "type": "int",
-            "min": 8,
-            "max": 64,
+            "min": low,
+            "max": high,
             "step": 8,
             "sampling": "linear",
-            "default": models.DEFAULT_WIDTH[model],
+            "default": knobs["width"],
         }
         space["dropout"] = {
             "type": "float",
@@ -45,7 +47,7 @@ def search_space(model: str) -> dict[str, dict[str, Any]]:
             "max": 0.5,
             "step": 0.05,
             "sampling": "linear",
-            "default": models.DEFAULT_DROPOUT[model],
+            "default": knobs["dropout"],
         }
     return space
 

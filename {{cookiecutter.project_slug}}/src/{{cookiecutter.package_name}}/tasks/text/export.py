@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ...export.savedmodel import serving_outputs
+from ..outputs import serving_outputs
 from .vocab import load_vocabulary, token_ids
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default

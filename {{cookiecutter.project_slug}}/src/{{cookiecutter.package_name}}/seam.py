@@ -1,0 +1,40 @@
+"""Which task this project was baked for, found on disk: the one question about the task that the
+light floors (steps, the runner) ask, answered without importing a task or TensorFlow.
+
+The task's code itself (tasks/<folder>/) is reached through `tasks.current()`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+
+# The bake's answer → the folder of its code (tasks/<folder>/).
+FOLDERS = {
+    "image_classification": "image",
+    "text_classification": "text",
+    "tabular_classification": "tabular",
+}
+_TASKS = f"{__package__}.tasks"
+
+
+@cache
+def folder() -> str:
+    """The one task folder this project holds (found with find_spec: nothing is imported)."""
+    found = [name for name in FOLDERS.values() if importlib.util.find_spec(f"{_TASKS}.{name}")]
+    if len(found) != 1:
+        raise RuntimeError(
+            f"{_TASKS} holds {len(found)} task folders ({', '.join(found) or 'none'}): a project "
+            "holds exactly one (bake it again with the task you want)."
+        )
+    return found[0]
+
+
+def name() -> str:
+    """The bake's answer for this project's task, e.g. "image_classification"."""
+    return next(answer for answer, path in FOLDERS.items() if path == folder())
+
+
+def data_step() -> str:
+    """The module of step 1 for this task, relative to the package (steps.py imports it)."""
+    return "data" if folder() == "image" else f"tasks.{folder()}.data_step"

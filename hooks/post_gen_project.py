@@ -90,6 +90,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/text/models.py",
         "src/{pkg}/tasks/text/pipeline.py",
         "src/{pkg}/tasks/text/scores.py",
+        "src/{pkg}/tasks/text/show.py",
         "src/{pkg}/tasks/text/sources.py",
         "src/{pkg}/tasks/text/vocab.py",
         "tests/bench_text.py",

@@ -150,6 +150,7 @@ FULL_BAKE = (
     "src/{pkg}/runner/execute.py",
     "src/{pkg}/runner/html.py",
     "src/{pkg}/runner/live.py",
+    "src/{pkg}/runner/numbers.py",
     "src/{pkg}/runner/plan.py",
     "src/{pkg}/runner/profile.py",
     "src/{pkg}/runner/record.py",

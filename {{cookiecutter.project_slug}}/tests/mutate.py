@@ -83,7 +83,10 @@ GROUPS = {
         ["test_gpu_bench.py", "test_mutants_gpubench.py"],
         ["gpubench.verdicts.*", "gpubench.bench.x_ratios*", "gpubench.bench.x_inference*"],
     ),
-    "report": (["runner/summary.py"], ["test_run_report.py", "test_mutants_report.py"]),
+    "report": (
+        ["runner/summary.py", "runner/numbers.py"],
+        ["test_run_report.py", "test_mutants_report.py"],
+    ),
 }
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
 STATUS.update(dict.fromkeys((-24, 24, 152, 255), "timeout"))

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.runner.report import write_report
-from {{ cookiecutter.package_name }}.runner.summary import headline, key_numbers, read, step_of
+from {{ cookiecutter.package_name }}.runner.numbers import key_numbers
+from {{ cookiecutter.package_name }}.runner.summary import headline, read, step_of
 
 TRAIN = {
     "val_accuracy": 0.9666,
@@ -170,7 +171,7 @@ def test_the_headline_says_each_steps_result_in_one_line(tmp_path: Path) -> None
         "- **03_train**: val_accuracy **0.9666** after 2 epoch(s) (MirroredStrategy, 2 "
         "replica(s), mixed_bfloat16, batch 71), 10,913 examples/s.",
         "- **04_export**: SavedModel version 2, parity **ok**: top-1 agreement 99.7%, largest "
-        "difference 0.0012 over 359 images.",
+        "difference 0.0012 over 359 examples.",
         "- **05_optimize**: best backend **onnx (int8)**, 23.3× the SavedModel at batch 1.",
         "- **Skipped**: onnx (fp16, int8): no GPU; engine (fp16): no GPU; graph (fp32): failed.",
         "- **Total**: {{ "7.5 s over 6" if cookiecutter.include_tuning else "6.2 s over 5" }} notebook(s), status **ok**.",
@@ -200,7 +201,7 @@ def test_the_headline_of_a_gpu_run_a_failed_parity_and_no_backend(tmp_path: Path
     assert lines[1].endswith("mixed_bfloat16, batch 71).")  # no examples/s measured: not said
     assert lines[2] == (
         "- **04_export**: SavedModel version 2, parity **FAILED**: top-1 agreement 99.7%, "
-        "largest difference 0.0012 over 359 images."
+        "largest difference 0.0012 over 359 examples."
     )
     assert lines[3] == "- **05_optimize**: no backend ran on this machine (see Skipped)."
     assert lines[4] == "- **Total**: 5.0 s over 4 notebook(s), status **ok**."

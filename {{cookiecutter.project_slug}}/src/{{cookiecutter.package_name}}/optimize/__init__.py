@@ -42,7 +42,7 @@ from .core import (
 from .judge import INT8_RULE, PRECISION_TOLERANCE, int8_sentences, parity
 from .params import Params, check, check_export_current, parse, plan
 from .registry import BACKEND_TABLE, BACKENDS
-from .timing import benchmark, best_ratios, latency_text
+from .timing import benchmark, best_ratios, latency_text, preprocess_sentences
 
 # This step's TensorFlow shares the GPU with ONNX Runtime and the other backends: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op
@@ -72,6 +72,7 @@ __all__ = [
     "latest_export",
     "optimize",
     "overhead_sentence",
+    "preprocess_sentences",
     "parity",
     "parse",
     "plan",

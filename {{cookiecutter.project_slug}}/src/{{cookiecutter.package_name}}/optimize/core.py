@@ -19,7 +19,7 @@ from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedm
 from .judge import INT8_RULE, PRECISION_TOLERANCE, parity
 from .params import Params, check, plan
 from .registry import BACKEND_TABLE
-from .timing import PREDICT, benchmark, best_ratios, latency_text
+from .timing import PREDICT, RAW, benchmark, best_ratios, latency_text
 
 PARITY_EXAMPLES = 256
 
@@ -127,9 +127,6 @@ def optimize(
         "backends": entries,
         **best_ratios(baselines, entries),
     }
-
-
-RAW = "savedmodel_raw"  # serving_default on raw input: the model plus its preprocessing (tokens)
 
 
 def raw_baseline(

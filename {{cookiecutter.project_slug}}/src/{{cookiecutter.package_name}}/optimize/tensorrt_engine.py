@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tasks import current
 from .base import Job, Predict, gpu_visible
 from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
 from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, serving_sizes
@@ -116,7 +117,7 @@ def tensorrt_load(path: Path, job: Job) -> Predict:
         if wanted != active[0]:
             runner.set_profile(wanted)
             active[0] = wanted
-        outputs = runner.infer({next(iter(runner.get_input_metadata())): batch.astype(np.float32)})
+        outputs = runner.infer({current().MODEL_INPUT: batch.astype(np.float32)})
         # The model has one output, the probabilities. The runner reuses its host buffers on
         # the next call, so copy before returning.
         return np.array(next(iter(outputs.values())), copy=True)

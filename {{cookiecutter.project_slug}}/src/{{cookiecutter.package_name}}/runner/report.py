@@ -13,8 +13,9 @@ from typing import Any
 from .. import lineage
 from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_FILE, STEPS
 from ..writes import write_text
+from .numbers import key_numbers
 from .profile import one_line
-from .summary import damaged, headline, key_numbers, read, step_of
+from .summary import damaged, headline, read, step_of
 
 LONG_TEXT = 120  # characters: longer metric strings (saved_model_cli's output) stay in the JSON
 

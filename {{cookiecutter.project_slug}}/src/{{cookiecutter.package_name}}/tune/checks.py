@@ -32,9 +32,7 @@ class Params:
     max_trials: int = param(4, "models to try (hyperband: at most this many)")
     epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
     batch_size: int = param(64, "examples per batch in every trial")
-    model: str = param(
-        "small_cnn", "the builder searched: small_cnn, resnet_small or a keras.applications name"
-    )
+    model: str = param(task().DEFAULT_MODEL, f"the builder searched: {task().MODEL_HELP}")
     seed: int = param(42, "seed of the search and of every trial's weights")
 
 

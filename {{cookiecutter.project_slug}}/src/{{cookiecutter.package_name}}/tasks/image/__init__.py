@@ -27,6 +27,7 @@ MODELS = models.MODELS
 OWN_MODELS = models.OWN_MODELS
 DEFAULT_MODEL = "small_cnn"
 SERVING_INPUT = image_export.INPUT_NAME
+MODEL_INPUT = image_export.INPUT_NAME  # the trained model takes the raw pixels
 MODEL_SIGNATURE = SIGNATURE  # the uint8 images the trained model takes are the raw input
 INT8 = "static"  # calibrated on training images (activations' ranges vary with the picture)
 

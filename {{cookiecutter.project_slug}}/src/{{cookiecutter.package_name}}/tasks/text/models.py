@@ -46,7 +46,7 @@ def build_bag_of_ngrams(
         vectors = layers.Concatenate(axis=1, name="ngrams")([vectors, bigrams])
     pooled = layers.GlobalAveragePooling1D(name="mean")(vectors)
     pooled = layers.Dropout(dropout)(pooled)
-    probabilities = layers.Dense(num_classes, activation="softmax", dtype="float32", name="probs")
+    probabilities = layers.Dense(num_classes, activation="softmax", dtype="float32", name="logits")
     return keras.Model(ids, probabilities(pooled), name="bag_of_ngrams")
 
 
@@ -78,7 +78,7 @@ def build_transformer(
         x = EncoderBlock(heads, ff_width, dropout, name=f"block_{index}")(x)
     x = layers.LayerNormalization(epsilon=1e-6, name="final_norm")(x)
     pooled = layers.GlobalAveragePooling1D(name="mean")(x)
-    probabilities = layers.Dense(num_classes, activation="softmax", dtype="float32", name="probs")
+    probabilities = layers.Dense(num_classes, activation="softmax", dtype="float32", name="logits")
     return keras.Model(ids, probabilities(pooled), name="transformer")
 
 

@@ -241,11 +241,11 @@ def _check_data_dir(dataset: str, data_dir: Any) -> None:
         "tfrecord": ("another text run's data/ folder", (path / Path(META_FILE).name).is_file()),
     }[dataset]
     if not data_dir or not wanted[1]:
-        raise DataError(
-            f"data_dir={data_dir!r} is not {wanted[0]}: dataset={dataset!r} needs one."
-        )
+        raise DataError(f"data_dir={data_dir!r} is not {wanted[0]}: dataset={dataset!r} needs one.")
 
 
 def _whole(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise DataError(f"{name}={value!r} is not allowed: use a whole number from {low} to {high}.")
+        raise DataError(
+            f"{name}={value!r} is not allowed: use a whole number from {low} to {high}."
+        )

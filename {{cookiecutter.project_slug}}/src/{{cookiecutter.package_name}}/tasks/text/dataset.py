@@ -58,7 +58,9 @@ def make_dataset(
         raise DataError("augment=True is an image option; text has none: use augment=False.")
     meta = read_text_meta(run_dir)
     if split not in meta["splits"]:
-        raise DataError(f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}.")
+        raise DataError(
+            f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
+        )
     for name, value in (("batch_size", batch_size), ("num_workers", num_workers)):
         _check_positive(name, value)
     if not (cache == "auto" or isinstance(cache, bool)):
@@ -84,7 +86,9 @@ def make_dataset(
     if cache:
         data = data.cache()
     if training:
-        data = data.shuffle(min(max(count, 1), MAX_SHUFFLE), seed=seed, reshuffle_each_iteration=True)
+        data = data.shuffle(
+            min(max(count, 1), MAX_SHUFFLE), seed=seed, reshuffle_each_iteration=True
+        )
     if repeat:
         data = data.repeat()
     data = bucketed(data, batch_size, meta["bucket_boundaries"], drop_remainder)
@@ -108,7 +112,9 @@ def raw_examples(
     _check_positive("count", count)
     meta = read_text_meta(run_dir)
     if split not in meta["splits"]:
-        raise DataError(f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}.")
+        raise DataError(
+            f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
+        )
     records = tf.data.TFRecordDataset(shard_paths(run_dir, meta, split)).take(count)
     texts: list[str] = []
     labels: list[np.ndarray] = []
@@ -141,11 +147,15 @@ def read_text_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise DataError(f"{path} cannot be read ({type(error).__name__}): run 01_data again.") from None
+        raise DataError(
+            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
+        ) from None
     missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
     if missing or meta["task"] != TASK:
         what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
-        raise DataError(f"{path} is not the text meta.json 01_data writes ({what}): run 01_data again.")
+        raise DataError(
+            f"{path} is not the text meta.json 01_data writes ({what}): run 01_data again."
+        )
     return meta
 
 

@@ -35,7 +35,9 @@ def plot_samples(
     rows = [(classes[i], first[i]) for i in picked if i in first]
     if not rows:
         return None
-    wrapped = [textwrap.wrap(text, WRAP, max_lines=SAMPLE_LINES, placeholder=" …") for _, text in rows]
+    wrapped = [
+        textwrap.wrap(text, WRAP, max_lines=SAMPLE_LINES, placeholder=" …") for _, text in rows
+    ]
     lines = sum(len(w) for w in wrapped) + len(rows) * 0.6
     fig, (ax,) = style.new(11, 0.8 + 0.22 * lines)
     ax.set_axis_off()

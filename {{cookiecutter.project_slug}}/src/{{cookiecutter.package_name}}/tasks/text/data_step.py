@@ -188,7 +188,9 @@ def draw_lengths(folder: Path, metrics: dict[str, Any], path: Path) -> Path | No
 
     texts, _ = raw_examples(folder, "train", int(metrics["train_count"]))
     lengths = np.array([count_tokens(text) for text in texts])
-    return plot_lengths(lengths, metrics["max_tokens"], metrics["bucket_boundaries"], path)
+    shares = [metrics.get(f"padded_share_{way}") for way in ("bucketed", "unbucketed")]
+    padding = (shares[0], shares[1]) if None not in shares else None
+    return plot_lengths(lengths, metrics["max_tokens"], metrics["bucket_boundaries"], path, padding)
 
 
 def draw_classes(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:

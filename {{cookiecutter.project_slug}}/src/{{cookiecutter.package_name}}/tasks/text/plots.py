@@ -53,12 +53,17 @@ def plot_samples(
 
 
 def plot_lengths(
-    lengths: np.ndarray, max_tokens: int, boundaries: Sequence[int], path: Path
+    lengths: np.ndarray,
+    max_tokens: int,
+    boundaries: Sequence[int],
+    path: Path,
+    padding: tuple[float, float] | None = None,
 ) -> Path | None:
-    """Tokens per training text before the cut, with max_tokens and the bucket lengths marked."""
+    """Tokens per training text before the cut, with max_tokens and the bucket lengths marked;
+    `padding` (bucketed, padded to max_tokens) is the benchmark's share of padded tokens."""
     if not len(lengths):
         return None
-    fig, (ax,) = style.new(8, 3.4)
+    fig, (ax,) = style.new(9, 3.6)
     top = max(int(lengths.max()), max_tokens) + 1
     ax.hist(lengths, bins=np.arange(0, top + 1), color="tab:blue")
     for boundary in boundaries[:-1]:
@@ -70,9 +75,15 @@ def plot_lengths(
     ax.set_ylabel("training texts")
     ax.legend(fontsize="small")
     median = float(np.median(lengths))
+    saved = (
+        f"\npadding per epoch: {padding[0]:.0%} of the tokens in length buckets, "
+        f"{padding[1]:.0%} padded to max_tokens"
+        if padding
+        else ""
+    )
     fig.suptitle(
         f"Text lengths: median {median:g} tokens, longest {int(lengths.max())}; "
-        f"{cut} of {len(lengths):,} truncated to max_tokens"
+        f"{cut} of {len(lengths):,} truncated to max_tokens{saved}"
     )
     return style.write(fig, path)
 

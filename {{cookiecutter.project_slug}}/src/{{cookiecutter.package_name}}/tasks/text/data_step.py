@@ -1,0 +1,253 @@
+"""Step 1 for text as one entry: `run(run_dir, Params)` writes data/ (TFRecords of raw text, the
+vocabulary fitted on train, meta.json), measures the pipeline, and writes metrics/data.json.
+
+The same contract as data/step.py (steps.py): `check` refuses every bad value in one sentence
+before anything heavy is imported, read or written (this module imports no TensorFlow until `run`
+needs it), so the runner's pre-flight costs nothing; `run` checks, prepares or reuses data/,
+benchmarks, draws the figures and records the lineage. The step has no input in the run folder,
+so `inputs` changes nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import figures, limits, lineage
+from ...artifacts import FIGURES, FIGURES_DIR, META_FILE, run_folder
+from ...data.base import DataError
+from ...data.split import check_test_fraction
+from ...steps import param
+from ...writes import check_writable, write_metrics
+
+DATASETS = ("banking77", "csv", "folder", "tfrecord")
+MAX_TOKENS = 4096  # longer is a typo, not a plan: no model here has a position table that long
+MAX_SHARDS = 1024
+MAX_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class Params:
+    """The parameters of the text notebook 01 (all but run_dir), with its defaults."""
+
+    dataset: str = param("banking77", "banking77 (embedded), csv, folder or tfrecord")
+    data_dir: str = param("", "the CSV file, the folder (one sub-folder per class) or a data/")
+    text_column: str = param("text", "the CSV column that holds the text")
+    label_column: str = param("label", "the CSV column that holds the class name")
+    max_tokens: int = param(64, "tokens kept of each text; longer ones are cut, and counted")
+    vocab_size: int = param(8192, "most vocabulary ids (a multiple of 8), fitted on train only")
+    val_fraction: float = param(0.1, "share of each class of train held out for validation")
+    test_fraction: float = param(
+        0.1, "share of each class held out as test (a CSV or folder; BANKING77 has its own)"
+    )
+    shards: int = param(4, "TFRecord files per split")
+    batch_size: int = param(64, "examples per batch")
+    seed: int = param(42, "split and shuffle seed")
+    benchmark_seconds: float = param(
+        60.0, "seconds the pipeline benchmark takes, shared by both pipelines it times (1-3600)"
+    )
+
+
+def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
+    """Refuse a bad value in one sentence (DataError) before anything is read or written."""
+    if params.dataset not in DATASETS:
+        raise DataError(f"dataset={params.dataset!r} is not a text source: use one of {DATASETS}.")
+    _check_data_dir(params.dataset, params.data_dir)
+    for name in ("text_column", "label_column"):
+        value = getattr(params, name)
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(f"{name}={value!r} is not allowed: name a column of the CSV.")
+    if params.dataset == "csv" and params.text_column == params.label_column:
+        raise DataError(
+            f"text_column and label_column are both {params.text_column!r}: name two columns."
+        )
+    _whole("max_tokens", params.max_tokens, 1, MAX_TOKENS)
+    _whole("shards", params.shards, 1, MAX_SHARDS)
+    vocab = params.vocab_size
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 16 or vocab % 8:
+        raise DataError(
+            f"vocab_size={vocab!r} is not allowed: use a multiple of 8 from 16 up, e.g. 8192."
+        )
+    val = params.val_fraction
+    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val < 1:
+        raise DataError(f"val_fraction={val!r} is not allowed: use a share between 0 and 1.")
+    check_test_fraction(params.test_fraction, val)
+    limits.whole("batch_size", params.batch_size, DataError)
+    limits.whole("seed", params.seed, DataError)
+    seconds = params.benchmark_seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        seconds = -1.0
+    if not 1 <= seconds <= MAX_SECONDS:
+        raise DataError(
+            f"benchmark_seconds={params.benchmark_seconds!r} is not allowed: use a number of "
+            f"seconds from 1 to {MAX_SECONDS:g} (the whole benchmark, shared by both pipelines)."
+        )
+
+
+def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
+    """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
+    check(run_dir, params)
+    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
+    check_writable(folder)
+    from .benchmark import benchmark_text_pipeline  # TensorFlow loads here, after the checks
+    from .records import prepare
+
+    meta = prepare(
+        folder,
+        params.dataset,
+        data_dir=params.data_dir or None,
+        text_column=params.text_column,
+        label_column=params.label_column,
+        max_tokens=params.max_tokens,
+        vocab_size=params.vocab_size,
+        val_fraction=params.val_fraction,
+        test_fraction=params.test_fraction,
+        shards=params.shards,
+        seed=params.seed,
+    )
+    if verbose:
+        print(describe_meta(meta))
+        print(
+            f"Benchmarking the input pipeline against a naive one: about "
+            f"{params.benchmark_seconds:g} s (benchmark_seconds) ...",
+            flush=True,
+        )
+    result = benchmark_text_pipeline(
+        folder, params.batch_size, seconds=params.benchmark_seconds, seed=params.seed
+    )
+    metrics = data_metrics(meta, result)
+    metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
+    metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
+    metrics["figures"] += _unlisted_figures(folder, metrics)
+    write_metrics(folder, "data", metrics)
+    if verbose:
+        print(result["verdict"])
+    return metrics
+
+
+def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """metrics/data.json: the image step's keys where they mean the same, the text's own, and
+    the benchmark's numbers, one flat record."""
+    splits, write = meta["splits"], meta.get("write") or {}
+    return {
+        "task": meta["task"],
+        "dataset": meta["dataset"],
+        "classes": meta["classes"],
+        "num_classes": meta["num_classes"],
+        "train_count": splits["train"]["count"],
+        "validation_count": splits["validation"]["count"],
+        "test_count": splits.get("test", {}).get("count", 0),
+        "per_class": {split: splits[split]["per_class"] for split in splits},
+        "shards": {split: len(splits[split]["shards"]) for split in splits},
+        "max_tokens": meta["max_tokens"],
+        "vocab_size": meta["vocab_size"],
+        "bucket_boundaries": meta["bucket_boundaries"],
+        "truncated": meta["truncated"],
+        "notes": meta.get("notes", []),
+        "write_examples_per_sec": write.get("examples_per_sec"),
+        "write_seconds": write.get("seconds"),
+        "shard_bytes": write.get("shard_bytes"),
+        "data_reused": bool(meta.get("reused")),
+        **result,
+    }
+
+
+def describe_meta(meta: dict[str, Any]) -> str:
+    """What prepare() wrote (or found and reused), in a few lines."""
+    how = "reused, same request as before" if meta.get("reused") else "written"
+    lines = [
+        f"{meta['dataset']}: {meta['num_classes']} classes, vocabulary of {meta['vocab_size']:,} "
+        f"ids fitted on train, texts cut to {meta['max_tokens']} tokens; {how}"
+    ]
+    for split, info in meta["splits"].items():
+        cut = meta["truncated"].get(split, 0)
+        lines.append(
+            f"{split}: {info['count']:,} texts in {len(info['shards'])} shard(s), {cut} truncated"
+        )
+    return "\n".join([*lines, *meta.get("notes", [])])
+
+
+def draw_samples(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/data_samples.png: training texts read back from the shards."""
+    from .dataset import raw_examples
+    from .plots import plot_samples
+
+    texts, labels = raw_examples(folder, "train", int(metrics["train_count"]))
+    return plot_samples(list(texts), labels, metrics["classes"], path)
+
+
+def draw_lengths(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/data_lengths.png: tokens per training text, read back from the shards."""
+    import numpy as np
+
+    from .dataset import raw_examples
+    from .plots import plot_lengths
+    from .vocab import count_tokens
+
+    texts, _ = raw_examples(folder, "train", int(metrics["train_count"]))
+    lengths = np.array([count_tokens(text) for text in texts])
+    shares = [metrics.get(f"padded_share_{way}") for way in ("bucketed", "unbucketed")]
+    padding = (shares[0], shares[1]) if None not in shares else None
+    return plot_lengths(lengths, metrics["max_tokens"], metrics["bucket_boundaries"], path, padding)
+
+
+def draw_classes(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/data_classes.png: one bar per class, sorted (77 side by side in 3 splits would
+    not read)."""
+    from .plots import plot_class_balance
+
+    return plot_class_balance(metrics, path)
+
+
+# The figures that read the data back; data_throughput is the shared one, from the metrics.
+DRAWERS = {"data_samples": draw_samples, "data_classes": draw_classes, "data_lengths": draw_lengths}
+
+
+def _unlisted_figures(folder: Path, metrics: dict[str, Any]) -> list[str]:
+    """Draw the DRAWERS that artifacts.FIGURES["data"] does not list yet (data_lengths), so the
+    figure exists before the seam names it; figures.save draws it once it is listed."""
+    written = []
+    for name, drawer in DRAWERS.items():
+        if name in FIGURES["data"]:
+            continue
+        path = folder / FIGURES_DIR / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            drawn = drawer(folder, metrics, path)
+        except Exception as error:  # a figure is never worth a failed step
+            path.unlink(missing_ok=True)
+            print(f"Figure {name} was not drawn ({type(error).__name__}: {error}).")
+            continue
+        if drawn is not None:
+            written.append(f"{FIGURES_DIR}/{name}.png")
+    return written
+
+
+def _check_data_dir(dataset: str, data_dir: Any) -> None:
+    """banking77 is embedded (no data_dir); the others need theirs, of the right kind."""
+    if not isinstance(data_dir, str):
+        raise DataError(f"data_dir={data_dir!r} is not allowed: give a path as text, or ''.")
+    if dataset == "banking77":
+        if data_dir:
+            raise DataError(
+                f"data_dir={data_dir!r} is not used by dataset='banking77' (it is embedded): "
+                "leave data_dir empty, or use dataset='csv' or 'folder' for your own texts."
+            )
+        return
+    path = Path(data_dir).expanduser()
+    wanted = {
+        "csv": ("a CSV file", path.is_file()),
+        "folder": ("a folder with one sub-folder per class", path.is_dir()),
+        "tfrecord": ("another text run's data/ folder", (path / Path(META_FILE).name).is_file()),
+    }[dataset]
+    if not data_dir or not wanted[1]:
+        raise DataError(f"data_dir={data_dir!r} is not {wanted[0]}: dataset={dataset!r} needs one.")
+
+
+def _whole(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise DataError(
+            f"{name}={value!r} is not allowed: use a whole number from {low} to {high}."
+        )

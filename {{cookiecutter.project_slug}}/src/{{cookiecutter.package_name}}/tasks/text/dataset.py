@@ -1,0 +1,223 @@
+"""A run's text data as batches: one split of run_dir/data/ as (token ids, labels) for training.
+
+`make_dataset` has the image task's signature and meaning (data/pipeline.py), so training, tuning
+and the benchmark call either the same way: it reads the split's shards from meta.json, shards
+them per input pipeline under a distribution strategy, and sets the auto-shard policy. The texts
+are tokenized in tf.data with the saved vocabulary (checked against its sha256 in meta.json), a
+few hundred per call, then batched by length with every batch padded to its bucket's boundary:
+the device sees a handful of shapes. `raw_examples` and `model_examples` give the first texts of
+a split in shard order, as strings (the export's signature) and as ids (ONNX, benchmarks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
+from ...data.base import DataError
+from ...data.pipeline import auto_shard_policy, shard_paths
+from .pipeline import FEATURES, bucket_boundaries
+from .records import TASK
+from .vocab import load_vocabulary, token_ids
+
+PARSE_BATCH = 256  # records parsed and tokenized per call: one op call per batch, not per text
+MAX_SHUFFLE = 16_384
+CACHE_LIMIT = 1 << 30  # "auto" keeps the ids in memory below this estimate (int32 ids)
+KEYS = ("task", "classes", "num_classes", "splits", "max_tokens", "vocabulary", "bucket_boundaries")
+
+
+def make_dataset(
+    run_dir: str | os.PathLike[str],
+    split: str = "train",
+    batch_size: int = 64,
+    *,
+    training: bool | None = None,
+    cache: bool | str = "auto",
+    augment: bool = False,
+    seed: int = 42,
+    deterministic: bool | None = None,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+    input_context: tf.distribute.InputContext | None = None,
+    num_workers: int = 1,
+) -> tf.data.Dataset:
+    """(ids int32 [B, L], labels int32 [B]) of one split, L one of meta's padded lengths.
+
+    As data/pipeline.make_dataset: `training` (default split == "train") shuffles every epoch;
+    `cache` "auto" keeps the token ids in memory unless they would take over a GiB; with
+    `input_context` each input pipeline reads its own shards (or every n-th record when there are
+    fewer shards than pipelines) and batches `batch_size / num_replicas_in_sync`.
+    """
+    if augment:
+        raise DataError("augment=True is an image option; text has none: use augment=False.")
+    meta = read_text_meta(run_dir)
+    if split not in meta["splits"]:
+        raise DataError(
+            f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
+        )
+    for name, value in (("batch_size", batch_size), ("num_workers", num_workers)):
+        _check_positive(name, value)
+    if not (cache == "auto" or isinstance(cache, bool)):
+        raise DataError(f"cache={cache!r} is not allowed: use auto, True or False.")
+    files = shard_paths(run_dir, meta, split)
+    training = split == "train" if training is None else bool(training)
+    count, record_shard = int(meta["splits"][split]["count"]), None
+    if input_context is not None:
+        files, record_shard, batch_size = _shard(files, batch_size, input_context)
+        count = math.ceil(count / input_context.num_input_pipelines)
+    if cache == "auto":
+        cache = count * int(meta["max_tokens"]) * 4 < CACHE_LIMIT
+    records = (
+        tf.data.Dataset.from_tensor_slices(files).interleave(
+            tf.data.TFRecordDataset, cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE
+        )
+        if training and len(files) > 1
+        else tf.data.TFRecordDataset(files)
+    )
+    if record_shard is not None:
+        records = records.shard(*record_shard)
+    data = tokenized(records, vocabulary(run_dir, meta), int(meta["max_tokens"]))
+    if cache:
+        data = data.cache()
+    if training:
+        data = data.shuffle(
+            min(max(count, 1), MAX_SHUFFLE), seed=seed, reshuffle_each_iteration=True
+        )
+    if repeat:
+        data = data.repeat()
+    data = bucketed(data, batch_size, meta["bucket_boundaries"], drop_remainder)
+    options = tf.data.Options()
+    if deterministic is not None:
+        options.deterministic = bool(deterministic)
+    # Sharded above already: tf.distribute must not shard a second time.
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.OFF
+        if input_context is not None
+        else auto_shard_policy(len(files), num_workers)
+    )
+    return data.prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def raw_examples(
+    run_dir: str | os.PathLike[str], split: str, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first `count` texts of a split (str) and their labels (int32), in shard order: what
+    the export's string signature takes."""
+    _check_positive("count", count)
+    meta = read_text_meta(run_dir)
+    if split not in meta["splits"]:
+        raise DataError(
+            f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
+        )
+    records = tf.data.TFRecordDataset(shard_paths(run_dir, meta, split)).take(count)
+    texts: list[str] = []
+    labels: list[np.ndarray] = []
+    for batch in records.batch(PARSE_BATCH).map(lambda r: tf.io.parse_example(r, FEATURES)):
+        texts += [text.decode("utf-8") for text in batch["text"].numpy()]
+        labels.append(batch["label"].numpy())
+    label_ids = np.concatenate(labels).astype(np.int32) if labels else np.zeros(0, np.int32)
+    return np.array(texts, dtype=str), label_ids
+
+
+def model_examples(
+    run_dir: str | os.PathLike[str], split: str, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """raw_examples as the model takes them: int32 ids [N, L], L the smallest padded length that
+    holds the longest text, padded with 0 after each text's ids (for ONNX parity, benchmarks)."""
+    texts, labels = raw_examples(run_dir, split, count)
+    meta = read_text_meta(run_dir)
+    layer = vocabulary(run_dir, meta)
+    ids = token_ids(layer, tf.constant(texts.tolist(), tf.string), int(meta["max_tokens"]))
+    longest = int(tf.reduce_max(ids.row_lengths())) if len(texts) else 1
+    length = next(b - 1 for b in meta["bucket_boundaries"] if b - 1 >= longest)
+    dense = ids.to_tensor(0, shape=[len(texts), length])
+    return tf.cast(dense, tf.int32).numpy(), labels
+
+
+def read_text_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The text data step's meta.json; a missing, unreadable or other task's one is one sentence
+    naming 01_data, which writes it."""
+    path = require(run_dir, META_FILE, "01_data")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(
+            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
+        ) from None
+    missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
+    if missing or meta["task"] != TASK:
+        what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
+        raise DataError(
+            f"{path} is not the text meta.json 01_data writes ({what}): run 01_data again."
+        )
+    return meta
+
+
+def vocabulary(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Any:
+    """The saved vocabulary as its TextVectorization, refused if it is not the one meta names."""
+    path = resolve_run_dir(run_dir, create=False) / DATA_DIR / meta["vocabulary"]
+    return load_vocabulary(path, meta.get("vocabulary_sha256"))
+
+
+def tokenized(records: tf.data.Dataset, layer: Any, max_tokens: int) -> tf.data.Dataset:
+    """(ids int32 [length], label int32) of serialized records, parsed and tokenized in batches
+    of PARSE_BATCH on every core, then one example again, so buckets can regroup them."""
+
+    def ids(serialized: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        example = tf.io.parse_example(serialized, FEATURES)
+        ragged = token_ids(layer, example["text"], max_tokens)
+        return (
+            tf.cast(ragged.to_tensor(), tf.int32),
+            ragged.row_lengths(),
+            tf.cast(example["label"], tf.int32),
+        )
+
+    batched = records.batch(PARSE_BATCH).map(ids, num_parallel_calls=tf.data.AUTOTUNE)
+    return batched.unbatch().map(lambda i, n, y: (i[:n], y), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def bucketed(
+    data: tf.data.Dataset, batch_size: int, boundaries: list[int], drop_remainder: bool = False
+) -> tf.data.Dataset:
+    """Batches by length bucket, each padded to its bucket's boundary (pipeline.bucket_boundaries):
+    lengths 8, 16, 32 … max_tokens, a few fixed shapes for the device."""
+    return data.bucket_by_sequence_length(
+        element_length_func=lambda ids, label: tf.shape(ids)[0],
+        bucket_boundaries=list(boundaries),
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        pad_to_bucket_boundary=True,
+        drop_remainder=drop_remainder,
+    )
+
+
+def padded_lengths(max_tokens: int) -> list[int]:
+    """The lengths batches are padded to: one below each bucket boundary."""
+    return [boundary - 1 for boundary in bucket_boundaries(max_tokens)]
+
+
+def _shard(
+    files: list[str], batch_size: int, context: tf.distribute.InputContext
+) -> tuple[list[str], tuple[int, int] | None, int]:
+    """This input pipeline's files (or every n-th record when shards are fewer) and batch size."""
+    pipelines, index = context.num_input_pipelines, context.input_pipeline_id
+    replicas = context.num_replicas_in_sync
+    if batch_size % replicas:
+        raise DataError(
+            f"batch_size={batch_size} is not divisible by the {replicas} replicas in sync: use a "
+            f"multiple of {replicas} (the global batch, split evenly across replicas)."
+        )
+    per_replica = context.get_per_replica_batch_size(batch_size)
+    if len(files) >= pipelines:
+        return files[index::pipelines], None, per_replica
+    return files, (pipelines, index), per_replica
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")

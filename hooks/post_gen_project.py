@@ -79,6 +79,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/image/export.py",
     ],
     "text_classification": [
+        "notebooks/text/01_data.ipynb",
         "src/{pkg}/tasks/text/__init__.py",
         "src/{pkg}/tasks/text/banking77/LICENSE",
         "src/{pkg}/tasks/text/banking77/README.md",
@@ -129,10 +130,15 @@ def main(answers: dict, root: Path) -> int:
 
 
 def remove_other_tasks(root: Path, package: str, task: str) -> None:
-    """Only the chosen task's folder, data and tests stay."""
+    """Only the chosen task's folder, data and tests stay; its own notebooks (notebooks/<folder>/,
+    e.g. text's 01_data) take the place of the image task's."""
     for other, paths in TASK_FILES.items():
         if other != task:
             remove(root, [path.format(pkg=package) for path in paths])
+    own = [path for path in TASK_FILES.get(task, []) if path.startswith("notebooks/")]
+    for relative in own:
+        (root / relative).replace(root / "notebooks" / Path(relative).name)
+    remove(root, own)  # the emptied notebooks/<folder>/
 
 
 def remove_tuning(root: Path, package: str) -> None:

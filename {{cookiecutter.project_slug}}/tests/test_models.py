@@ -9,6 +9,7 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import models
 from {{ cookiecutter.package_name }}.train import dtype_policy
+from {{ cookiecutter.package_name }}.tasks.outputs import output_dtype
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 # One model per builder path: the two written here, and keras.applications models covering each
@@ -33,7 +34,7 @@ def test_model_takes_uint8_and_outputs_float32_probabilities(name: str, policy: 
         images = np.random.default_rng(0).integers(0, 256, (2, *shape), dtype=np.uint8)
         probabilities = model(images, training=False)
     assert keras.backend.standardize_dtype(model.inputs[0].dtype) == "uint8"
-    assert models.output_dtype(model) == "float32"
+    assert output_dtype(model) == "float32"
     assert keras.backend.standardize_dtype(probabilities.dtype) == "float32"
     assert model.layers[-1].dtype_policy.compute_dtype == "float32"
     hidden = model.get_layer("logits").dtype_policy.compute_dtype

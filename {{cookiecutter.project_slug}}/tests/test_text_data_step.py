@@ -190,7 +190,7 @@ def test_raw_and_model_examples_are_the_same_texts_in_shard_order(run):
     widths = set()
     for count in (1, 2, 3, 5, 30):  # a few texts fit a shorter bucket than many do
         ids, same_labels = model_examples(run_dir, "test", count)
-        assert ids.dtype == np.int32 and list(same_labels) == list(labels[:count])
+        assert ids.dtype == np.int64 and list(same_labels) == list(labels[:count])
         rows = layer(tf.constant(list(texts[:count]))).to_list()
         expected = [list(row[:32]) for row in rows]
         assert [[i for i in row if i] for row in ids.tolist()] == expected

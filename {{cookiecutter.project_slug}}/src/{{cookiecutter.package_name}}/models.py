@@ -145,11 +145,6 @@ def check_knobs(name: str, *, width: int | None = None, dropout: float | None = 
         raise ModelError(f"dropout={dropout!r} is not allowed: use a rate from 0 to below 1.")
 
 
-def output_dtype(model: keras.Model) -> str:
-    """The dtype the model's predictions come out in (float32 for every model built here)."""
-    return keras.backend.standardize_dtype(model.outputs[0].dtype)
-
-
 def _application(
     name: str, shape: tuple[int, int, int], num_classes: int, weights: str | None
 ) -> keras.Model:

@@ -226,8 +226,9 @@ def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int
         width=params.width,
         dropout=params.dropout,
     )
+    longest = task().longest(meta)  # a length the model leaves open (text: max_tokens)
     values = sum(
-        int(np.prod(layer.output.shape[1:]))
+        int(np.prod([side or longest for side in layer.output.shape[1:]]))
         for layer in model.layers
         if hasattr(layer, "output") and layer.output is not None
     )

@@ -41,3 +41,11 @@ def input_name(signature: Any) -> str:
         (name,) = structured[1]
         return name
     return next(iter(inspect.signature(signature).parameters))
+
+
+def output_dtype(model: Any) -> str:
+    """The dtype the model's predictions come out in: float32 for every task's model, whatever
+    the precision policy (a float16 softmax rounds small probabilities to 0)."""
+    import keras
+
+    return keras.backend.standardize_dtype(model.outputs[0].dtype)

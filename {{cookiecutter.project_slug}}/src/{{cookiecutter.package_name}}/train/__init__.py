@@ -19,6 +19,7 @@ multi-worker jobs start (TF_CONFIG from the environment) and how a crashed run r
 - step: check and run, the step's contract
 """
 
+from ..tasks.outputs import output_dtype
 from .devices import (
     configure_devices,
     dtype_policy,
@@ -44,6 +45,7 @@ from .step import check, run, train
 
 __all__ = [
     "LR_RULE",
+    "output_dtype",
     "PRECISIONS",
     "Plan",
     "STRATEGIES",

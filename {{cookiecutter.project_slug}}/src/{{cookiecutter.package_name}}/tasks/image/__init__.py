@@ -52,6 +52,11 @@ def input_shape(meta: dict[str, Any]) -> list[int]:
     return [int(side) for side in meta["image_shape"]]
 
 
+def longest(meta: dict[str, Any]) -> int:
+    """No length is left open: every image of the data has the same shape."""
+    return 1
+
+
 def build_model(name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
     """models.build_model for this data's image shape and classes (weights, width, dropout)."""
     return models.build_model(name, input_shape(meta), int(meta["num_classes"]), **options)

@@ -56,6 +56,11 @@ def build_model(
     )
 
 
+def longest(meta: dict[str, Any]) -> int:
+    """The longest input the model meets: max_tokens (its length is open, batches differ)."""
+    return int(meta["max_tokens"])
+
+
 def check_model(
     name: str,
     meta: dict[str, Any],

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import figures, limits, lineage
-from ...artifacts import FIGURES, FIGURES_DIR, META_FILE, run_folder
+from ...artifacts import META_FILE, run_folder
 from ...data.base import DataError
 from ...data.split import check_test_fraction
 from ...steps import param
@@ -120,7 +120,6 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     metrics = data_metrics(meta, result)
     metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
     metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
-    metrics["figures"] += _unlisted_figures(folder, metrics)
     write_metrics(folder, "data", metrics)
     if verbose:
         print(result["verdict"])
@@ -203,26 +202,6 @@ def draw_classes(folder: Path, metrics: dict[str, Any], path: Path) -> Path | No
 
 # The figures that read the data back; data_throughput is the shared one, from the metrics.
 DRAWERS = {"data_samples": draw_samples, "data_classes": draw_classes, "data_lengths": draw_lengths}
-
-
-def _unlisted_figures(folder: Path, metrics: dict[str, Any]) -> list[str]:
-    """Draw the DRAWERS that artifacts.FIGURES["data"] does not list yet (data_lengths), so the
-    figure exists before the seam names it; figures.save draws it once it is listed."""
-    written = []
-    for name, drawer in DRAWERS.items():
-        if name in FIGURES["data"]:
-            continue
-        path = folder / FIGURES_DIR / f"{name}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            drawn = drawer(folder, metrics, path)
-        except Exception as error:  # a figure is never worth a failed step
-            path.unlink(missing_ok=True)
-            print(f"Figure {name} was not drawn ({type(error).__name__}: {error}).")
-            continue
-        if drawn is not None:
-            written.append(f"{FIGURES_DIR}/{name}.png")
-    return written
 
 
 def _check_data_dir(dataset: str, data_dir: Any) -> None:

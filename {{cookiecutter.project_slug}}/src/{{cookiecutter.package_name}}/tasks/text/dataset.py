@@ -128,8 +128,9 @@ def raw_examples(
 def model_examples(
     run_dir: str | os.PathLike[str], split: str, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """raw_examples as the model takes them: int32 ids [N, L], L the smallest padded length that
-    holds the longest text, padded with 0 after each text's ids (for ONNX parity, benchmarks)."""
+    """raw_examples as the model takes them: int64 ids [N, L] (what the token_ids signature and
+    ONNX take), L the smallest padded length that holds the longest text, padded with 0 after
+    each text's ids (for parity and benchmarks)."""
     texts, labels = raw_examples(run_dir, split, count)
     meta = read_text_meta(run_dir)
     layer = vocabulary(run_dir, meta)
@@ -137,7 +138,7 @@ def model_examples(
     longest = int(tf.reduce_max(ids.row_lengths())) if len(texts) else 1
     length = next(b - 1 for b in meta["bucket_boundaries"] if b - 1 >= longest)
     dense = ids.to_tensor(0, shape=[len(texts), length])
-    return tf.cast(dense, tf.int32).numpy(), labels
+    return tf.cast(dense, tf.int64).numpy(), labels
 
 
 def read_text_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

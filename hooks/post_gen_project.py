@@ -70,13 +70,38 @@ TENSORRT = [
 ]
 
 
-# The files of each task's own folder (tasks/<folder>/, behind the seam tasks/__init__.py that
-# every bake holds): a bake keeps its own task's and loses the others'. The text task is baked
-# only with `_task=text_classification` (hooks/pre_gen_project.py).
+# The files of each task (its folder tasks/<folder>/ behind the seam every bake holds, and the
+# modules and tests only it uses): a bake keeps its own task's and loses the others'. The text
+# task is baked only with `_task=text_classification` (hooks/pre_gen_project.py).
 TASK_FILES = {
     "image_classification": [
+        "src/{pkg}/data/benchmark.py",
+        "src/{pkg}/data/image_folder.py",
+        "src/{pkg}/data/memory.py",
+        "src/{pkg}/data/photo_io.py",
+        "src/{pkg}/data/records.py",
+        "src/{pkg}/data/shards.py",
+        "src/{pkg}/data/sources.py",
+        "src/{pkg}/data/step.py",
+        "src/{pkg}/data/tfrecord_dir.py",
+        "src/{pkg}/models.py",
+        "src/{pkg}/nets.py",
         "src/{pkg}/tasks/image/__init__.py",
+        "src/{pkg}/tasks/image/augment.py",
         "src/{pkg}/tasks/image/export.py",
+        "src/{pkg}/train/augment_bench.py",
+        "src/{pkg}/train/benchmark.py",
+        "src/{pkg}/train/benchmark_result.py",
+        "src/{pkg}/train/benchmark_runs.py",
+        "tests/photos.py",
+        "tests/test_data_cache.py",
+        "tests/test_data_folder_kinds.py",
+        "tests/test_data_photos.py",
+        "tests/test_data_pipeline.py",
+        "tests/test_data_records.py",
+        "tests/test_models.py",
+        "tests/test_mutants_records.py",
+        "tests/test_train_benchmark.py",
     ],
     "text_classification": [
         "notebooks/text/01_data.ipynb",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, env, export, lineage, models
+from {{ cookiecutter.package_name }} import data, env, export, lineage
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 
 OPTIMIZE_SHAPE = (8, 8, 1)
@@ -69,6 +69,8 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         synthetic_classes=OPTIMIZE_CLASSES,
         synthetic_count=120,
     )
+    from {{ cookiecutter.package_name }} import models  # the image task's (digits, synthetic)
+
     keras.utils.set_random_seed(0)
     model = models.build_model("small_cnn", OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
     batches = list(data.make_dataset(folder, "train", 32, training=False))

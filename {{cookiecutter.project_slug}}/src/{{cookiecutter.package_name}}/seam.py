@@ -21,13 +21,19 @@ _TASKS = f"{__package__}.tasks"
 @cache
 def folder() -> str:
     """The one task folder this project holds (found with find_spec: nothing is imported)."""
-    found = [name for name in FOLDERS.values() if importlib.util.find_spec(f"{_TASKS}.{name}")]
+    found = [name for name in FOLDERS.values() if _package(f"{_TASKS}.{name}")]
     if len(found) != 1:
         raise RuntimeError(
             f"{_TASKS} holds {len(found)} task folders ({', '.join(found) or 'none'}): a project "
             "holds exactly one (bake it again with the task you want)."
         )
     return found[0]
+
+
+def _package(name: str) -> bool:
+    """A regular package (with its __init__.py): a folder left with stray files is no task."""
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.origin is not None
 
 
 def name() -> str:

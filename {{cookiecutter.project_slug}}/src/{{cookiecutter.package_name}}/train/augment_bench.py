@@ -26,7 +26,7 @@ import tensorflow as tf
 from .. import data, models
 from ..progress import line
 from ..replica import make_train_steps
-from .augment import LEVELS, make_augmenter
+from ..tasks.image.augment import LEVELS, make_augmenter
 
 
 def measure(

@@ -35,6 +35,7 @@ import h5py
 import keras
 import numpy as np
 
+from ..tasks import current as task
 from .errors import TrainError
 
 HEAD = ("logits",)  # the layers a new task replaces (nets.head)
@@ -171,7 +172,11 @@ def _read(path: Path, model: keras.Model) -> keras.Model:
             return keras.saving.load_model(path, compile=False)
         with h5py.File(path, "r") as h5:
             classes = _head_classes(h5)
-        source = keras.models.clone_model(model) if classes is None else _rebuilt(model, classes)
+        source = (
+            keras.models.clone_model(model)
+            if classes is None
+            else task().rebuilt(model, classes)  # the same builder, another head
+        )
         source.load_weights(path)
         return source
     except TrainError:
@@ -223,22 +228,6 @@ def _head_classes(h5: h5py.File) -> int | None:
     last = max(names, key=lambda name: int(DENSE.match(name).group(1) or 0))
     bias = layers[last].get("vars/1")
     return int(bias.shape[0]) if bias is not None else None
-
-
-def _rebuilt(model: keras.Model, classes: int) -> keras.Model:
-    """The same model with a head of `classes` outputs (a .weights.h5 of another task)."""
-    from .. import models
-
-    name = next((n for n in models.MODELS if n.lower() == model.name), model.name)
-    shape = tuple(int(side) for side in model.inputs[0].shape[1:])
-    width = _first_filters(model) if name in models.OWN_MODELS else None
-    return models.build_model(name, shape, classes, width=width)
-
-
-def _first_filters(model: keras.Model) -> int:
-    """The builders' `width`: the filters of the first convolution of small_cnn and resnet_small."""
-    conv = next(layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
-    return int(conv.filters)
 
 
 def _kind(path: Path) -> str:

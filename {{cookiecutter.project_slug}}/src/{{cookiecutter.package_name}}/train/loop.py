@@ -29,7 +29,6 @@ from ..replica import make_eval_step
 from ..tasks import current as task
 from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
-from .augment import make_augmenter
 from .devices import worker_role
 from .epoch import _TIMED, early_stopping, run_epoch
 from .params import effective_learning_rate
@@ -63,7 +62,7 @@ class Loop:
         self.learning_rate = effective_learning_rate(self.params.learning_rate, self.global_batch)
         self.plan = phases.plan(self)  # the schedule: warmup, cosine, the fine-tuning factor
         # Outside the scope: its seed generators stay plain variables (augment.py).
-        self.augment = make_augmenter(
+        self.augment = task().make_augmenter(
             self.params.augment, int(meta["num_classes"]), self.params.seed
         )
         with distribution.scope():

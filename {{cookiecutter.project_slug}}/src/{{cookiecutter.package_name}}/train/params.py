@@ -119,7 +119,10 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     limits.whole("patience", params.patience, TrainError, " (0 turns early stopping off)")
     parse_profile_steps(params.profile_steps)
     check_recipe(params)
-    task().check_recipe(params)  # what the task cannot take (image augmentation for text)
+    try:  # what the task takes: image augmentation levels; none of them for text
+        task().check_recipe(params)
+    except StepError as error:
+        raise TrainError(str(error)) from None
     cluster = read_tf_config()
     if isinstance(params.metrics_port, int) and params.metrics_port and cluster is not None:
         check_port(params.metrics_port + cluster.rank, params.metrics_host)

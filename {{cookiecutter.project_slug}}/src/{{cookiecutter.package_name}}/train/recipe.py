@@ -2,7 +2,8 @@
 
 The recipe is what trains the model, as against where it trains (params.py): the weights it starts
 from and the two phases of fine-tuning (finetune.py), the learning-rate schedule (schedule.py),
-AdamW's weight decay, label smoothing, and augmentation on the device (augment.py).
+AdamW's weight decay, label smoothing, and augmentation on the device (the task's own: images
+have tasks/image/augment.py, text none).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Any, Protocol
 
 import keras
 
-from .augment import check_level
 from .errors import TrainError
 from .finetune import check_weights
 from .schedule import SCHEDULES
@@ -77,7 +77,6 @@ def check_recipe(params: Recipe) -> None:
     _number(
         "label_smoothing", params.label_smoothing, 0, 1, "from 0 to below 1, e.g. 0.1", low_ok=True
     )
-    check_level(params.augment)
 
 
 def make_optimizer(learning_rate: Any, weight_decay: float) -> keras.optimizers.Optimizer:

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from ... import data, models
 from ..outputs import SIGNATURE
+from . import augment
 from . import export as image_export
 
 NAME = "image_classification"
@@ -113,7 +114,11 @@ def model_state(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_recipe(params: Any) -> None:
-    """Every recipe value suits images (train/recipe.py checks them)."""
+    """The augmentation level: none, light or strong (the other recipe values suit any task)."""
+    augment.check_level(params.augment)
+
+
+make_augmenter = augment.make_augmenter  # on the device, inside the training step
 
 
 # The task's own models' knobs, as tuning searches them: the default and the width's range.
@@ -137,3 +142,17 @@ def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], 
     from ...figures import export as export_figures
 
     return export_figures.plot_misclassified(raw, metrics, classes, path)
+
+
+def rebuilt(model: keras.Model, classes: int) -> keras.Model:
+    """The same model with a head of `classes` outputs (a .weights.h5 of another task)."""
+    name = next((n for n in MODELS if n.lower() == model.name), model.name)
+    shape = tuple(int(side) for side in model.inputs[0].shape[1:])
+    width = _first_filters(model) if name in OWN_MODELS else None
+    return models.build_model(name, shape, classes, width=width)
+
+
+def _first_filters(model: keras.Model) -> int:
+    """The builders' `width`: the filters of the first convolution of small_cnn and resnet_small."""
+    conv = next(layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
+    return int(conv.filters)

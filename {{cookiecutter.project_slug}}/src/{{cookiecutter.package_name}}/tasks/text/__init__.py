@@ -109,6 +109,22 @@ def check_recipe(params: Any) -> None:
         )
 
 
+def make_augmenter(level: str, num_classes: int, seed: int) -> None:
+    """Text has no augmentation on the device (check_recipe refuses any but none)."""
+    return None
+
+
+def rebuilt(model: keras.Model, classes: int) -> keras.Model:
+    """A .weights.h5 saved with another number of classes: rebuilt with the same builder and
+    widths, and a head of `classes` outputs."""
+    words = model.get_layer("words")
+    name = model.name if model.name in MODELS else DEFAULT_MODEL
+    meta = {"vocab_size": words.input_dim, "num_classes": classes, "max_tokens": 4096}
+    if name == "transformer":
+        meta["max_tokens"] = int(model.get_layer("positions").max_tokens)
+    return build_model(name, meta, width=int(words.output_dim))
+
+
 def model_state(meta: dict[str, Any]) -> dict[str, Any]:
     """What a checkpoint depends on beyond the training values: token length and vocabulary."""
     return {"max_tokens": int(meta["max_tokens"]), "vocab_size": int(meta["vocab_size"])}

@@ -25,6 +25,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from ...artifacts import StepError
+
 LEVELS = ("none", "light", "strong")
 ZOOM, ROTATION, CONTRAST = 0.1, 10 / 360, 0.2
 MIX_ALPHA = 0.2  # MixUp's Beta(α, α): small α mixes mostly one image with a little of another
@@ -35,10 +37,8 @@ F32 = {"dtype": "float32"}
 
 
 def check_level(level: Any) -> None:
-    from .errors import TrainError
-
     if not isinstance(level, str) or level not in LEVELS:
-        raise TrainError(
+        raise StepError(
             f"augment={level!r} is not allowed: use none, light (flip, zoom, rotation, contrast) "
             "or strong (light plus RandAugment and MixUp/CutMix)."
         )

@@ -70,7 +70,9 @@ def check_parity(
     classes = np.array(meta["classes"])
     # The held-out test split when 01_data wrote one (test_fraction): the confusion matrix then
     # shows images no choice was made on; else the validation split.
-    split = "test" if "test" in meta["splits"] else "validation"
+    split = parity_split(meta)
+    # As many as the task compares (images: up to max_examples; text: the whole split, cheap).
+    max_examples = task().parity_examples(meta, split, max_examples)
     # The same examples twice: raw, as a client sends them to the SavedModel (pixels, strings),
     # and as the trained model takes them (for text, the ids the tokenizer makes of the strings).
     raw, labels = task().raw_examples(folder, split, max_examples)
@@ -99,6 +101,12 @@ def check_parity(
         **served_errors(labels, served["class_ids"], served["probabilities"], len(classes)),
         "verdict": _verdict(diff, agreement, names_match, tolerance, precision, len(raw), split),
     }
+
+
+def parity_split(meta: dict[str, Any]) -> str:
+    """The held-out test split when 01_data wrote one (no choice was made on it), else validation:
+    where the export and every converted model are compared with the Keras model."""
+    return "test" if "test" in meta["splits"] else "validation"
 
 
 @contextlib.contextmanager

@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import figures, lineage, parts, progress
 from ..artifacts import run_folder
+from ..data.meta import read_meta
 from ..export.files import SIGNATURE, load_model, load_savedmodel
-from ..export.parity import TOLERANCE, exact_float32
+from ..export.parity import TOLERANCE, exact_float32, parity_split
 from ..export.savedmodel import model_precision
 from ..tasks import current as task
 from ..writes import write_metrics
@@ -79,7 +80,10 @@ def optimize(
     try:
         now("loading the model and the SavedModel")
         # As the trained model (and every converted graph) takes them: for text, token ids.
-        images, labels = task().model_examples(folder, "validation", max_examples)
+        meta = read_meta(folder)
+        split = parity_split(meta)  # the test split where there is one, as export's parity
+        max_examples = task().parity_examples(meta, split, max_examples)
+        images, labels = task().model_examples(folder, split, max_examples)
         model = load_model(folder, OptimizeError)
         signature = load_savedmodel(export_dir, OptimizeError, task().MODEL_SIGNATURE)
         reference = run_savedmodel(signature)
@@ -92,7 +96,7 @@ def optimize(
             _done(work, f"{name}: {latency_text(timed)} at batch 1")
         if task().MODEL_SIGNATURE != SIGNATURE:  # raw input ≠ model input: time the difference
             baselines.append(
-                raw_baseline(folder, export_dir, max_examples, (sizes, count, seconds), now)
+                raw_baseline(folder, export_dir, split, max_examples, (sizes, count, seconds), now)
             )
             _done(work, f"{RAW}: {latency_text(baselines[-1])} at batch 1")
         entries = []
@@ -121,6 +125,7 @@ def optimize(
         "iterations": count,
         "benchmark_seconds": seconds,
         "parity_examples": int(len(images)),
+        "parity_split": split,
         "calibration_examples": request["calibration_examples"],
         "int8_rule": INT8_RULE,
         "baselines": baselines,
@@ -130,11 +135,11 @@ def optimize(
 
 
 def raw_baseline(
-    folder: Any, export_dir: Any, max_examples: int, timing: tuple[Any, int, float], now: Any
+    folder: Any, export_dir: Any, split: str, count: int, timing: tuple[Any, int, float], now: Any
 ) -> dict[str, Any]:
     """serving_default timed on the raw examples (strings), where the converted graphs take the
     model's input (token ids): set beside `savedmodel`, the cost of the preprocessing itself."""
-    raw, _ = task().raw_examples(folder, "validation", max_examples)
+    raw, _ = task().raw_examples(folder, split, count)
     predict = run_savedmodel(load_savedmodel(export_dir, OptimizeError, SIGNATURE))
     sizes, count, seconds = timing
     return {"name": RAW, **benchmark(predict, raw, sizes, count, seconds, now=_say(now, RAW))}

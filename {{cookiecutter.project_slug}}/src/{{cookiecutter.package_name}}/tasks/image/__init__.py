@@ -53,6 +53,11 @@ def input_shape(meta: dict[str, Any]) -> list[int]:
     return [int(side) for side in meta["image_shape"]]
 
 
+def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
+    """How many of the split's images parity compares: the caller's default (pixels are heavy)."""
+    return default
+
+
 def longest(meta: dict[str, Any]) -> int:
     """No length is left open: every image of the data has the same shape."""
     return 1

@@ -32,7 +32,7 @@ from .sources import Examples, TextSource, TextSourceError, load_text_source
 from .vocab import VOCABULARY_FILE, build_vocabulary, count_long, save_vocabulary
 
 TASK = "text_classification"
-FORMAT = 1  # bump when the records or meta.json change, so an older folder is not reused
+FORMAT = 2  # bump when the records or meta.json change, so an older folder is not reused
 SPLIT_ORDER = ("train", "validation", "test")
 META_NAME = Path(META_FILE).name
 AGAIN = "run 01_data again (data/ is only replaced once the new one is complete)"

@@ -101,8 +101,9 @@ def load_text_source(
         texts, labels = _ids(*rows, classes)
     index = split_indices(labels, classes, val_fraction, seed, test_fraction)
     splits = {name: _take(texts, labels, members) for name, members in index.items()}
-    if source == "banking77":
-        splits["test"] = test
+    if source == "banking77":  # its own test split, shuffled like the others: the file is sorted
+        order = np.random.default_rng(seed).permutation(len(test.labels))  # by class, and the
+        splits["test"] = _take(test.texts, test.labels, order)  # first N texts must mix them
     truncated = {name: count_long(split.texts, max_tokens) for name, split in splits.items()}
     notes = []
     if sum(truncated.values()):

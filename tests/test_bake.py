@@ -170,6 +170,7 @@ FULL_BAKE = (
     "src/{pkg}/tasks/image/__init__.py",
     "src/{pkg}/tasks/image/augment.py",
     "src/{pkg}/tasks/image/export.py",
+    "src/{pkg}/tasks/image/task.py",
     "src/{pkg}/tasks/outputs.py",
     "src/{pkg}/train/__init__.py",
     "src/{pkg}/train/augment_bench.py",

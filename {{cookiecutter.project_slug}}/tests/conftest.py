@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, env, export, lineage
+from {{ cookiecutter.package_name }} import data, env, export, lineage, seam
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 
 OPTIMIZE_SHAPE = (8, 8, 1)
@@ -36,9 +36,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def image_task_only() -> None:
+    """These fixtures are image runs (digits, synthetic images): a test that needs one skips, with
+    this sentence, in a project baked for another task, whose own tests cover its steps."""
+    if seam.folder() != "image":
+        pytest.skip(f"an image-task fixture; this project is baked for {seam.name()}")
+
+
 @pytest.fixture(scope="session")
 def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The digits written once by the data step; each test copies them into its own run folder."""
+    image_task_only()
     source = tmp_path_factory.mktemp("digits")
     data.prepare(source, "digits")
     return source / "data"
@@ -60,6 +68,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     confident and int8 calibration has real activation ranges to measure. Shared by the session:
     a test that changes model.keras or the export works on a copy (shutil.copytree).
     """
+    image_task_only()
     folder = tmp_path_factory.mktemp("exported-run")
     data.prepare(
         folder,

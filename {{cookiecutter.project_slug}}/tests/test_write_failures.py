@@ -22,7 +22,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, train, writes
+from {{ cookiecutter.package_name }} import data, export, tasks, train, writes
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.data import DataError, read_meta
 from {{ cookiecutter.package_name }}.data import shards as shards_module
@@ -307,7 +307,7 @@ def test_a_full_disk_while_writing_an_export_leaves_no_version_and_keeps_the_ear
             (Path(folder) / "saved_model.pb").write_bytes(b"half")
             tf_full_disk()
 
-    monkeypatch.setattr(savedmodel, "build_archive", lambda *_: Archive())
+    monkeypatch.setattr(tasks.current(), "build_archive", lambda *_: Archive())
     for version, overwrite in ((2, False), (1, True)):
         with pytest.raises(WriteError) as error:
             savedmodel.export_savedmodel(run, version=version, overwrite=overwrite)

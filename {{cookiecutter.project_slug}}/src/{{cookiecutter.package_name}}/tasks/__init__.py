@@ -5,7 +5,7 @@ part), and every step asks `current()` for what depends on the task; nothing els
 names a task. Which folder that is, seam.py finds without importing TensorFlow, for steps.py and the
 runner; `current()` imports it.
 
-What each task's package (`tasks/<folder>/__init__.py`) gives the steps:
+What each task's `tasks/<folder>/task.py` gives the steps:
 
     NAME, NOUN                 the bake's answer ("image_classification"); "images", "texts"…
     data_step() here           module of step 1 (relative to the package): its Params, check, run
@@ -34,5 +34,5 @@ from ..seam import folder
 
 
 def current() -> ModuleType:
-    """The task's package, imported now (it imports TensorFlow)."""
-    return importlib.import_module(f"{__name__}.{folder()}")
+    """The task's answers (tasks/<folder>/task.py), imported now: it imports TensorFlow."""
+    return importlib.import_module(f"{__name__}.{folder()}.task")

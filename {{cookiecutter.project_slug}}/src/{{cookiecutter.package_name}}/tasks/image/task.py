@@ -1,0 +1,163 @@
+"""The image task behind the seam: uint8 pixels in the shards, CNNs and keras.applications models.
+
+Its code lives where it always has (data/, models.py, nets.py, figures/); this module is what the
+steps ask of it, in the seam's names (tasks/__init__.py). Each call reads the function through
+its module at call time, so a test or a benchmark that swaps `data.make_dataset` or
+`models.build_model` swaps it for every step.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ... import data, models
+from ..outputs import SIGNATURE
+from . import augment
+from . import export as image_export
+
+NAME = "image_classification"
+NOUN = "images"
+DATA_STEP = "data"
+META_KEYS = ("image_shape",)
+MODELS = models.MODELS
+OWN_MODELS = models.OWN_MODELS
+DEFAULT_MODEL = "small_cnn"
+SERVING_INPUT = image_export.INPUT_NAME
+MODEL_INPUT = image_export.INPUT_NAME  # the trained model takes the raw pixels
+MODEL_SIGNATURE = SIGNATURE  # the uint8 images the trained model takes are the raw input
+INT8 = "static"  # calibrated on training images (activations' ranges vary with the picture)
+
+
+def make_dataset(run_dir: str | os.PathLike[str], *args: Any, **kwargs: Any) -> tf.data.Dataset:
+    """(uint8 images [B, H, W, C], int32 labels [B]) batches: data.make_dataset."""
+    return data.make_dataset(run_dir, *args, **kwargs)
+
+
+def raw_examples(
+    run_dir: str | os.PathLike[str], split: str, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first `count` images of a split and their labels: what serving_default takes."""
+    return data.pipeline.first_examples(run_dir, split, count)
+
+
+model_examples = raw_examples  # an image model takes the raw pixels
+
+
+def input_shape(meta: dict[str, Any]) -> list[int]:
+    """[height, width, channels] of the images in the shards."""
+    return [int(side) for side in meta["image_shape"]]
+
+
+def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
+    """How many of the split's images parity compares: the caller's default (pixels are heavy)."""
+    return default
+
+
+def longest(meta: dict[str, Any]) -> int:
+    """No length is left open: every image of the data has the same shape."""
+    return 1
+
+
+def build_model(name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
+    """models.build_model for this data's image shape and classes (weights, width, dropout)."""
+    return models.build_model(name, input_shape(meta), int(meta["num_classes"]), **options)
+
+
+def check_model(name: str, meta: dict[str, Any], **options: Any) -> None:
+    """Refuse, in one sentence, a model this data's images cannot be given to."""
+    models.check_model(name, input_shape(meta), int(meta["num_classes"]), **options)
+
+
+def model_spec(model: keras.Model) -> tf.TensorSpec:
+    """The trained model's input: uint8 images of its shape, any batch."""
+    return tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8, name=image_export.INPUT_NAME)
+
+
+def build_archive(
+    model: keras.Model, meta: dict[str, Any], run_dir: str | os.PathLike[str]
+) -> keras.export.ExportArchive:
+    """serving_default: uint8 images in; probabilities, class ids and names out."""
+    return image_export.build_archive(model, input_shape(meta), list(meta["classes"]))
+
+
+def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """None: the image task measures no scikit-learn baseline in a run yet."""
+    return None
+
+
+def test_extras(
+    run_dir: str | os.PathLike[str],
+    split: str,
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    classes: list[str],
+) -> dict[str, Any]:
+    """Nothing beyond the shared scores: the export's figures show the images themselves."""
+    return {}
+
+
+def rest_payload(raw: Any) -> dict[str, Any]:
+    """TF Serving's REST body for a batch of uint8 images."""
+    return image_export.rest_payload(raw)
+
+
+MODEL_HELP = (
+    f"{' or '.join(OWN_MODELS)}, or a keras.applications model by name (MobileNetV2, ResNet50, "
+    f"EfficientNetB0, … {len(models.APPLICATIONS)} in all, listed in models.APPLICATIONS)"
+)
+check_knobs = models.check_knobs  # a width or dropout the named model cannot take
+
+
+def model_state(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint depends on beyond the training values: the image shape."""
+    return {"image_shape": input_shape(meta)}
+
+
+def check_recipe(params: Any) -> None:
+    """The augmentation level: none, light or strong (the other recipe values suit any task)."""
+    augment.check_level(params.augment)
+
+
+make_augmenter = augment.make_augmenter  # on the device, inside the training step
+
+
+# The task's own models' knobs, as tuning searches them: the default and the width's range.
+KNOBS = {
+    name: {
+        "width": models.DEFAULT_WIDTH[name],
+        "dropout": models.DEFAULT_DROPOUT[name],
+        "width_range": (8, 64),
+    }
+    for name in OWN_MODELS
+}
+
+
+def check_trained(model: keras.Model, meta: dict[str, Any], model_path: Any) -> None:
+    """model.keras must take this data's raw images and give one probability per class."""
+    image_export.check_image_model(model, input_shape(meta), list(meta["classes"]), model_path)
+
+
+def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Any) -> Any:
+    """figures/export_misclassified.png: the images the export got wrong, most confident first."""
+    from ...figures import export as export_figures
+
+    return export_figures.plot_misclassified(raw, metrics, classes, path)
+
+
+def rebuilt(model: keras.Model, classes: int) -> keras.Model:
+    """The same model with a head of `classes` outputs (a .weights.h5 of another task)."""
+    name = next((n for n in MODELS if n.lower() == model.name), model.name)
+    shape = tuple(int(side) for side in model.inputs[0].shape[1:])
+    width = _first_filters(model) if name in OWN_MODELS else None
+    return models.build_model(name, shape, classes, width=width)
+
+
+def _first_filters(model: keras.Model) -> int:
+    """The builders' `width`: the filters of the first convolution of small_cnn and resnet_small."""
+    conv = next(layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
+    return int(conv.filters)

@@ -1,0 +1,222 @@
+"""The text task behind the seam: BANKING77 by default, a CSV, a folder of .txt files or TFRecords.
+
+The shards hold raw UTF-8 text; the data step fits the vocabulary on the training split, the
+pipeline tokenizes in tf.data and batches by length, the models take token ids, and the export
+puts the tokenizer in front of the model so a client sends strings. This module is what the steps
+ask of the task, in the seam's names (tasks/__init__.py); each module below does one job.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ...artifacts import DATA_DIR, StepError
+from . import export, models
+from .dataset import make_dataset, model_examples, raw_examples
+
+__all__ = ["make_dataset", "model_examples", "raw_examples"]
+
+NAME = "text_classification"
+NOUN = "texts"
+SERVING_INPUT = export.TEXT_INPUT  # serving_default takes a batch of strings
+MODEL_INPUT = export.IDS_INPUT
+MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model, ONNX and TensorRT take
+INT8 = "dynamic"  # a Transformer's MatMuls: ranges per batch suit them better than calibration
+MODELS = tuple(models.BUILDERS)
+DEFAULT_MODEL = "bag_of_ngrams"
+MODEL_HELP = "bag_of_ngrams (fastText-like, seconds a epoch) or transformer (2 encoder blocks)"
+# The builders' knobs, as training takes them and tuning searches them.
+KNOBS = {
+    "bag_of_ngrams": {"width": 128, "dropout": 0.2, "width_range": (32, 256)},
+    "transformer": {"width": 128, "dropout": 0.1, "width_range": (64, 256)},
+}
+
+
+def build_model(
+    name: str,
+    meta: dict[str, Any],
+    *,
+    weights: str | None = None,
+    width: int | None = None,
+    dropout: float | None = None,
+) -> keras.Model:
+    """The named text model for this data's vocabulary, classes and max_tokens."""
+    check_model(name, meta, weights=weights, width=width, dropout=dropout)
+    knobs = {key: value for key, value in (("width", width), ("dropout", dropout)) if value}
+    if dropout == 0:
+        knobs["dropout"] = 0.0
+    return models.build_model(
+        name, int(meta["vocab_size"]), int(meta["num_classes"]), int(meta["max_tokens"]), **knobs
+    )
+
+
+def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
+    """Every text of the split: a few thousand short rows of ids cost seconds, and "the same top
+    class for every test example" is then a measured claim, not a sample's."""
+    return max(default, int(meta["splits"][split]["count"]))
+
+
+def longest(meta: dict[str, Any]) -> int:
+    """The longest input the model meets: max_tokens (its length is open, batches differ)."""
+    return int(meta["max_tokens"])
+
+
+def check_model(
+    name: str,
+    meta: dict[str, Any],
+    *,
+    weights: str | None = None,
+    width: int | None = None,
+    dropout: float | None = None,
+) -> None:
+    """Refuse a model name, knob or weights this task has no use for, in one sentence."""
+    if name not in MODELS:
+        raise models.ModelError(f"model={name!r} is not allowed: use {MODEL_HELP}.")
+    if weights is not None:
+        raise models.ModelError(
+            f"weights={weights!r} is not allowed for text: there are no pretrained ImageNet "
+            "weights for a text model; start from your own .keras file with weights=PATH."
+        )
+    check_knobs(name, width=width, dropout=dropout)
+
+
+def check_knobs(name: str, *, width: Any = None, dropout: Any = None) -> None:
+    """A width (a multiple of 8; the Transformer's divides by its 4 heads) and a dropout rate."""
+    if width is not None and (
+        isinstance(width, bool) or not isinstance(width, int) or width < 8 or width % 8
+    ):
+        raise models.ModelError(
+            f"width={width!r} is not allowed for {name}: use a multiple of 8 (Tensor Cores "
+            f"under mixed precision), e.g. {KNOBS.get(name, {}).get('width', 128)}."
+        )
+    if dropout is not None and (
+        isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1
+    ):
+        raise models.ModelError(f"dropout={dropout!r} is not allowed: use 0 to below 1.")
+
+
+def check_recipe(params: Any) -> None:
+    """What an image recipe has that text cannot take, refused in one sentence each."""
+    if getattr(params, "augment", "none") not in ("none", None, False):
+        raise StepError(
+            f"augment={params.augment!r} is not allowed for text: flips, crops, MixUp and "
+            "CutMix are image augmentations; use augment=none."
+        )
+    if getattr(params, "weights", "none") == "imagenet":
+        raise StepError(
+            "weights='imagenet' is not allowed for text: ImageNet weights are for image "
+            "models; use none, or a .keras file of an earlier text run."
+        )
+
+
+def make_augmenter(level: str, num_classes: int, seed: int) -> None:
+    """Text has no augmentation on the device (check_recipe refuses any but none)."""
+    return None
+
+
+def rebuilt(model: keras.Model, classes: int) -> keras.Model:
+    """A .weights.h5 saved with another number of classes: rebuilt with the same builder and
+    widths, and a head of `classes` outputs."""
+    words = model.get_layer("words")
+    name = model.name if model.name in MODELS else DEFAULT_MODEL
+    meta = {"vocab_size": words.input_dim, "num_classes": classes, "max_tokens": 4096}
+    if name == "transformer":
+        meta["max_tokens"] = int(model.get_layer("positions").max_tokens)
+    return build_model(name, meta, width=int(words.output_dim))
+
+
+def model_state(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint depends on beyond the training values: token length and vocabulary."""
+    return {"max_tokens": int(meta["max_tokens"]), "vocab_size": int(meta["vocab_size"])}
+
+
+def model_spec(model: keras.Model) -> tf.TensorSpec:
+    """The trained model's input: int64 token ids [batch, length], any batch and length."""
+    return export.ids_spec()
+
+
+def check_trained(model: keras.Model, meta: dict[str, Any], model_path: Any) -> None:
+    """model.keras must take token ids and give one probability per class of this data."""
+    dtype = keras.backend.standardize_dtype(model.inputs[0].dtype)
+    if not dtype.startswith("int") or len(model.inputs[0].shape) != 2:
+        raise StepError(
+            f"{model_path} takes {dtype} inputs of shape {tuple(model.inputs[0].shape)}, not "
+            "token ids [batch, length]: re-run 03_train on this run folder's data."
+        )
+    if model.outputs[0].shape[-1] != len(meta["classes"]):
+        raise StepError(
+            f"{model_path} gives {model.outputs[0].shape[-1]} outputs per text, but the data has "
+            f"{len(meta['classes'])} classes: re-run 03_train on this run folder's data."
+        )
+
+
+def build_archive(
+    model: keras.Model, meta: dict[str, Any], run_dir: str | os.PathLike[str]
+) -> keras.export.ExportArchive:
+    """serving_default (strings, tokenized inside with the data step's vocabulary as an asset)
+    and token_ids (the ids themselves, for ONNX Runtime and TensorRT)."""
+    vocabulary = Path(run_dir) / DATA_DIR / meta["vocabulary"]
+    return export.build_text_archive(
+        model, vocabulary, list(meta["classes"]), int(meta["max_tokens"])
+    )
+
+
+def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """TF-IDF (word 1-2-grams, char 2-5-grams) and a linear SVM, fit on the training split and
+    scored on the test split: the bar the network has to clear."""
+    from ...data.meta import read_meta
+    from .baseline import NAME as BASELINE
+    from .baseline import run_baseline
+
+    meta = read_meta(run_dir)
+    if "test" not in meta["splits"]:
+        return None
+    train_texts, train_labels = raw_examples(run_dir, "train", meta["splits"]["train"]["count"])
+    test_texts, test_labels = raw_examples(run_dir, "test", meta["splits"]["test"]["count"])
+    result = run_baseline(
+        train_texts, train_labels, test_texts, test_labels, num_classes=int(meta["num_classes"])
+    )
+    return {"name": BASELINE, **{key: value for key, value in result.items() if key != "baseline"}}
+
+
+def test_extras(
+    run_dir: str | os.PathLike[str],
+    split: str,
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    classes: list[str],
+) -> dict[str, Any]:
+    """With 77 classes a confusion matrix is unreadable: the ten most confused pairs and the
+    mistakes the model was surest of, as text (the split is read in the order it was scored)."""
+    from .scores import confident_mistakes, confused_pairs
+
+    texts, _ = raw_examples(run_dir, split, len(labels))
+    predictions = probabilities.argmax(axis=1)
+    return {
+        "test_confused_pairs": confused_pairs(labels, predictions, classes),
+        "test_confident_mistakes": confident_mistakes(labels, probabilities, classes, texts),
+    }
+
+
+def rest_payload(raw: Any) -> dict[str, Any]:
+    """TF Serving's REST body: the strings as they are (row form, "instances")."""
+    texts = np.asarray(raw)
+    if texts.ndim != 1 or texts.dtype.kind not in "UO":
+        raise StepError(
+            f"texts of dtype {texts.dtype} and shape {texts.shape} are not allowed: send a list "
+            "of strings, the model tokenizes them itself."
+        )
+    return export.rest_payload([str(text) for text in texts])
+
+
+def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Any) -> Any:
+    """figures/export_misclassified.png: the texts the export got most confidently wrong."""
+    from .show import plot_text_mistakes
+
+    return plot_text_mistakes(raw, metrics, classes, path)

@@ -163,6 +163,19 @@ def test_batches_come_in_a_few_lengths_each_a_bucket_boundary(run):
     assert seen == meta["splits"]["train"]["count"]
 
 
+def test_evaluation_batches_keep_the_splits_order_in_bucket_lengths(run):
+    """Scores are matched to texts by position: the test split comes batch after batch in shard
+    order (raw_examples' order), each batch padded to a bucket length, not reordered by length."""
+    run_dir, _, _ = run
+    count = meta_of(run_dir)["splits"]["train"]["count"]
+    labels, widths = [], set()
+    for ids, batch_labels in make_dataset(run_dir, "train", 4, training=False):
+        labels.extend(batch_labels.numpy().tolist())
+        widths.add(int(ids.shape[1]))
+    assert labels == raw_examples(run_dir, "train", count)[1].tolist()
+    assert widths <= {8, 16, 32} and len(widths) >= 2
+
+
 @pytest.mark.parametrize("pipelines", [2, 8])  # 2: shards per pipeline; 8: every 8th record
 def test_input_pipelines_read_disjoint_parts_that_cover_the_split(run, pipelines):
     """Under a strategy each input pipeline gets its own examples, and together all of them."""

@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import data, models, train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
-from {{ cookiecutter.package_name }}.train import Params, augment, finetune
+from {{ cookiecutter.package_name }}.tasks.image import augment
+from {{ cookiecutter.package_name }}.train import Params, finetune
 from {{ cookiecutter.package_name }}.train.devices import dtype_policy
 
 

@@ -91,7 +91,10 @@ def make_dataset(
         )
     if repeat:
         data = data.repeat()
-    data = bucketed(data, batch_size, meta["bucket_boundaries"], drop_remainder)
+    # Training batches texts of similar length; evaluation keeps the split's order (its scores
+    # are matched to its texts), padding each batch to the bucket length that holds its longest.
+    batching = bucketed if training else in_order
+    data = batching(data, batch_size, meta["bucket_boundaries"], drop_remainder)
     options = tf.data.Options()
     if deterministic is not None:
         options.deterministic = bool(deterministic)
@@ -195,6 +198,24 @@ def bucketed(
         pad_to_bucket_boundary=True,
         drop_remainder=drop_remainder,
     )
+
+
+def in_order(
+    data: tf.data.Dataset, batch_size: int, boundaries: list[int], drop_remainder: bool = False
+) -> tf.data.Dataset:
+    """Batches of consecutive texts, in the split's order, each padded to the smallest bucket
+    length that holds its longest text: the same few shapes as training, nothing reordered."""
+    lengths = tf.constant([boundary - 1 for boundary in boundaries], tf.int32)
+
+    def pad(ids: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        longest = tf.shape(ids)[1]
+        target = tf.reduce_min(tf.boolean_mask(lengths, lengths >= longest))
+        return tf.pad(ids, [[0, 0], [0, target - longest]]), labels
+
+    batches = data.padded_batch(
+        batch_size, padded_shapes=([None], []), drop_remainder=drop_remainder
+    )
+    return batches.map(pad, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def padded_lengths(max_tokens: int) -> list[int]:

@@ -137,3 +137,35 @@ def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], 
     from ...figures import export as export_figures
 
     return export_figures.plot_misclassified(raw, metrics, classes, path)
+
+
+# What serve-bench sends and what gpu-bench measures (serve/, gpubench/): in the seam's names.
+def serving_examples(
+    run_dir: str | os.PathLike[str], meta: dict[str, Any], count: int, seed: int = 0
+) -> np.ndarray:
+    """What a load test of TF Serving sends: `count` random uint8 images of the data's shape (no
+    shard is read: a model's cost does not depend on what the pixels show)."""
+    shape = input_shape(meta)
+    return np.random.default_rng(seed).integers(0, 256, (count, *shape), dtype=np.uint8)
+
+
+def bench_model(quick: bool) -> dict[str, Any]:
+    """gpu-bench's reference: Keras ResNet50 (no weights) at 224x224, as NVIDIA's published
+    figures; --quick: small_cnn on 32x32 images, seconds on any machine."""
+    if quick:
+        return {"model": "small_cnn", "size": 32, "num_classes": 10, "shown": "small_cnn at 32x32"}
+    return {"model": "ResNet50", "size": 224, "num_classes": 1000, "shown": "ResNet50 at 224x224"}
+
+
+def synthetic_meta(size: int, num_classes: int) -> dict[str, Any]:
+    """The meta of synthetic RGB images `size` pixels a side, for build_model (gpu-bench)."""
+    return {"image_shape": [size, size, 3], "num_classes": num_classes}
+
+
+def synthetic_batch(
+    meta: dict[str, Any], count: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """`count` random uint8 images of the meta's shape and int64 labels of its classes."""
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, (count, *input_shape(meta)), dtype=np.uint8)
+    return images, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)

@@ -139,7 +139,7 @@ def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], 
     return export_figures.plot_misclassified(raw, metrics, classes, path)
 
 
-# What serve-bench sends and what gpu-bench measures (serve/, gpubench/): in the seam's names.
+# What a load test of TF Serving sends, and what gpu-bench trains on: in the seam's names.
 def serving_examples(
     run_dir: str | os.PathLike[str], meta: dict[str, Any], count: int, seed: int = 0
 ) -> np.ndarray:

@@ -200,7 +200,7 @@ def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], 
     return plot_text_mistakes(raw, metrics, classes, path)
 
 
-# What serve-bench sends and what gpu-bench measures (serve/, gpubench/): in the seam's names.
+# What a load test of TF Serving sends, and what gpu-bench trains on: in the seam's names.
 BENCH_VOCAB = 8192  # the default profile's vocabulary: the embedding gpu-bench's models carry
 
 

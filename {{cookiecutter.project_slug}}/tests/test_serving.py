@@ -436,6 +436,8 @@ def test_serve_bench_takes_the_tasks_examples_in_turn():
     assert random.dtype == np.uint8 and random.shape == (3, 8, 8, 1)
     with pytest.raises(serve.ServeError, match="no examples to send"):
         bench.request_batches([], 1)
+    with pytest.raises(serve.ServeError, match=r"shape \(2, 65536, 65536\) is not allowed"):
+        bench.request_batches([65536, 65536], 2)  # token ids are no shape: 8 GiB refused
     assert bench.example_count(1) == bench.BODIES and bench.example_count(1024) == 1024
 
 

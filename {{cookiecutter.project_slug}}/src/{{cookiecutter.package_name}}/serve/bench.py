@@ -36,6 +36,7 @@ PORTS = {"rest": 8501, "grpc": 8500}
 LIMITS = {"concurrency": 256, "duration": 3600.0, "requests": 1_000_000, "batch": 1024}
 BODIES = 16  # distinct request bodies at most, taken in turn ...
 BODY_EXAMPLES = 256  # ... from this many examples at most (unless one batch is larger)
+MAX_RANDOM_BYTES = 1 << 30  # random uint8 examples made from a shape: 1 GiB a batch at most
 PROGRESS_EVERY = 1.0  # seconds between progress lines
 
 
@@ -89,8 +90,14 @@ def request_batches(examples: Any, batch: int, seed: int = 0) -> list[np.ndarray
     a shape [d1, d2, ...] (whole numbers), random uint8 examples of that shape, one batch."""
     given = np.asarray(examples)
     if given.ndim == 1 and given.dtype.kind in "iu" and len(given):
-        rng = np.random.default_rng(seed)
-        return [rng.integers(0, 256, size=(batch, *given.tolist()), dtype=np.uint8)]
+        shape = (batch, *given.tolist())
+        if min(shape) < 1 or math.prod(shape) > MAX_RANDOM_BYTES:
+            raise ServeError(
+                f"a batch of shape {shape} is not allowed as random uint8 examples: give a shape "
+                f"of positive sides and at most {MAX_RANDOM_BYTES:,} values a batch, or the "
+                "examples themselves."
+            )
+        return [np.random.default_rng(seed).integers(0, 256, size=shape, dtype=np.uint8)]
     if not len(given):
         raise ServeError("no examples to send: give the raw examples serving_default takes.")
     if len(given) < batch:

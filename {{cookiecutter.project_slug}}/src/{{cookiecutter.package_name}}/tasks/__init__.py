@@ -23,7 +23,6 @@ What each task's package (`tasks/<folder>/__init__.py`) gives the steps:
     baseline(run_dir)          a scikit-learn model trained on the same split, scored on test
     test_extras(...)           what the task adds to the test scores (confused pairs, mistakes)
     rest_payload(raw)          TF Serving's REST body for raw examples
-    SERVING_INPUT              serving_default's input name (its gRPC request's input too)
     serving_examples(run_dir, meta, count, seed)   what a load test's requests carry, raw:
                                random uint8 images of the data's shape, the validation texts
     bench_model(quick)         gpu-bench's reference: model name, size, classes, and in words

@@ -147,6 +147,7 @@ TASK_FILES = {
         "tests/test_text_models.py",
         "tests/test_text_pipeline.py",
         "tests/test_text_scores.py",
+        "tests/test_text_serving.py",
         "tests/test_text_sources.py",
         "tests/test_text_vocab.py",
     ],

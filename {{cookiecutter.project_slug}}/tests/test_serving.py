@@ -416,3 +416,38 @@ def test_serve_bench_cli_says_so_when_nothing_answers(tmp_path, capsys):
     assert "no request succeeded" in err and f"{good} keeps the last good result" in err
     assert good.read_text() == '{"ok": 20, "qps": 512.0}\n'
     assert json.loads((tmp_path / "metrics" / "serve.failed.json").read_text())["errors"] == 5
+
+
+def test_serve_bench_takes_the_tasks_examples_in_turn():
+    """The requests carry batches of the examples given, in turn (fewer than a batch: repeated);
+    a shape gives one batch of random uint8 examples; nothing given is one sentence."""
+    import numpy as np
+
+    from {{ cookiecutter.package_name }}.tasks import current
+
+    images = current().serving_examples(None, {"image_shape": [8, 8, 1]}, 5, seed=1)
+    assert images.dtype == np.uint8 and images.shape == (5, 8, 8, 1)
+    batches = bench.request_batches(images, 2)
+    assert [len(batch) for batch in batches] == [2, 2]
+    assert (batches[1] == images[2:4]).all()
+    (repeated,) = bench.request_batches(images, 7)
+    assert (repeated[5:] == images[:2]).all()
+    (random,) = bench.request_batches([8, 8, 1], 3)
+    assert random.dtype == np.uint8 and random.shape == (3, 8, 8, 1)
+    with pytest.raises(serve.ServeError, match="no examples to send"):
+        bench.request_batches([], 1)
+    with pytest.raises(serve.ServeError, match=r"shape \(2, 65536, 65536\) is not allowed"):
+        bench.request_batches([65536, 65536], 2)  # token ids are no shape: 8 GiB refused
+    assert bench.example_count(1) == bench.BODIES and bench.example_count(1024) == 1024
+
+
+def test_serve_bench_cli_sends_random_images_of_the_datas_shape(fake_server, tmp_path):
+    """An image run folder's requests: random uint8 images of meta.json's shape, a few distinct
+    bodies in the columnar form, counted in images/s."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "meta.json").write_text(json.dumps({"image_shape": [8, 8, 1]}))
+    argv = ["serve-bench", "--run-dir", str(tmp_path), "--port", str(fake_server)]
+    assert main([*argv, "--requests", "20", "--batch", "4"]) == 0
+    written = json.loads((tmp_path / "metrics" / "serve.json").read_text())
+    assert written["distinct_requests"] == bench.BODIES
+    assert written["images_per_second"] == pytest.approx(4 * written["qps"])

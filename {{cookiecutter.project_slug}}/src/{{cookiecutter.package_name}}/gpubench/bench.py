@@ -1,11 +1,14 @@
 """`<package> gpu-bench`: plan the measurements, run each in its own process, judge, write.
 
-Full (a GPU): Keras ResNet50 (no weights) on synthetic 224x224x3 images, 128 images per GPU
-(NVIDIA's A100 figures run 256 per 40 GB GPU, its V100 ones float32 at 128 and AMP at 256 per
-16 GB GPU; 128 fits float32 on a 16 GB V100, and both precisions run the same batch), or the
+The model and its synthetic data come from the task (tasks.current().bench_model, synthetic_meta,
+synthetic_batch). Full (a GPU): images: Keras ResNet50 (no weights) on synthetic 224x224x3 images;
+texts: the Transformer encoder on 128 random token ids; 128 examples per GPU (NVIDIA's A100
+figures run 256 per 40 GB GPU, its V100 ones float32 at 128 and AMP at 256 per 16 GB GPU; 128
+fits float32 ResNet50 on a 16 GB V100, and both precisions run the same batch), or the
 batch-size finder's per-GPU batch when the run folder's own model and data are benchmarked
-(--data run). --quick (any machine, seconds): the project's small_cnn on 32x32 images, two
-logical CPUs standing in for two GPUs: it proves the code path, not a GPU claim.
+(--data run). --quick (any machine, seconds): the task's small model (small_cnn on 32x32 images,
+the bag of n-grams on 32 tokens), two logical CPUs standing in for two GPUs: it proves the code
+path, not a GPU claim.
 """
 
 from __future__ import annotations
@@ -23,10 +26,9 @@ from . import reference, verdicts
 from .measure import RESULT
 
 DEFAULT_BATCH = 128
-FULL = {"model": "ResNet50", "image_size": 224, "num_classes": 1000, "steps": 50, "warmup": 5}
-QUICK = {"model": "small_cnn", "image_size": 32, "num_classes": 10, "steps": 3, "warmup": 1}
+STEPS = {"full": {"steps": 50, "warmup": 5}, "quick": {"steps": 3, "warmup": 1}}
 QUICK_BATCH, QUICK_LOGICAL_CPUS = 16, 2
-MAX_BATCH_CAP, MAX_BATCH_SECONDS = 8192, 480.0  # images per GPU; the search's own budget
+MAX_BATCH_CAP, MAX_BATCH_SECONDS = 8192, 480.0  # examples per GPU; the search's own budget
 
 
 class GpuBenchError(StepError):
@@ -43,22 +45,25 @@ def plan(
     finder_batch: int | None,
 ) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]], dict[str, str]]:
     """The shared settings, the measurements (name, spec) to run, and why any is left out."""
-    from ..models import MODELS
+    from ..tasks import current as task
 
+    reference_model = task().bench_model(quick)
     if not gpus and not quick:
         raise GpuBenchError(
-            "No GPU found: the full benchmark (ResNet50 at 224x224) would take hours on a CPU; "
-            "add --quick to check the code path here, or run it on a GPU machine."
+            f"No GPU found: the full benchmark ({reference_model['shown']}) would take hours on "
+            "a CPU; add --quick to check the code path here, or run it on a GPU machine."
         )
-    if model is not None and model not in MODELS:
-        raise GpuBenchError(f"--model {model!r} is not allowed: use one of {', '.join(MODELS)}.")
+    models = task().MODELS
+    if model is not None and model not in models:
+        raise GpuBenchError(f"--model {model!r} is not allowed: use one of {', '.join(models)}.")
     if batch is not None and batch < 1:
         raise GpuBenchError(f"--batch {batch} is not allowed: use a whole number >= 1 per device.")
-    base = dict(QUICK if quick else FULL, model=model or (QUICK if quick else FULL)["model"])
+    base = {key: value for key, value in reference_model.items() if key != "shown"}
+    base.update(STEPS["quick" if quick else "full"], model=model or base["model"])
     per_device = batch or (QUICK_BATCH if quick else finder_batch or DEFAULT_BATCH)
     base.update(batch=per_device, replicas=1, jit=False, precision="float32")
-    if data_dir is not None:  # the run's images and classes, not synthetic ones
-        base.update(data_dir=str(data_dir), image_size=None, num_classes=None)
+    if data_dir is not None:  # the run's own examples and classes, not synthetic ones
+        base.update(data_dir=str(data_dir), size=None, num_classes=None)
     why: dict[str, str] = {}
     # The published AMP figures have XLA on both sides: mixed + XLA is judged against XLA alone;
     # without XLA the two are shown too (mixed_float16_vs_float32).
@@ -118,7 +123,7 @@ def ratios(
     the scaled run is measured against ("xla" when it ran with XLA)."""
     measured: dict[str, float | None] = {}
     why: dict[str, str] = {}
-    rate = {name: r.get("images_per_second") for name, r in results.items()}
+    rate = {name: examples_per_second(r) for name, r in results.items()}
     for key, name, against in (
         ("mixed_float16_vs_float32", "mixed_float16", "float32"),
         ("mixed_float16_xla_vs_float32_xla", "mixed_xla", "xla"),
@@ -155,6 +160,12 @@ def ratios(
                 + ")"
             )
     return measured, why
+
+
+def examples_per_second(result: dict[str, Any]) -> float | None:
+    """A measurement's training rate, named for the task's examples (images_per_second,
+    texts_per_second); None when it failed."""
+    return next((v for k, v in result.items() if k.endswith("_per_second")), None)
 
 
 def inference(run_dir: Path) -> tuple[dict[str, float | None], dict[str, str]]:

@@ -24,12 +24,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--run-dir", type=Path, required=True, help="where metrics/gpu_bench.json goes"
     )
     sub.add_argument("--quick", action="store_true", help="seconds on any machine (CPU too)")
-    sub.add_argument("--model", help="a models.py model instead of the reference (ResNet50)")
+    sub.add_argument("--model", help="a model of this task instead of its reference model")
     sub.add_argument(
         "--data",
         choices=("synthetic", "run"),
         default="synthetic",
-        help="synthetic images, or the run folder's own data (step 01)",
+        help="synthetic examples of the task, or the run folder's own data (step 01)",
     )
     sub.add_argument("--batch", type=int, help="batch per device (default: see the description)")
     sub.add_argument(

@@ -5,17 +5,20 @@ global dtype policy are fixed per process, and one configuration's leftovers (ca
 fragmented GPU memory) must not speed up or slow down the next. The result is the last line of
 stdout, prefixed with RESULT.
 
-Training goes through the project's own pieces: find.probes.Trainer (the model from
-models.build_model, the train step of replica.py, the strategy's distributed input), fed with
-synthetic images by train.benchmark_memory (the in-memory path of the training benchmark) or by
-the run folder's own data; the largest batch that fits comes from find.batch.find_batch.
+Training goes through the project's own pieces: find.probes.Trainer (the model from the task's
+build_model, the train step of replica.py, the strategy's distributed input), fed with the task's
+synthetic batches (synthetic_meta, synthetic_batch: random images, random token ids) through the
+in-memory input of the training benchmark (train.benchmark_memory.memory_dataset), or with the
+run folder's own data; the largest batch that fits comes from find.batch.find_batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -37,10 +40,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _train_rate(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
     from ..find.probes import Trainer
+    from ..tasks import current as task
 
     folder, meta, params = _inputs(spec)
     batch = spec["batch"]
-    with _fed(spec, batch):
+    with _fed(spec, meta, batch):
         trainer = Trainer(
             folder,
             meta,
@@ -55,7 +59,7 @@ def _train_rate(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
         trainer.run(spec["steps"])
         seconds = time.perf_counter() - started
     return {
-        "images_per_second": batch * spec["steps"] / seconds,
+        f"{task().NOUN}_per_second": batch * spec["steps"] / seconds,
         "seconds": seconds,
         "replicas": strategy.num_replicas_in_sync,
     }
@@ -69,7 +73,7 @@ def _max_batch(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
     loss_scaling = spec["precision"] == "mixed_float16"
 
     def probe(batch: int) -> Any:
-        with _fed(spec, batch):
+        with _fed(spec, meta, batch):
             return batch_probe(
                 folder, meta, params, strategy, loss_scaling=loss_scaling, jit=spec["jit"]
             )(batch)
@@ -91,33 +95,53 @@ def _max_batch(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
 
 
 def _inputs(spec: dict[str, Any]) -> tuple[Path, dict[str, Any], Any]:
-    """The run folder, the data's meta (synthetic: the spec's image size) and the model params."""
+    """The run folder, the data's meta (synthetic: the task's, of the spec's size) and the
+    model params."""
+    from ..tasks import current as task
+
     params = SimpleNamespace(model=spec["model"], width=None, dropout=None, seed=42)
     if spec.get("data_dir"):
-        from .. import data
+        from ..data.meta import read_meta
 
         folder = Path(spec["data_dir"])
-        return folder, data.read_meta(folder), params
-    side = spec["image_size"]
-    meta = {"image_shape": [side, side, 3], "num_classes": spec["num_classes"]}
-    return Path("."), meta, params
+        return folder, read_meta(folder), params
+    return Path("."), task().synthetic_meta(spec["size"], spec["num_classes"]), params
 
 
-def _fed(spec: dict[str, Any], batch: int) -> Any:
-    """Synthetic uint8 images through the in-memory input, or the run's own pipeline."""
-    import contextlib
-
-    import numpy as np
-
-    from ..train.benchmark_memory import fed_from_memory
-
+@contextlib.contextmanager
+def _fed(spec: dict[str, Any], meta: dict[str, Any], batch: int) -> Iterator[None]:
+    """The task's synthetic batch as the training split, built once in memory, for the duration
+    of one call (the task's make_dataset is swapped, then restored, also when the call fails);
+    with --data run, the run's own pipeline."""
     if spec.get("data_dir"):
-        return contextlib.nullcontext()
-    rng = np.random.default_rng(0)
-    side = spec["image_size"]
-    images = rng.integers(0, 256, (batch, side, side, 3), dtype=np.uint8)
-    labels = rng.integers(0, spec["num_classes"], batch).astype(np.int64)
-    return fed_from_memory(images, labels)
+        yield
+        return
+    from ..tasks import current as task
+    from ..train.benchmark_memory import memory_dataset
+
+    inputs, labels = task().synthetic_batch(meta, batch, seed=0)
+    module = task()
+    original = module.make_dataset
+
+    def make_dataset(
+        run_dir: Any, split: str = "train", batch_size: int = 64, **options: Any
+    ) -> Any:
+        if split != "train":
+            return original(run_dir, split, batch_size, **options)
+        return memory_dataset(
+            inputs,
+            labels,
+            batch_size,
+            seed=options.get("seed", 42),
+            repeat=options.get("repeat", False),
+            input_context=options.get("input_context"),
+        )
+
+    module.make_dataset = make_dataset
+    try:
+        yield
+    finally:
+        module.make_dataset = original
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,12 @@ request count and by a duration, whichever comes first, and each request by a ti
 go to a label (`stable`, `canary`) or are split between labels by weight, the way a caller does an
 A/B test; the result counts requests, answers and errors per label. It only sends to the host it
 is given (default 127.0.0.1). Figures measured against a stand-in server describe the client.
+
+What a request carries comes from the task (tasks.current()): its serving_examples (random uint8
+images, real validation texts), cut into a few batches that the requests take in turn; the REST
+body is the task's rest_payload (images as columnar integers, texts as a row of strings) and the
+gRPC request a PredictRequest holding one TensorProto of the raw batch (DT_UINT8, DT_STRING) under
+the task's RAW_INPUT. The same code path sends every task's payload.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from ..tasks.outputs import SIGNATURE
 from .config import LABELS
 from .versions import MODEL_NAME, ServeError
 
 PORTS = {"rest": 8501, "grpc": 8500}
 LIMITS = {"concurrency": 256, "duration": 3600.0, "requests": 1_000_000, "batch": 1024}
+BODIES = 16  # distinct request bodies at most, taken in turn ...
+BODY_EXAMPLES = 256  # ... from this many examples at most (unless one batch is larger)
+MAX_RANDOM_BYTES = 1 << 30  # random uint8 examples made from a shape: 1 GiB a batch at most
 PROGRESS_EVERY = 1.0  # seconds between progress lines
 
 
@@ -69,16 +79,43 @@ def check(params: BenchParams) -> None:
         raise ServeError(f"host={params.host!r} is not allowed: give a host name or address.")
 
 
+def example_count(batch: int) -> int:
+    """How many raw examples a load test of `batch` per request draws its bodies from."""
+    return max(batch, min(batch * BODIES, BODY_EXAMPLES))
+
+
+def request_batches(examples: Any, batch: int, seed: int = 0) -> list[np.ndarray]:
+    """The batches the requests send in turn: `examples` (raw, as serving_default takes them:
+    tasks.current().serving_examples) cut into batches of `batch`, repeated when fewer; or, given
+    a shape [d1, d2, ...] (whole numbers), random uint8 examples of that shape, one batch."""
+    given = np.asarray(examples)
+    if given.ndim == 1 and given.dtype.kind in "iu" and len(given):
+        shape = (batch, *given.tolist())
+        if min(shape) < 1 or math.prod(shape) > MAX_RANDOM_BYTES:
+            raise ServeError(
+                f"a batch of shape {shape} is not allowed as random uint8 examples: give a shape "
+                f"of positive sides and at most {MAX_RANDOM_BYTES:,} values a batch, or the "
+                "examples themselves."
+            )
+        return [np.random.default_rng(seed).integers(0, 256, size=shape, dtype=np.uint8)]
+    if not len(given):
+        raise ServeError("no examples to send: give the raw examples serving_default takes.")
+    if len(given) < batch:
+        given = given[np.arange(batch) % len(given)]
+    return [given[start : start + batch] for start in range(0, len(given) - batch + 1, batch)]
+
+
 def run_bench(
-    params: BenchParams, image_shape: list[int], progress: Callable[[str], None] | None = None
+    params: BenchParams, examples: Any, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Send the load; return QPS, latency percentiles, errors and per-label counts."""
+    """Send the load; return QPS, latency percentiles, errors and per-label counts. `examples`:
+    the raw examples the requests carry (see request_batches)."""
+    from ..tasks import current as task
+
     check(params)
     port = params.port or PORTS[params.protocol]
-    images = np.random.default_rng(params.seed).integers(
-        0, 256, size=(params.batch, *image_shape), dtype=np.uint8
-    )
-    send = (rest_sender if params.protocol == "rest" else grpc_sender)(params, port, images)
+    batches = request_batches(examples, params.batch, params.seed)
+    send = (rest_sender if params.protocol == "rest" else grpc_sender)(params, port, batches)
     names, weights = list(params.labels), list(params.labels.values())
     picker = random.Random(params.seed)
     lock = threading.Lock()
@@ -93,10 +130,11 @@ def run_bench(
             with lock:
                 if issued[0] >= params.requests:
                     return
+                turn = issued[0] % len(batches)
                 issued[0] += 1
                 label = picker.choices(names, weights)[0]
             begin = time.perf_counter()
-            error = client(label)
+            error = client(label, turn)
             with lock:
                 records.append((label, time.perf_counter() - begin, error))
 
@@ -112,13 +150,20 @@ def run_bench(
                 snapshot = list(records)
             progress(progress_line(snapshot, time.perf_counter() - started))
     elapsed = time.perf_counter() - started
-    return summarize(params, port, records, elapsed)
+    return summarize(params, port, records, elapsed, noun=task().NOUN, bodies=len(batches))
 
 
 def summarize(
-    params: BenchParams, port: int, records: list[tuple[str, float, str | None]], elapsed: float
+    params: BenchParams,
+    port: int,
+    records: list[tuple[str, float, str | None]],
+    elapsed: float,
+    *,
+    noun: str = "examples",
+    bodies: int = 1,
 ) -> dict[str, Any]:
-    """metrics/serve.json: what was sent, QPS, latency p50/p95/p99 (ms), errors, per label."""
+    """metrics/serve.json: what was sent, QPS, <noun>/s, latency p50/p95/p99 (ms), errors, per
+    label."""
     ok = [seconds for _, seconds, error in records if error is None]
     errors = [error for _, _, error in records if error is not None]
     labels = {
@@ -138,7 +183,8 @@ def summarize(
         "error_examples": sorted(set(errors))[:3],
         "seconds": elapsed,
         "qps": len(ok) / elapsed if elapsed > 0 else 0.0,
-        "images_per_second": len(ok) * params.batch / elapsed if elapsed > 0 else 0.0,
+        f"{noun}_per_second": len(ok) * params.batch / elapsed if elapsed > 0 else 0.0,
+        "distinct_requests": bodies,
         "latency_ms": dict(zip(("p50", "p95", "p99"), latency, strict=True)),
         "labels": labels,
         "stopped_by": "requests" if len(records) >= params.requests else "duration",
@@ -155,24 +201,25 @@ def progress_line(records: list[tuple[str, float, str | None]], elapsed: float) 
     )
 
 
-def rest_sender(params: BenchParams, port: int, images: np.ndarray) -> Callable[[], Any]:
-    """A factory of per-worker REST clients: keep-alive HTTP/1.1 to /labels/<label>:predict."""
-    body = json.dumps(
-        {"signature_name": "serving_default", "inputs": {"images": images.tolist()}}
-    ).encode("utf-8")
+def rest_sender(params: BenchParams, port: int, batches: list[np.ndarray]) -> Callable[[], Any]:
+    """A factory of per-worker REST clients: keep-alive HTTP/1.1 to /labels/<label>:predict,
+    each batch's body the task's rest_payload."""
+    from ..tasks import current as task
+
+    bodies = [json.dumps(task().rest_payload(batch)).encode("utf-8") for batch in batches]
     headers = {"Content-Type": "application/json"}
 
-    def make() -> Callable[[str], str | None]:
+    def make() -> Callable[[str, int], str | None]:
         state = {"connection": None}
 
-        def send(label: str) -> str | None:
+        def send(label: str, turn: int = 0) -> str | None:
             path = f"/v1/models/{params.model_name}/labels/{label}:predict"
             try:
                 if state["connection"] is None:
                     state["connection"] = http.client.HTTPConnection(
                         params.host, port, timeout=params.timeout
                     )
-                state["connection"].request("POST", path, body, headers)
+                state["connection"].request("POST", path, bodies[turn], headers)
                 answer = state["connection"].getresponse()
                 text = answer.read()
             except (OSError, http.client.HTTPException) as error:
@@ -189,26 +236,37 @@ def rest_sender(params: BenchParams, port: int, images: np.ndarray) -> Callable[
     return make
 
 
-def grpc_sender(params: BenchParams, port: int, images: np.ndarray) -> Callable[[], Any]:
+def grpc_request(params: BenchParams, batch: np.ndarray, label: str) -> Any:
+    """TF Serving's PredictRequest for one raw batch: serving_default of the model under a
+    version label, the batch as one TensorProto (uint8 images: DT_UINT8; texts: DT_STRING, UTF-8)
+    under the task's RAW_INPUT."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import predict_pb2
+
+    from ..tasks import current as task
+
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = params.model_name
+    request.model_spec.signature_name = SIGNATURE
+    request.model_spec.version_label = label
+    request.inputs[task().RAW_INPUT].CopyFrom(tf.make_tensor_proto(batch))
+    return request
+
+
+def grpc_sender(params: BenchParams, port: int, batches: list[np.ndarray]) -> Callable[[], Any]:
     """A factory of per-worker gRPC clients: PredictionService/Predict with a version label."""
     import grpc
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    tensor = tf.make_tensor_proto(images)
+    requests = {label: [grpc_request(params, b, label) for b in batches] for label in params.labels}
 
-    def make() -> Callable[[str], str | None]:
+    def make() -> Callable[[str, int], str | None]:
         channel = grpc.insecure_channel(f"{params.host}:{port}")
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
-        def send(label: str) -> str | None:
-            request = predict_pb2.PredictRequest()
-            request.model_spec.name = params.model_name
-            request.model_spec.signature_name = "serving_default"
-            request.model_spec.version_label = label
-            request.inputs["images"].CopyFrom(tensor)
+        def send(label: str, turn: int = 0) -> str | None:
             try:
-                answer = stub.Predict(request, timeout=params.timeout)
+                answer = stub.Predict(requests[label][turn], timeout=params.timeout)
             except grpc.RpcError as error:
                 return f"gRPC {error.code().name}: {error.details()}"[:200]
             return None if answer.outputs else "no outputs"

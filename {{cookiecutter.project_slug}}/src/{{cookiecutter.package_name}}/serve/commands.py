@@ -1,7 +1,8 @@
 """`<package> serve canary|promote|rollback|status|rewrite` and `<package> serve-bench`, for cli.py.
 
-Argument parsing only imports this module; TensorFlow is imported by serve-bench's gRPC client,
-not by --help or by the label commands, which take a fraction of a second.
+Argument parsing only imports this module; TensorFlow is imported by serve-bench (the task makes
+what its requests carry), not by --help or by the label commands, which take a fraction of a
+second.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "--run-dir",
         type=Path,
         required=True,
-        help=f"run folder (image shape, and where {SERVE_METRICS} is written)",
+        help=f"run folder (its data gives what the requests carry; {SERVE_METRICS} goes there)",
     )
     load.add_argument("--host", default="127.0.0.1", help="TF Serving's address (127.0.0.1)")
     load.add_argument("--port", type=int, help="default 8501 for rest, 8500 for grpc")
@@ -62,7 +63,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     load.add_argument("--concurrency", type=int, default=4, help="requests in flight (4)")
     load.add_argument("--duration", type=float, default=10.0, help="seconds at most (10)")
     load.add_argument("--requests", type=int, default=10_000, help="requests at most (10000)")
-    load.add_argument("--batch", type=int, default=1, help="images per request (1)")
+    load.add_argument("--batch", type=int, default=1, help="examples per request (1)")
     load.add_argument(
         "--label",
         action="append",
@@ -97,7 +98,7 @@ def serve_action(args: argparse.Namespace) -> int:
 def serve_bench(args: argparse.Namespace) -> int:
     try:
         folder = resolve_run_dir(args.run_dir, create=False)
-        shape = json.loads(require(folder, META_FILE, "01_data").read_text())["image_shape"]
+        meta = json.loads(require(folder, META_FILE, "01_data").read_text(encoding="utf-8"))
         params = bench.BenchParams(
             host=args.host,
             port=args.port,
@@ -110,6 +111,11 @@ def serve_bench(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
         bench.check(params)
+        # What the requests carry, from the task: random images, the validation texts.
+        from ..tasks import current as task
+
+        count = bench.example_count(params.batch)
+        examples = task().serving_examples(folder, meta, count, seed=params.seed)
     except StepError as error:
         print(f"{versions.MODEL_NAME}: {error}", file=sys.stderr)
         return 2
@@ -118,7 +124,7 @@ def serve_bench(args: argparse.Namespace) -> int:
         f" for {params.duration:g} s or {params.requests} requests:",
         file=sys.stderr,
     )
-    metrics = bench.run_bench(params, shape, progress=_progress)
+    metrics = bench.run_bench(params, examples, progress=_progress)
     print(file=sys.stderr)
     # A run with no answer (server down, wrong port) must not replace the last good numbers.
     path = write_json(folder / (SERVE_METRICS if metrics["ok"] else SERVE_FAILED), metrics)

@@ -23,6 +23,12 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     baseline(run_dir)          a scikit-learn model trained on the same split, scored on test
     test_extras(...)           what the task adds to the test scores (confused pairs, mistakes)
     rest_payload(raw)          TF Serving's REST body for raw examples
+    serving_examples(run_dir, meta, count, seed)   what a load test's requests carry, raw:
+                               random uint8 images of the data's shape, the validation texts
+    bench_model(quick)         gpu-bench's reference: model name, size, classes, and in words
+    synthetic_meta(size, num_classes)   a meta build_model takes, for synthetic data (gpu-bench)
+    synthetic_batch(meta, count, seed)  (inputs, int64 labels) of that meta: random uint8 images
+                               `size` a side, random int64 token ids `size` long
 """
 
 from __future__ import annotations

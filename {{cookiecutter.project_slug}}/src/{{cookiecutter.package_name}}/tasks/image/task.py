@@ -27,7 +27,7 @@ META_KEYS = ("image_shape",)
 MODELS = models.MODELS
 OWN_MODELS = models.OWN_MODELS
 DEFAULT_MODEL = "small_cnn"
-SERVING_INPUT = image_export.INPUT_NAME
+RAW_INPUT = image_export.INPUT_NAME
 MODEL_INPUT = image_export.INPUT_NAME  # the trained model takes the raw pixels
 MODEL_SIGNATURE = SIGNATURE  # the uint8 images the trained model takes are the raw input
 INT8 = "static"  # calibrated on training images (activations' ranges vary with the picture)
@@ -161,3 +161,35 @@ def _first_filters(model: keras.Model) -> int:
     """The builders' `width`: the filters of the first convolution of small_cnn and resnet_small."""
     conv = next(layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
     return int(conv.filters)
+
+
+# What a load test of TF Serving sends, and what gpu-bench trains on: in the seam's names.
+def serving_examples(
+    run_dir: str | os.PathLike[str], meta: dict[str, Any], count: int, seed: int = 0
+) -> np.ndarray:
+    """What a load test of TF Serving sends: `count` random uint8 images of the data's shape (no
+    shard is read: a model's cost does not depend on what the pixels show)."""
+    shape = input_shape(meta)
+    return np.random.default_rng(seed).integers(0, 256, (count, *shape), dtype=np.uint8)
+
+
+def bench_model(quick: bool) -> dict[str, Any]:
+    """gpu-bench's reference: Keras ResNet50 (no weights) at 224x224, as NVIDIA's published
+    figures; --quick: small_cnn on 32x32 images, seconds on any machine."""
+    if quick:
+        return {"model": "small_cnn", "size": 32, "num_classes": 10, "shown": "small_cnn at 32x32"}
+    return {"model": "ResNet50", "size": 224, "num_classes": 1000, "shown": "ResNet50 at 224x224"}
+
+
+def synthetic_meta(size: int, num_classes: int) -> dict[str, Any]:
+    """The meta of synthetic RGB images `size` pixels a side, for build_model (gpu-bench)."""
+    return {"image_shape": [size, size, 3], "num_classes": num_classes}
+
+
+def synthetic_batch(
+    meta: dict[str, Any], count: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """`count` random uint8 images of the meta's shape and int64 labels of its classes."""
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, (count, *input_shape(meta)), dtype=np.uint8)
+    return images, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)

@@ -24,7 +24,7 @@ __all__ = ["make_dataset", "model_examples", "raw_examples"]
 
 NAME = "text_classification"
 NOUN = "texts"
-SERVING_INPUT = export.TEXT_INPUT  # serving_default takes a batch of strings
+RAW_INPUT = export.TEXT_INPUT  # serving_default takes a batch of strings
 MODEL_INPUT = export.IDS_INPUT
 MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model, ONNX and TensorRT take
 INT8 = "dynamic"  # a Transformer's MatMuls: ranges per batch suit them better than calibration
@@ -220,3 +220,48 @@ def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], 
     from .show import plot_text_mistakes
 
     return plot_text_mistakes(raw, metrics, classes, path)
+
+
+# What a load test of TF Serving sends, and what gpu-bench trains on: in the seam's names.
+BENCH_VOCAB = 8192  # the default profile's vocabulary: the embedding gpu-bench's models carry
+
+
+def serving_examples(
+    run_dir: str | os.PathLike[str], meta: dict[str, Any], count: int, seed: int = 0
+) -> np.ndarray:
+    """What a load test of TF Serving sends: `count` real texts of the validation split (in
+    shard order, repeated when it holds fewer), so the server tokenizes what users write."""
+    splits = list(meta.get("splits") or ["validation"])
+    split = "validation" if "validation" in splits else splits[0]
+    texts, _ = raw_examples(run_dir, split, count)
+    if not len(texts):
+        raise StepError(
+            f"the {split} split of {run_dir} holds no texts to send: run 01_data again."
+        )
+    return np.resize(texts, count)
+
+
+def bench_model(quick: bool) -> dict[str, Any]:
+    """gpu-bench's reference: the Transformer encoder on 128-token texts and BANKING77's 77
+    classes; --quick: the bag of n-grams on 32 tokens, seconds on any machine."""
+    if quick:
+        shown = "bag_of_ngrams on 32 tokens"
+        return {"model": "bag_of_ngrams", "size": 32, "num_classes": 10, "shown": shown}
+    shown = "transformer on 128 tokens"
+    return {"model": "transformer", "size": 128, "num_classes": 77, "shown": shown}
+
+
+def synthetic_meta(size: int, num_classes: int) -> dict[str, Any]:
+    """The meta of synthetic texts of `size` tokens over BENCH_VOCAB ids, for build_model."""
+    return {"max_tokens": size, "vocab_size": BENCH_VOCAB, "num_classes": num_classes}
+
+
+def synthetic_batch(
+    meta: dict[str, Any], count: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """`count` texts of random int64 token ids, every one max_tokens long (no padding: the most
+    work a batch can be), and int64 labels of the meta's classes."""
+    rng = np.random.default_rng(seed)
+    shape = (count, int(meta["max_tokens"]))
+    ids = rng.integers(2, int(meta["vocab_size"]), shape, dtype=np.int64)  # 0 pads, 1 is unknown
+    return ids, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)

@@ -71,8 +71,8 @@ TENSORRT = [
 
 
 # The files of each task (its folder tasks/<folder>/ behind the seam every bake holds, and the
-# modules and tests only it uses): a bake keeps its own task's and loses the others'. The text
-# task is baked only with `_task=text_classification` (hooks/pre_gen_project.py).
+# modules and tests only it uses): a bake keeps its own task's and loses the others' (the
+# `task` question; hooks/pre_gen_project.py refuses a task not listed here).
 TASK_FILES = {
     "image_classification": [
         "src/{pkg}/data/benchmark.py",
@@ -280,6 +280,6 @@ if __name__ == "__main__":
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
         "ci": json.loads(r""" {{ cookiecutter.ci | tojson }} """),
-        "task": json.loads(r""" {{ cookiecutter._task | tojson }} """),
+        "task": json.loads(r""" {{ cookiecutter.task | tojson }} """),
     }
     sys.exit(main(ANSWERS, Path.cwd()))

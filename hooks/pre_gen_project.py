@@ -34,9 +34,8 @@ SLUG = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 EMAIL = re.compile(r"^[^@\s\"<>\\]+@[^@\s\"<>\\]+\.[^@\s\"<>\\]+$")
 FREE_TEXT = ("project_name", "description", "author_name", "author_email")
 FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
-# What a bake's model learns. `_task` is not asked yet: text_classification bakes its task folder
-# (data, vocabulary, pipeline, models, baseline, scores, export) for the developers who wire it
-# into every step (issue 31); until then a user's bake is image_classification.
+# What a bake's model learns (the `task` question): each bakes its own folder under tasks/ and the
+# hook removes the others' modules, notebooks and tests (post_gen_project.TASK_FILES).
 TASKS = ("image_classification", "text_classification")
 # Answers given as text; the two derived ones default to these expressions (cookiecutter.json).
 TYPED = (*FREE_TEXT, "project_slug", "package_name")
@@ -168,7 +167,7 @@ def check_task(answers: dict) -> list[str]:
     task = answers.get("task", TASKS[0])
     if task in TASKS:
         return []
-    return [f"_task {task!r} is not a task this template bakes: use one of {', '.join(TASKS)}."]
+    return [f"task {task!r} is not a task this template bakes: use one of {', '.join(TASKS)}."]
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -200,7 +199,7 @@ if __name__ == "__main__":
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
         "include_docker": json.loads(r""" {{ cookiecutter.include_docker | tojson }} """),
-        "task": json.loads(r""" {{ cookiecutter._task | tojson }} """),
+        "task": json.loads(r""" {{ cookiecutter.task | tojson }} """),
     }
     # The answers as given, before rendering: cookiecutter keeps them, cruft does not (null).
     GIVEN = json.loads(r""" {{ _cookiecutter | default(none) | tojson }} """)

@@ -394,6 +394,18 @@ MENTIONS_ALLOWED = {
     ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "Docker"),
 }
 
+# Words a bake of the task must not hold: the names of the other tasks' modules, data and models.
+MENTIONS_OF_OTHER_TASKS = {
+    "image_classification": (
+        "tasks.text", "tasks/text", "banking77", "BANKING77", "TextVectorization",
+        "bag_of_ngrams", "test_text_",
+    ),
+    "text_classification": (
+        "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir",
+        "small_cnn", "resnet_small", "augment_bench", "test_data_photos",
+    ),
+}  # fmt: skip
+
 NO_EXTRAS = {
     "include_tuning": False,
     "include_tensorrt": False,
@@ -421,6 +433,7 @@ SUPPORTED = [
         id="tf2.21-py3.13-bsd",
     ),
     pytest.param({"license": "Proprietary"}, id="proprietary-license"),
+    pytest.param({"task": "text_classification"}, id="text"),
     pytest.param(
         {
             "project_name": "Vision Lab",
@@ -528,15 +541,21 @@ def declined(answers: dict, option: str) -> bool:
     return answers[option] == "none" if option == "ci" else not answers[option]
 
 
-def expected_files(answers: dict) -> set[str]:
-    """FULL_BAKE without the files of each declined part."""
+def expected_files(answers: dict, task_files: dict[str, list[str]]) -> set[str]:
+    """FULL_BAKE without the files of each declined part; for another task than images, without
+    the image task's files and with that task's (task_files: the hook's TASK_FILES, whose lists
+    tests/test_text_task.py checks against each bake)."""
+    task = answers["task"]
+    swapped = set(task_files["image_classification"]) - set(task_files[task])
+    own = {p.replace("notebooks/text/", "notebooks/") for p in task_files[task]}
     removed = {
         path.format(pkg=answers["package_name"])
         for option, paths in REMOVED_WHEN_DECLINED.items()
         if declined(answers, option)
         for path in paths
     }
-    files = {path.format(pkg=answers["package_name"]) for path in FULL_BAKE}
+    manifest = (set(FULL_BAKE) - swapped) | (own if task != "image_classification" else set())
+    files = {path.format(pkg=answers["package_name"]) for path in manifest}
     return files - removed
 
 
@@ -583,9 +602,9 @@ def substitute(text: str, values: dict[str, str]) -> str:
 # ----------------------------------------------------------------------------- every combination
 
 
-def test_file_set_is_the_manifest_minus_declined_parts(baked):
+def test_file_set_is_the_manifest_minus_declined_parts(baked, post_gen):
     """The bake holds exactly FULL_BAKE, less the files of each part the user declined."""
-    expected = expected_files(baked.answers)
+    expected = expected_files(baked.answers, post_gen.TASK_FILES)
     missing, unexpected = sorted(expected - baked.files), sorted(baked.files - expected)
     assert not (missing or unexpected), (
         "baked file set differs from the manifest:\n"
@@ -606,6 +625,19 @@ def test_declined_parts_leave_no_mentions(baked):
         for number, line in enumerate([relative, *text.splitlines()])
         for word in words
         if mentions(line, word) and (option, relative, word) not in allowed
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_bake_mentions_no_other_tasks_code(baked):
+    """A bake holds its own task's code only: no file names another task's modules or data."""
+    words = MENTIONS_OF_OTHER_TASKS[baked.answers["task"]]
+    found = [
+        f"{relative}:{number}: mentions {word!r}: {line.strip()}"
+        for relative, text in baked.text_files().items()
+        for number, line in enumerate([relative, *text.splitlines()])
+        for word in words
+        if word in line
     ]
     assert not found, "\n".join(found)
 

@@ -78,10 +78,11 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         synthetic_classes=OPTIMIZE_CLASSES,
         synthetic_count=120,
     )
-    from {{ cookiecutter.package_name }} import models  # the image task's (digits, synthetic)
+    from {{ cookiecutter.package_name }} import models, tasks  # the image task's (digits, synthetic)
 
     keras.utils.set_random_seed(0)
-    model = models.build_model("small_cnn", OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
+    default = tasks.current().DEFAULT_MODEL
+    model = models.build_model(default, OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
     batches = list(data.make_dataset(folder, "train", 32, training=False))
     images = np.concatenate([batch.numpy() for batch, _ in batches])
     labels = np.concatenate([label.numpy() for _, label in batches])

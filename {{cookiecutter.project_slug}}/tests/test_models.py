@@ -8,8 +8,8 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import models
-from {{ cookiecutter.package_name }}.train import dtype_policy
 from {{ cookiecutter.package_name }}.tasks.outputs import output_dtype
+from {{ cookiecutter.package_name }}.train import dtype_policy
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 # One model per builder path: the two written here, and keras.applications models covering each

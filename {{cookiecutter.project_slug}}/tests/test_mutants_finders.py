@@ -111,7 +111,7 @@ def test_a_choice_is_reused_only_on_the_basis_it_was_found_on(tmp_path: Path) ->
 @pytest.mark.parametrize(
     "change",
     [
-        {"model": "resnet_small"},
+        {"model": "another_model"},
         {"width": 16},
         {"dropout": 0.3},
         {"strategy": "mirrored"},
@@ -137,10 +137,10 @@ def test_every_part_of_the_basis_counts(change: dict) -> None:
 
 def test_the_basis_is_recorded_under_the_names_of_what_it_holds_for() -> None:
     """metrics/batch_finder.json shows the basis: each part under its own name."""
-    params = Params(batch_size="auto", model="resnet_small", width=16, dropout=0.3)
+    params = Params(batch_size="auto", model="another_model", width=16, dropout=0.3)
     state = {"precision": "mixed_float16", "data": "sha256:abc"}
     assert auto.basis(params, state, 2, True) == {
-        "model": "resnet_small",
+        "model": "another_model",
         "width": 16,
         "dropout": 0.3,
         "precision": "mixed_float16",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.numbers import key_numbers
+from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline, read, step_of
 
 TRAIN = {

@@ -187,7 +187,7 @@ def test_the_endpoint_serves_the_contract_on_loopback(monkeypatch) -> None:
     monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
     exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
     exporter.start(
-        {"model": "small_cnn", "strategy": "S", "precision": "float32"}, epochs=3, epoch=0
+        {"model": "some_model", "strategy": "S", "precision": "float32"}, epochs=3, epoch=0
     )
     try:
         assert exporter.url.startswith("http://127.0.0.1:")
@@ -210,7 +210,7 @@ def test_the_endpoint_serves_the_contract_on_loopback(monkeypatch) -> None:
     assert value["train_val_accuracy"] == pytest.approx(0.7)
     assert value["train_epoch"] == 1
     assert 0 <= value["train_seconds_since_checkpoint"] < 60
-    assert after["train_info"][0].labels["model"] == "small_cnn"
+    assert after["train_info"][0].labels["model"] == "some_model"
     for name in ("train_examples_per_second", "train_val_loss", "train_info"):
         assert after[name][0].labels["run"] == "R" and after[name][0].labels["task"] == "chief/0"
     assert not any(name.startswith("gpu_") for name in after)  # no GPU: no series, not zeros

@@ -72,7 +72,7 @@ def test_kernel_loads_tensorflow_only_for_cells_that_import_it() -> None:
     find = kernel.NEEDS_TENSORFLOW.search
     assert find("import os\nimport tensorflow as tf") and find(f"from {PACKAGE} import env")
     assert find("from keras import layers")
-    assert not find("model = None  # small_cnn, or a keras.applications name")
+    assert not find("model = None  # the default model, or another name")
     assert not find(f"import {PACKAGE}_extra")
 
 

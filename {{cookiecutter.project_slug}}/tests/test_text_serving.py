@@ -134,7 +134,7 @@ def test_gpu_bench_plans_the_text_models(tmp_path):
     assert (base["model"], base["size"], base["num_classes"]) == ("transformer", 128, 77)
     with pytest.raises(gpu.GpuBenchError, match="use one of bag_of_ngrams, transformer"):
         gpu.plan(
-            quick=True, gpus=[], model="small_cnn", batch=None, data_dir=None, finder_batch=None
+            quick=True, gpus=[], model="an_image_net", batch=None, data_dir=None, finder_batch=None
         )
     if NO_GPU:
         with pytest.raises(gpu.GpuBenchError, match=r"No GPU found: .*transformer on 128 tokens"):

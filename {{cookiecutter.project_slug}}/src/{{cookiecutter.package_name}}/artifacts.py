@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import parts
+from . import parts, seam
 
 # The steps in chain order, by notebook number; an optional part's step (parts/) in its place.
 _CORE_STEPS = {"00": "environment", "01": "data", "03": "train", "04": "export", "05": "optimize"}
@@ -46,7 +46,8 @@ REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks
 # (the figures package), and the report embeds those that exist.
 FIGURES = {
     "environment": ("environment_matmul",),  # GFLOP/s per device
-    "data": ("data_throughput", "data_classes", "data_samples", "data_lengths"),  # lengths: text
+    "data": ("data_throughput", "data_classes", "data_samples")
+    + (("data_lengths",) if seam.folder() == "text" else ()),  # tokens per text
     "train": ("train_curves", BATCH_FINDER, LR_FINDER),
     "export": ("export_confusion", "export_misclassified"),
     "optimize": ("optimize_latency", "optimize_throughput"),

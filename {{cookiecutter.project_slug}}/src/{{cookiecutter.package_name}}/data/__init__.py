@@ -4,8 +4,8 @@
 `benchmark_pipeline` measures the pipeline against a naive one over the same records. `run` is the
 step's one entry (notebook 01, `<package> data`, the runner): `Params`, `check`, `run`.
 
-The names load lazily (PEP 562): the worker processes that encode a photo folder import
-data.photo_io only, and must not pay for, or be endangered by, loading TensorFlow.
+The names load lazily (PEP 562): worker processes that import one light module of the package
+must not pay for, or be endangered by, loading TensorFlow.
 """
 
 from __future__ import annotations

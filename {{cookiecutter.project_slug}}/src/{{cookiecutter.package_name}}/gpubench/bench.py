@@ -6,9 +6,9 @@ texts: the Transformer encoder on 128 random token ids; 128 examples per GPU (NV
 figures run 256 per 40 GB GPU, its V100 ones float32 at 128 and AMP at 256 per 16 GB GPU; 128
 fits float32 ResNet50 on a 16 GB V100, and both precisions run the same batch), or the
 batch-size finder's per-GPU batch when the run folder's own model and data are benchmarked
-(--data run). --quick (any machine, seconds): the task's small model (small_cnn on 32x32 images,
-the bag of n-grams on 32 tokens), two logical CPUs standing in for two GPUs: it proves the code
-path, not a GPU claim.
+(--data run). --quick (any machine, seconds): the task's small model on small examples
+(bench_model), two logical CPUs standing in for two GPUs: it proves the code path, not a GPU
+claim.
 """
 
 from __future__ import annotations

@@ -137,6 +137,7 @@ def preprocess_sentences(metrics: dict[str, Any]) -> list[str]:
     return [
         f"serving_default on raw input takes p50 {raw:.3f} ms at batch 1, the model's own "
         f"signature {model:.3f} ms: the preprocessing inside the export (tokenization) costs "
-        f"about {raw - model:.3f} ms a call. ONNX Runtime and TensorRT run the model's signature, "
-        "so a server using them tokenizes in front of them and pays that cost there."
+        f"about {raw - model:.3f} ms a call. The compiled backends (ONNX and others) run the "
+        "model's signature, so a server using them tokenizes in front of them and pays that cost "
+        "there."
     ]

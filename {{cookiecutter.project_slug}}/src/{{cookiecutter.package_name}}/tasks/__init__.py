@@ -14,7 +14,7 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     raw_examples(...)          the first examples of a split as the export's serving_default takes
                                them (uint8 pixels, strings), with their labels
     model_examples(...)        the same examples as the trained model (and ONNX) takes them
-    MODELS, DEFAULT_MODEL      the model names training, tuning and the finders accept
+    MODELS, DEFAULT_MODEL      the model names every step and the finders accept
     build_model, check_model   (name, meta, *, weights, width, dropout) → a Keras model / a refusal
     model_spec(model)          the TensorSpec of the trained model's input (ONNX export)
     build_archive(model, meta, run_dir)   the SavedModel's endpoints (raw input in)

@@ -28,7 +28,7 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
 # What model and learning_rate left at None mean when step 2 wrote no value for them.
-DEFAULT_MODEL = task().DEFAULT_MODEL  # small_cnn for images, bag_of_ngrams for text
+DEFAULT_MODEL = task().DEFAULT_MODEL  # the task's own (tasks/<folder>/task.py)
 DEFAULT_LEARNING_RATE = 1e-3
 # The linear scaling rule (Goyal et al. 2017): the learning rate grows with the global batch, so
 # adding replicas (and with them a larger global batch) keeps the same progress per example.
@@ -43,7 +43,7 @@ class Params:
     """Notebook 03's parameters (all but run_dir), with its names and defaults.
 
     None for model, learning_rate, width and dropout means "not given": the value an optional part
-    offers (train.sources), else the default (small_cnn, 0.001, the model's own width and
+    offers (train.sources), else the default (DEFAULT_MODEL, 0.001, the model's own width and
     dropout). "auto" for batch_size and learning_rate asks the finders (train/auto.py) to fit them
     to this device.
     """
@@ -97,8 +97,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     """Refuse the first bad value in one sentence (TrainError); return where training runs.
 
     `replicas` defaults to what the strategy will have on this machine (expected_replicas). A
-    width or dropout is checked against the given model, or small_cnn when none is given (a model
-    an optional part offers is checked by train.check with inputs=True).
+    width or dropout is checked against the given model, or DEFAULT_MODEL when none is given (a
+    model an optional part offers is checked by train.check with inputs=True).
     """
     check_tunable(
         DEFAULT_MODEL if params.model is None else params.model,

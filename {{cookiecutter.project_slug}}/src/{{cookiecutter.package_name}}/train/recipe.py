@@ -2,8 +2,8 @@
 
 The recipe is what trains the model, as against where it trains (params.py): the weights it starts
 from and the two phases of fine-tuning (finetune.py), the learning-rate schedule (schedule.py),
-AdamW's weight decay, label smoothing, and augmentation on the device (the task's own: images
-have tasks/image/augment.py, text none).
+AdamW's weight decay, label smoothing, and augmentation on the device (the task's own
+make_augmenter; a task without augmentations refuses it).
 """
 
 from __future__ import annotations

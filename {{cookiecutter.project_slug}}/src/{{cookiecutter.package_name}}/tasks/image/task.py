@@ -126,7 +126,7 @@ def check_recipe(params: Any) -> None:
 make_augmenter = augment.make_augmenter  # on the device, inside the training step
 
 
-# The task's own models' knobs, as tuning searches them: the default and the width's range.
+# The task's own models' knobs: the default and the width's range.
 KNOBS = {
     name: {
         "width": models.DEFAULT_WIDTH[name],

@@ -1,6 +1,6 @@
 """A run's text data as batches: one split of run_dir/data/ as (token ids, labels) for training.
 
-`make_dataset` has the image task's signature and meaning (data/pipeline.py), so training, tuning
+`make_dataset` has the image task's signature and meaning (data/pipeline.py), so every step
 and the benchmark call either the same way: it reads the split's shards from meta.json, shards
 them per input pipeline under a distribution strategy, and sets the auto-shard policy. The texts
 are tokenized in tf.data with the saved vocabulary (checked against its sha256 in meta.json), a

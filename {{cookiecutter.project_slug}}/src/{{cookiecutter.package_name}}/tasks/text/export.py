@@ -3,8 +3,8 @@
 The trained model takes token ids, so the serving graph puts the tokenization in front of it: the
 vocabulary file travels as an asset of the SavedModel (its lookup table is built from that file
 when the model loads), and a client sends plain strings, to TF Serving's REST API too. A second
-signature, `token_ids`, takes the ids themselves: ONNX Runtime and TensorRT cannot run string
-ops, so 05_optimize converts that one and tokenizes apart (its cost measured on its own).
+signature, `token_ids`, takes the ids themselves: compiled backends (ONNX, TensorRT) cannot run
+string ops, so 05_optimize converts that one and tokenizes apart (its cost measured on its own).
 """
 
 from __future__ import annotations

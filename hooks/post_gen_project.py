@@ -103,7 +103,6 @@ TASK_FILES = {
         "tests/test_export.py",
         "tests/test_figures.py",
         "tests/test_models.py",
-        "tests/test_mutants_records.py",
         "tests/test_optimize.py",
         "tests/test_optimize_tensorrt.py",
         "tests/test_prometheus_scrape.py",

@@ -71,7 +71,9 @@ def optimize(
         (name, precision) for name in request["backends"] for precision in request["precisions"]
     ]
     # One task for the whole step: a moving bar, or a line every few seconds, saying what runs.
-    work = progress.task("Optimize", total=2 + len(jobs), unit="benchmark") if verbose else None
+    timed_raw = task().MODEL_SIGNATURE != SIGNATURE  # raw input ≠ model input: time the difference
+    total = 2 + timed_raw + len(jobs)
+    work = progress.task("Optimize", total=total, unit="benchmark") if verbose else None
 
     def now(text: str) -> None:
         if work is not None:
@@ -94,7 +96,7 @@ def optimize(
             timed = benchmark(predict, images, sizes, count, seconds, now=_say(now, name))
             baselines.append({"name": name, **timed})
             _done(work, f"{name}: {latency_text(timed)} at batch 1")
-        if task().MODEL_SIGNATURE != SIGNATURE:  # raw input ≠ model input: time the difference
+        if timed_raw:
             baselines.append(
                 raw_baseline(folder, export_dir, split, max_examples, (sizes, count, seconds), now)
             )

@@ -150,3 +150,14 @@ def test_rest_payload_sends_plain_strings():
         "signature_name": "serving_default",
         "instances": ["hi", "é"],
     }
+{% if cookiecutter.include_tensorrt %}
+
+def test_tensorrt_says_why_it_builds_no_text_engine() -> None:
+    """No engine is attempted for text (it would need one profile per length bucket): the backend
+    is skipped with that sentence, before it looks for packages or a GPU."""
+    from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import tensorrt_available
+
+    available, reason = tensorrt_available("fp32")
+    assert not available
+    assert reason.startswith("a text engine needs one optimization profile per length bucket")
+{%- endif %}

@@ -15,6 +15,8 @@ FOLDERS = {
     "text_classification": "text",
     "tabular_classification": "tabular",
 }
+# What one example of each task is called, in sentences and on axes (tasks/<folder>/task.py NOUN).
+NOUNS = {"image": "images", "text": "texts", "tabular": "rows"}
 _TASKS = f"{__package__}.tasks"
 
 
@@ -44,3 +46,8 @@ def name() -> str:
 def data_step() -> str:
     """The module of step 1 for this task, relative to the package (steps.py imports it)."""
     return "data" if folder() == "image" else f"tasks.{folder()}.data_step"
+
+
+def noun() -> str:
+    """What this task's examples are called ("images", "texts"), without importing the task."""
+    return NOUNS[folder()]

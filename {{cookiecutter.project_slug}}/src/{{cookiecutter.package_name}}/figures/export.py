@@ -60,14 +60,14 @@ def plot_confused_pairs(
     pairs = [divmod(int(flat), len(classes)) for flat in order if wrong.flat[flat]]
     if not pairs:
         return None
-    fig, (ax,) = style.new(8, 0.32 * len(pairs) + 1.2)
+    fig, (ax,) = style.new(10, 0.32 * len(pairs) + 1.4)
     labels = [f"{classes[true]} → {classes[said]}" for true, said in pairs][::-1]
     ax.barh(labels, [wrong[pair] for pair in pairs][::-1], color="tab:red")
     ax.tick_params(axis="y", labelsize="small")
-    ax.set_xlabel("examples (true class → the SavedModel's answer)")
+    ax.set_xlabel("examples: true class → the SavedModel's answer")
     split, accuracy = metrics.get("parity_split", "validation"), metrics.get("served_accuracy")
     said = f", accuracy {accuracy:.2%}" if isinstance(accuracy, float) else ""
-    ax.set_title(
+    fig.suptitle(  # over the whole figure: the long class names take most of the axes' width
         f"export/{metrics.get('version')}: the {len(pairs)} pairs most confused on "
         f"{int(matrix.sum())} {split} examples{said}"
     )

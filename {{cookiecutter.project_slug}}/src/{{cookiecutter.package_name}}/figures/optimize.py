@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import seam
 from . import style
 
 
@@ -61,12 +62,13 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     ax.set_xticks(sizes, [str(size) for size in sizes])
     ax.minorticks_off()
     ax.set_yscale("log")
-    ax.set_xlabel("batch size (images per call)")
-    ax.set_ylabel("images/s (log scale), from the median call")
+    noun = seam.noun()
+    ax.set_xlabel(f"batch size ({noun} per call)")
+    ax.set_ylabel(f"{noun}/s (log scale), from the median call")
     top = max(lines, key=lambda line: line["throughput"].get(str(sizes[-1]), 0.0))
     rate = top["throughput"].get(str(sizes[-1]))
     best = (
-        f": best at batch {sizes[-1]}, {_label(top)}, {style.short(rate)} images/s" if rate else ""
+        f": best at batch {sizes[-1]}, {_label(top)}, {style.short(rate)} {noun}/s" if rate else ""
     )
     fig.suptitle(f"Inference throughput per batch size{best}")
     ax.legend(fontsize="small", loc="best")

@@ -32,7 +32,11 @@ from .onnx_backend import PACKAGES, export_onnx, float_input_onnx, serving_sizes
 
 
 def tensorrt_available(precision: str) -> tuple[bool, str]:
-    """Needs the trt extra (tensorrt, polygraphy, the onnx tools) and a GPU."""
+    """Needs the trt extra (tensorrt, polygraphy, the onnx tools), a GPU, and a task whose model
+    input has one shape per batch size (a task says otherwise in TENSORRT_SKIP)."""
+    skip = getattr(current(), "TENSORRT_SKIP", None)
+    if skip:
+        return False, skip
     for module in ("tensorrt", "polygraphy", *PACKAGES):
         if importlib.util.find_spec(module) is None:
             return False, f"the {module} package is not installed (pip install '.[trt]')."

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import seam
 from . import protos
 from .protos import ConfigError
 
@@ -177,7 +178,7 @@ def size_batching(optimize: Mapping[str, Any] | None, cores: int | None = None) 
             "source": "provisional",
             "reason": "05_optimize has not measured the SavedModel yet: provisional sizes.",
         }
-    best = max(curve.values())
+    best, noun = max(curve.values()), seam.noun()
     chosen = min(size for size, rate in curve.items() if rate >= KNEE * best)
     low, high = TIMEOUT_BOUNDS_MICROS
     timeout = min(high, max(low, round(chosen / curve[chosen] * 1e6)))
@@ -187,8 +188,8 @@ def size_batching(optimize: Mapping[str, Any] | None, cores: int | None = None) 
         "batch_timeout_micros": timeout,
         "allowed_batch_sizes": sorted(size for size in curve if size <= chosen),
         "source": "metrics/optimize.json",
-        "reason": f"batch {chosen} reaches {curve[chosen]:.0f} images/s, within {KNEE:.0%} of "
-        f"the best measured ({best:.0f} images/s); one batch of it takes {timeout} µs.",
+        "reason": f"batch {chosen} reaches {curve[chosen]:.0f} {noun}/s, within {KNEE:.0%} of "
+        f"the best measured ({best:.0f} {noun}/s); one batch of it takes {timeout} µs.",
     }
 
 

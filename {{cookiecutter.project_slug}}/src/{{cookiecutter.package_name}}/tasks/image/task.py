@@ -16,12 +16,13 @@ import numpy as np
 import tensorflow as tf
 
 from ... import data, models
+from ...seam import NOUNS
 from ..outputs import SIGNATURE
 from . import augment
 from . import export as image_export
 
 NAME = "image_classification"
-NOUN = "images"
+NOUN = NOUNS["image"]
 DATA_STEP = "data"
 META_KEYS = ("image_shape",)
 MODELS = models.MODELS

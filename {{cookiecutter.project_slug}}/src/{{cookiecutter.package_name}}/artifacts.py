@@ -46,8 +46,7 @@ REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks
 # (the figures package), and the report embeds those that exist.
 FIGURES = {
     "environment": ("environment_matmul",),  # GFLOP/s per device
-    "data": ("data_throughput", "data_classes", "data_samples")
-    + (("data_lengths",) if seam.folder() == "text" else ()),  # tokens per text
+    "data": ("data_throughput", "data_classes", "data_samples", *seam.figures("data")),
     "train": ("train_curves", BATCH_FINDER, LR_FINDER),
     "export": ("export_confusion", "export_misclassified"),
     "optimize": ("optimize_latency", "optimize_throughput"),

@@ -17,6 +17,8 @@ FOLDERS = {
 }
 # What one example of each task is called, in sentences and on axes (tasks/<folder>/task.py NOUN).
 NOUNS = {"image": "images", "text": "texts", "tabular": "rows"}
+# The figures a task draws beyond every task's, by step (artifacts.FIGURES adds them to its step's).
+FIGURES = {"text": {"data": ("data_lengths",)}}
 _TASKS = f"{__package__}.tasks"
 
 
@@ -51,3 +53,8 @@ def data_step() -> str:
 def noun() -> str:
     """What this task's examples are called ("images", "texts"), without importing the task."""
     return NOUNS[folder()]
+
+
+def figures(step: str) -> tuple[str, ...]:
+    """The figure names this task adds to a step's (figures/<name>.png)."""
+    return FIGURES.get(folder(), {}).get(step, ())

@@ -398,6 +398,10 @@ def test_provisional_and_measured_sizing_say_their_source() -> None:
     curve = {"2": 0.5, "16": 1_000_000.0}
     sized = config.size_batching({"baselines": [{"name": "savedmodel", "throughput": curve}]}, 2)
     assert sized["batch_timeout_micros"] == 100  # 16 µs, raised to the lower bound
+    # What TF Serving runs is serving_default: with preprocessing inside (text), its own curve.
+    raw = {"name": "savedmodel_raw", "throughput": {"4": 100.0, "8": 100.0}}
+    sized = config.size_batching({"baselines": [raw, {"name": "savedmodel", "throughput": curve}]})
+    assert sized["max_batch_size"] == 4
     curve = {"1": 1000.0}
     sized = config.size_batching({"baselines": [{"name": "savedmodel", "throughput": curve}]}, 2)
     assert sized["batch_timeout_micros"] == 1000  # exactly 1 / 1000 s

@@ -30,7 +30,7 @@ from {{ cookiecutter.package_name }} import tasks
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.cli import main
 {%- endif %}
-from {{ cookiecutter.package_name }}.export import answer_rest
+from {{ cookiecutter.package_name }}.export import answer_rest, parse_rest_response
 from {{ cookiecutter.package_name }}.gpubench import bench as gpu
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.serve import bench
@@ -96,7 +96,9 @@ def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
     texts = validation_texts(run_dir)[:5] + ["", "héllo 🙂"]
     payload = tasks.current().rest_payload(texts)
     assert payload == {"signature_name": "serving_default", "instances": texts}
-    outputs = answer_rest(signature, json.loads(json.dumps(payload)))["outputs"]
+    rows = answer_rest(signature, json.loads(json.dumps(payload)))["predictions"]  # TF Serving's
+    assert len(rows) == len(texts) and set(rows[0]) == {"probabilities", "class_ids", "class_names"}
+    outputs = {name: [row[name] for row in rows] for name in rows[0]}
     direct = signature(text=tf.constant(texts))
     assert outputs["class_ids"] == direct["class_ids"].numpy().tolist()
     assert outputs["class_names"] == [CLASSES[i] for i in outputs["class_ids"]]
@@ -217,7 +219,7 @@ def test_rest_bodies_are_strings_in_the_row_form_and_answered_with_class_names(
     sent = [tuple(body["instances"]) for body in bodies]
     assert all(len(batch) == 3 and all(type(t) is str for t in batch) for batch in sent)
     assert set(sent) == {tuple(examples[i : i + 3].tolist()) for i in range(0, 12, 3)}
-    answer = answer_rest(signature, bodies[0])["outputs"]
+    answer = parse_rest_response(answer_rest(signature, bodies[0]))
     assert set(answer["class_names"]) <= set(CLASSES)
     assert np.asarray(answer["probabilities"]).shape == (3, len(CLASSES))
 

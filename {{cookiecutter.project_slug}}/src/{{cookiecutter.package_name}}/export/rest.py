@@ -105,12 +105,14 @@ def server_ready(url: str, timeout: float = 2.0) -> bool:
 
 
 def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[str, Any]) -> dict:
-    """TF Serving's columnar answer to `payload`, computed by a loaded signature in this process."""
+    """TF Serving's answer to `payload`, computed by a loaded signature in this process: columnar
+    ("outputs") to a columnar request, one row per instance ("predictions") to a row-form one."""
     ((name, spec),) = signature.structured_input_signature[1].items()  # "images", "text"
     columns = payload.get("inputs", {})
     if name not in columns and "instances" not in payload:
         return {"error": f"The request has no inputs[{name!r}] nor instances: use rest_payload."}
-    rows = columns[name] if name in columns else payload["instances"]
+    row_form = name not in columns
+    rows = payload["instances"] if row_form else columns[name]
     given = tf.constant(np.asarray(rows, dtype=spec.dtype.as_numpy_dtype), dtype=spec.dtype)
     outputs = {}
     for name, value in signature(**{name: given}).items():  # noqa: B020  (the input is passed)
@@ -118,4 +120,7 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
         if array.dtype == object:
             array = np.array([item.decode("utf-8") for item in array.ravel()]).reshape(array.shape)
         outputs[name] = array.tolist()
+    if row_form:
+        rows = zip(*outputs.values(), strict=True)
+        return {"predictions": [dict(zip(outputs, row, strict=True)) for row in rows]}
     return {"outputs": outputs}

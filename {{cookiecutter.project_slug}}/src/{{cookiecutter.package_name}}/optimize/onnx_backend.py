@@ -128,11 +128,12 @@ def running_sentence(asked: list[str], running: list[str]) -> str:
 
 def onnx_providers() -> list[str]:
     """ONNX Runtime's providers in order of preference, those this installation has. Its
-    TensorRT provider belongs to the TensorRT part: a project that declined it never asks."""
+    TensorRT provider belongs to the TensorRT part: a project that declined it never asks, nor
+    does a task that builds no engine yet (TENSORRT_SKIP: its input's length varies too)."""
     import onnxruntime
 
     present = set(onnxruntime.get_available_providers())
-    if not engine_part():
+    if not engine_part() or getattr(current(), "TENSORRT_SKIP", None):
         present.discard(ORT_PROVIDERS[0])
     return [provider for provider in ORT_PROVIDERS if provider in present]
 

@@ -12,11 +12,15 @@ from pathlib import Path
 import tensorflow as tf
 
 from ..export.files import SIGNATURE
+from ..tasks import current
 from .base import Job, Predict, gpu_visible, latest_export, run_savedmodel
 from .calibration import calibration_batches, calibration_images
 
 
 def tf_trt_available(precision: str) -> tuple[bool, str]:
+    skip = getattr(current(), "TENSORRT_SKIP", None)  # the converted signature takes raw input
+    if skip:
+        return False, skip
     if not tf.sysconfig.get_build_info().get("is_tensorrt_build", False):
         return False, "this TensorFlow was built without TensorRT."
     if not gpu_visible():

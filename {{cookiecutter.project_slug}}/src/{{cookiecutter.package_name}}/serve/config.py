@@ -194,9 +194,12 @@ def size_batching(optimize: Mapping[str, Any] | None, cores: int | None = None) 
 
 
 def _savedmodel_curve(optimize: Mapping[str, Any] | None) -> dict[int, float]:
-    """{batch size: images/s} of the SavedModel baseline in metrics/optimize.json, if any."""
-    for baseline in (optimize or {}).get("baselines", []):
-        if baseline.get("name") == "savedmodel":
-            rates = baseline.get("throughput") or {}
+    """{batch size: examples/s} of what TF Serving runs, serving_default, in
+    metrics/optimize.json, if measured: `savedmodel_raw` where the raw input is preprocessed
+    inside it (text: tokenization), else `savedmodel`."""
+    baselines = {b.get("name"): b for b in (optimize or {}).get("baselines", [])}
+    for name in ("savedmodel_raw", "savedmodel"):
+        if name in baselines:
+            rates = baselines[name].get("throughput") or {}
             return {int(size): float(rate) for size, rate in rates.items() if float(rate) > 0}
     return {}

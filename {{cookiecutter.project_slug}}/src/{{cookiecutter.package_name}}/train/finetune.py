@@ -208,7 +208,7 @@ def _pairs(model: keras.Model, source: keras.Model, path: Path) -> tuple[list, s
     raise TrainError(
         f"weights={str(path)!r} holds another architecture ({source.name}, {len(origins)} layers "
         f"with weights) than {model.name} ({len(targets)}): use weights from the same model, "
-        "with the same image size, or weights=none."
+        "with the same input shape, or weights=none."
     )
 
 

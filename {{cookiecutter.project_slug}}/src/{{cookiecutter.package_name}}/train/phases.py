@@ -57,7 +57,8 @@ def enter(loop: Running, epoch: int) -> None:
         if loop.phase is not None:
             loop.say(
                 f"Epoch {epoch + 1}: the backbone is unfrozen ({params.unfreeze} layer(s) with "
-                f"weights, BatchNorm kept frozen), learning rate x {params.fine_tune_lr_factor:g}."
+                f"weights, any BatchNorm kept frozen), learning rate x "
+                f"{params.fine_tune_lr_factor:g}."
             )
     loop.phase = which
     loop.train_steps = make_train_steps(

@@ -52,7 +52,7 @@ def check_recipe(params: Recipe) -> None:
     if freeze and params.weights == "none":
         raise TrainError(
             f"freeze_epochs={freeze} freezes a backbone with random weights, which learns "
-            "nothing: give weights (imagenet or a .keras file), or freeze_epochs=0."
+            "nothing: give weights (a .keras file, or imagenet), or freeze_epochs=0."
         )
     unfreeze = params.unfreeze
     if unfreeze != "all" and not (_is_int(unfreeze) and unfreeze >= 0):

@@ -36,6 +36,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# A test of the image task's shapes in a file every bake holds: skipped, saying why, in a bake of
+# another task (whose own tests/test_<task>_*.py cover the same step).
+image_only = pytest.mark.skipif(
+    seam.folder() != "image", reason=f"an image-task test; this project is baked for {seam.name()}"
+)
+
+
 def image_task_only() -> None:
     """These fixtures are image runs (digits, synthetic images): a test that needs one skips, with
     this sentence, in a project baked for another task, whose own tests cover its steps."""

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import cli
+from {{ cookiecutter.package_name }} import cli, seam
 from {{ cookiecutter.package_name }}.gpubench import bench, reference, verdicts
 from {{ cookiecutter.package_name }}.gpubench.command import describe
 
@@ -159,7 +159,7 @@ def test_one_quick_measurement_in_its_own_process() -> None:
     )
     name, spec = specs[0]
     result = bench.run_one(spec, timeout=120)
-    assert name == "float32" and result.get("images_per_second", 0) > 0, result
+    assert name == "float32" and result.get(f"{seam.noun()}_per_second", 0) > 0, result
 
 
 @pytest.mark.parametrize(

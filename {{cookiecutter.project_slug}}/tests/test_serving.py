@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from conftest import image_only
 from google.protobuf import text_format
 from helpers import free_port
 from tensorflow_serving.config import model_server_config_pb2
@@ -300,6 +301,7 @@ def fake_server():
     server.server_close()
 
 
+@image_only
 def test_serve_bench_splits_labels_and_stops_at_the_request_count(fake_server):
     """A 3:1 A/B split over 4 workers: exactly `requests` sent, per-label counts add up, the
     slow canary's 50 ms shows in p99, none fail, and progress lines are printed."""
@@ -323,6 +325,7 @@ def test_serve_bench_splits_labels_and_stops_at_the_request_count(fake_server):
     assert lines and "requests" in lines[-1]
 
 
+@image_only
 def test_serve_bench_counts_errors_and_stops_at_the_duration(fake_server, monkeypatch):
     """Failing answers are counted as errors with their text; the run ends at its duration."""
     monkeypatch.setattr(config, "LABELS", ("stable", "canary", "broken"))
@@ -357,6 +360,7 @@ def test_serve_bench_refuses_bad_values_before_sending(fake_server):
     assert FakeServing.seen == []
 
 
+@image_only
 def test_serve_bench_grpc_reaches_a_prediction_service_with_the_label():
     """gRPC through tensorflow-serving-api's stub against a PredictionService in this process:
     the label, model name and image tensor arrive as TF Serving would receive them."""
@@ -391,6 +395,7 @@ def test_serve_bench_grpc_reaches_a_prediction_service_with_the_label():
     assert [d.size for d in received[0].inputs["images"].tensor_shape.dim] == [1, 8, 8, 1]
 
 
+@image_only
 def test_serve_bench_cli_writes_metrics_serve_json(fake_server, tmp_path, capsys):
     """`serve-bench` reads the image shape from data/meta.json and writes metrics/serve.json."""
     (tmp_path / "data").mkdir()
@@ -402,6 +407,7 @@ def test_serve_bench_cli_writes_metrics_serve_json(fake_server, tmp_path, capsys
     assert "QPS" in capsys.readouterr().out
 
 
+@image_only
 def test_serve_bench_cli_says_so_when_nothing_answers(tmp_path, capsys):
     """With no server on the port, every request is an error: the CLI says so and exits 1, and
     writes the attempt to metrics/serve.failed.json, keeping the last good metrics/serve.json."""
@@ -418,6 +424,7 @@ def test_serve_bench_cli_says_so_when_nothing_answers(tmp_path, capsys):
     assert json.loads((tmp_path / "metrics" / "serve.failed.json").read_text())["errors"] == 5
 
 
+@image_only
 def test_serve_bench_takes_the_tasks_examples_in_turn():
     """The requests carry batches of the examples given, in turn (fewer than a batch: repeated);
     a shape gives one batch of random uint8 examples; nothing given is one sentence."""
@@ -441,6 +448,7 @@ def test_serve_bench_takes_the_tasks_examples_in_turn():
     assert bench.example_count(1) == bench.BODIES and bench.example_count(1024) == 1024
 
 
+@image_only
 def test_serve_bench_cli_sends_random_images_of_the_datas_shape(fake_server, tmp_path):
     """An image run folder's requests: random uint8 images of meta.json's shape, a few distinct
     bodies in the columnar form, counted in images/s."""

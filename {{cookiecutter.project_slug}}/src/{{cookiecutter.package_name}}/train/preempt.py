@@ -11,10 +11,11 @@ STOP_SIGNALS_ENV (default SIGTERM and SIGUSR1) are caught for the length of a tr
 - every replica adds the flag to the numbers it sums across replicas each step, so all workers
   see the same sum after the same step and leave the step loop together (a worker that stopped
   alone would leave the others waiting forever in an all-reduce); no extra collective op;
-- the loop then saves a mid-epoch checkpoint (same numbering as the epoch's, epoch counter =
-  epochs completed) and beside it INTERRUPTED_FILE: the step within the epoch, the optimizer's
-  iteration count it was saved at (a resume uses the file only when the restored count agrees),
-  and the epoch's partial sums, so the resumed epoch reports the whole epoch;
+- the loop then saves a mid-epoch checkpoint (a number of its own, above any epoch's, so a
+  failed save never touches the last epoch's checkpoint; epoch counter = epochs completed) and
+  beside it INTERRUPTED_FILE: the step within the epoch, the optimizer's iteration count it
+  was saved at (a resume uses the file only when the restored count agrees), and the epoch's
+  partial sums, so the resumed epoch reports the whole epoch;
 - train.json records `interrupted`, and the run ends with Interrupted, whose exit status,
   128 + the signal's number, is what a shell reports for a process the signal ended (143 for
   SIGTERM), so launchers pass it on and Kubernetes' retry rules treat it as retryable.
@@ -150,7 +151,7 @@ def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list
     """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes the
     checkpoint and INTERRUPTED_FILE) and say so; the record train.json keeps as `interrupted`."""
     partial = {**loop.partial, "iterations": int(loop.optimizer.iterations.numpy())}
-    path = checkpoints.save(epoch, history)
+    path = checkpoints.save(epoch, history, mid_epoch=True)
     save(checkpoints.folder, path, partial, chief=loop.role.is_chief)
     received = loop.stop.received  # None: another worker's signal stopped this one
     interrupted = {

@@ -52,6 +52,29 @@ def train(run: Path, *params: str) -> subprocess.Popen:
     return process
 
 
+def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM as training starts: the stop sentence is said once, by the Interrupted that ends
+    the command, and no 'No training step ran in this call' follows 'Stopped … after step N'
+    (both were printed, and the stop sentence twice)."""
+    from tf_gpu_project import train
+
+    def install(self: preempt.StopRequest) -> None:  # as if SIGTERM came before the first step
+        self.received = signal.SIGTERM
+        self.flag.assign(1)
+
+    monkeypatch.setattr(preempt.StopRequest, "install", install)
+    with pytest.raises(preempt.Interrupted) as stopped:
+        train.run(run_dir, train.Params(epochs=2, batch_size=64, width=8), verbose=True)
+    said = capsys.readouterr().out
+    assert re.match(r"Stopped on SIGTERM after step \d+ of \d+ in epoch 1;", str(stopped.value))
+    assert "Stopped on" not in said, said
+    assert "No training step ran" not in said, said
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert metrics["interrupted"]["step"] >= 1 and metrics["input_wait_epochs"] == 0
+
+
 @pytest.mark.slow
 def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     run_dir: Path,

@@ -149,7 +149,7 @@ def partial(epoch: int, step: int, sums: list, waited: float, seconds: float) ->
 
 def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
     """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes the
-    checkpoint and INTERRUPTED_FILE) and say so; the record train.json keeps as `interrupted`."""
+    checkpoint and INTERRUPTED_FILE); the record train.json keeps as `interrupted`."""
     partial = {**loop.partial, "iterations": int(loop.optimizer.iterations.numpy())}
     path = checkpoints.save(epoch, history, mid_epoch=True)
     save(checkpoints.folder, path, partial, chief=loop.role.is_chief)
@@ -163,8 +163,7 @@ def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list
         "epochs_completed": epoch,
         "checkpoint": path or str(checkpoints.folder),
     }
-    loop.say(sentence(interrupted))
-    return interrupted
+    return interrupted  # said once, by the Interrupted that ends the run (train/step.py)
 
 
 def save(folder: Path, path: str | None, partial: dict[str, Any], *, chief: bool) -> None:

@@ -75,6 +75,25 @@ def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
     assert metrics["interrupted"]["step"] >= 1 and metrics["input_wait_epochs"] == 0
 
 
+def test_a_run_that_ends_normally_waits_at_the_barrier_after_the_chiefs_writes(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker meets at the barrier once the chief has written model.keras and train.json,
+    on a normal end too (only a stopped run waited: workers exited while the chief still wrote).
+    The barrier's all-reduce itself runs under MultiWorkerMirroredStrategy in test_slurm."""
+    from {{ cookiecutter.package_name }} import train
+
+    met = []
+
+    def barrier(strategy: object) -> None:
+        written = (run_dir / "model.keras").is_file(), (run_dir / "metrics/train.json").is_file()
+        met.append((strategy, written))
+
+    monkeypatch.setattr(preempt, "barrier", barrier)
+    train.run(run_dir, train.Params(epochs=1, batch_size=256, width=8), verbose=False)
+    assert [written for _, written in met] == [(True, True)]
+
+
 @pytest.mark.slow
 def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     run_dir: Path,

@@ -52,6 +52,20 @@ def train(run: Path, *params: str) -> subprocess.Popen:
     return process
 
 
+def test_every_warning_signal_the_slurm_script_forwards_is_a_default_stop_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """slurm_train.sh traps USR1 and USR2 and passes them to the tasks: uncaught, USR2's default
+    action ended a task without its checkpoint."""
+    monkeypatch.delenv(preempt.STOP_SIGNALS_ENV, raising=False)
+    script = (Path(__file__).parents[1] / "deploy" / "slurm_train.sh").read_text(encoding="utf-8")
+    forwarded = re.findall(r"^trap 'forward (\w+)' ", script, re.MULTILINE)
+    assert forwarded == ["USR1", "USR2"]
+    caught = preempt.stop_signals()
+    assert signal.SIGTERM in caught
+    assert all(signal.Signals[f"SIG{name}"] in caught for name in forwarded), caught
+
+
 def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,7 +3,8 @@ after the step that is running, with a checkpoint of that step.
 
 Clusters stop jobs with SIGTERM (SLURM at the time limit, on preemption and on `scancel`;
 Kubernetes on eviction) and SLURM can warn ahead (`sbatch --signal=B:USR1@120`). The signals in
-STOP_SIGNALS_ENV (default SIGTERM and SIGUSR1) are caught for the length of a training run:
+STOP_SIGNALS_ENV (default SIGTERM, SIGUSR1 and SIGUSR2: deploy/slurm_train.sh forwards either
+warning signal) are caught for the length of a training run:
 
 - the handler cannot act inside a step function call (Python runs handlers between bytecodes, and
   one call runs a whole epoch), so the signal is also written to a wakeup file descriptor
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from .state import Checkpoints
 
 STOP_SIGNALS_ENV = f"{PACKAGE.upper()}_STOP_SIGNALS"  # e.g. "TERM USR1"; "none": catch nothing
-DEFAULT_SIGNALS = "TERM USR1"
+# USR2 too: slurm_train.sh forwards it (--signal=B:USR2@T), and uncaught it killed the task unsaved
+DEFAULT_SIGNALS = "TERM USR1 USR2"
 INTERRUPTED_FILE = "interrupted.json"  # inside CHECKPOINT_DIR, beside the checkpoint it describes
 
 

@@ -52,6 +52,29 @@ def train(run: Path, *params: str) -> subprocess.Popen:
     return process
 
 
+def test_the_flag_is_set_by_the_watcher_thread_not_in_the_signal_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real SIGUSR1 to this process sets the flag through the wakeup descriptor's watcher;
+    the Python handler only remembers the signal (it ran a TensorFlow op between bytecodes)."""
+    monkeypatch.setenv(preempt.STOP_SIGNALS_ENV, "USR1")
+    request = preempt.StopRequest()
+    flag, assigned = request.flag, []
+    request.flag = type("Flag", (), {"assign": lambda self, value: assigned.append(value)})()
+    request._handle(signal.SIGUSR1, None)
+    assert request.received == signal.SIGUSR1 and assigned == []
+    request.flag, request.received = flag, None
+    request.install()
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while int(request.flag.numpy()) == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        request.remove()
+    assert int(request.flag.numpy()) == 1 and request.received == signal.SIGUSR1
+
+
 def test_every_warning_signal_the_slurm_script_forwards_is_a_default_stop_signal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -119,10 +119,11 @@ class StopRequest:
             self._pipe, self._thread = None, None
 
     def _handle(self, signum: int, _frame: Any) -> None:
-        """The Python-level handler, run between bytecodes: remember the first signal."""
+        """The Python-level handler, run between bytecodes: remember the first signal. No
+        TensorFlow op here (it would run inside whatever op the main thread was between): the
+        watcher sets the flag from the byte the wakeup descriptor got."""
         if self.received is None:
             self.received = signal.Signals(signum)
-        self.flag.assign(1)
 
     def _watch(self, read: int) -> None:
         """Set the flag as soon as one of our signals arrives, even inside a step function call;

@@ -162,6 +162,7 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     steps_per_epoch = stopped["steps_per_epoch"]
     assert 1 <= stopped["step"] < steps_per_epoch
     assert f"Stopped on SIGTERM after step {stopped['step']} of {steps_per_epoch}" in text
+    assert text.count("Stopped on SIGTERM") == 1, text  # said once, by the command
     assert (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).is_file()
     assert not (run_dir / "model.keras").exists()  # an unfinished run writes no model
 

@@ -328,6 +328,12 @@ def test_a_failed_save_on_a_stop_signal_keeps_the_epochs_checkpoint(tmp_path: Pa
     second = checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}], mid_epoch=True)
     assert len({Path(first).name, Path(second).name, "ckpt-2"}) == 3  # none overwrites another
     assert sorted(path.name for path in folder.glob("ckpt-2.*")) == kept
+    # The next run reads the epochs from the checkpoint, not from its number (100002 epochs).
+    from {{ cookiecutter.package_name }}.train import resume
+
+    latest = tf.train.latest_checkpoint(str(folder))
+    assert latest == second
+    assert resume.epochs_held(tf.train.load_checkpoint(latest), latest) == 2
 
 
 def test_a_full_disk_while_writing_an_export_leaves_no_version_and_keeps_the_earlier(

@@ -131,6 +131,25 @@ def test_a_jpeg_declaring_20000x20000_pixels_is_named_in_one_sentence(
     assert not (tmp_path / "run" / "data").exists()
 
 
+def test_a_file_this_user_may_not_read_is_said_so_not_called_a_truncated_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file without read permission (tests run as root here, so open() is made to refuse)."""
+    from {{ cookiecutter.package_name }}.data import photo_io
+
+    path = write(tmp_path, "cat/a.jpg", "JPEG", (9, 90, 190))
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(photo_io.Image, "open", refuse)
+    said = photo_io.probe(str(path)).error
+    assert said == photo_io.DENIED and "permission denied" in said
+    assert "truncated" not in said
+    monkeypatch.setattr(photo_io, "open", refuse, raising=False)
+    assert photo_io.encode((str(path), SIDE, SIDE, 3, "jpeg", 95)) == (None, said, False)
+
+
 def test_tensorflow_reads_the_bomb_header_too() -> None:
     """The test's bomb is a real one: its header says 20000x20000 to TensorFlow as to Pillow."""
     shape = tf.io.extract_jpeg_shape(bomb_jpeg(20000, 20000)).numpy().tolist()

@@ -85,6 +85,17 @@ def test_tfjob_is_a_kubeflow_v1_tfjob_with_a_chief_and_workers() -> None:
     assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] >= 1
 
 
+def test_tfjob_restarts_a_pod_a_signal_ended_and_not_a_permanent_error() -> None:
+    """ExitCode: the operator restarts exit statuses 128-255 (train's 143 after SIGTERM resumes
+    from its checkpoint) and fails the job on 1-127 (2: a refused parameter); OnFailure retried
+    a refused parameter backoffLimit times."""
+    specs = manifest("tfjob.yaml")["spec"]["tfReplicaSpecs"]
+    assert {name: spec["restartPolicy"] for name, spec in specs.items()} == {
+        "Chief": "ExitCode",
+        "Worker": "ExitCode",
+    }
+
+
 @functools.cache
 def tfjob_schema() -> dict:
     """The CRD's openAPIV3Schema for kubeflow.org/v1, strict as `kubectl apply --validate=strict`:

@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -330,6 +331,30 @@ def _dead_pid() -> int:
     done = subprocess.Popen(["true"])
     done.wait()
     return done.pid
+
+
+def test_the_parity_check_in_a_fresh_process_is_not_silent(
+    run_copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fresh process loads TensorFlow and the export, minutes on a busy machine: a line says
+    so while it runs, and again with its time when it is done (it was a silent wait)."""
+    from {{ cookiecutter.package_name }} import progress
+    from {{ cookiecutter.package_name }}.export import step
+
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.05)
+    real = step.check_parity
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(step, "check_parity", slow)
+    shutil.rmtree(run_copy / "export" / "4", ignore_errors=True)
+    export.run(run_copy, export.Params(version=4, overwrite=False))
+    said = capsys.readouterr().out
+    moving = re.findall(r"Parity: the export reloaded in a fresh process: [^\n]*", said)
+    assert len(moving) >= 2 and "done in" in moving[-1], said
 
 
 @pytest.mark.parametrize("version", [0, -1, 1.5, "1", True, None])

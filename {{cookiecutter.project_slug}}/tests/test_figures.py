@@ -165,6 +165,24 @@ def test_the_class_counts_show_the_test_split_when_there_is_one(
     assert len(ax.patches) == 30
 
 
+@pytest.mark.parametrize("epochs", [1, 2, 4])
+def test_the_learning_curves_tick_whole_epochs_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, epochs: int
+) -> None:
+    """One epoch is ticked 1, not 0.96, 0.975, ... 1.05 (fractional ticks of a single point)."""
+    from {{ cookiecutter.package_name }}.figures import train as train_figures
+
+    drawn: list[Figure] = []
+    monkeypatch.setattr(train_figures.style, "write", lambda fig, path: drawn.append(fig) or path)
+    train_figures.plot_curves({**TRAIN, "history": TRAIN["history"][:epochs]}, tmp_path / "c.png")
+    drawn[0].canvas.draw()
+    for ax in drawn[0].axes[:2]:
+        low, high = ax.get_xlim()
+        ticks = [tick for tick in ax.get_xticks() if low <= tick <= high]
+        assert ticks and all(float(tick).is_integer() for tick in ticks), ticks
+        assert 1 in ticks
+
+
 def test_every_figure_name_is_in_the_contract() -> None:
     from {{ cookiecutter.package_name }}.data import step as data_step
     from {{ cookiecutter.package_name }}.export import step as export_step

@@ -71,6 +71,25 @@ def test_lab_refuses_requests_without_the_token(lab: Lab, path: str) -> None:
     assert refused.value.code in (401, 403)
 
 
+def test_lab_shows_no_news_or_update_toasts(lab: Lab) -> None:
+    """JupyterLab's announcements toast covered the notebooks' figures: `make lab` turns news
+    fetching and update checks off, and the page the browser gets says news is disabled."""
+    request = urllib.request.Request(f"{lab.url}/lab?token={lab.token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        page = response.read().decode()
+    start = page.index('id="jupyter-config-data"')
+    config = json.loads(page[page.index(">", start) + 1 : page.index("</script>", start)])
+    assert config["news"] == {"disabled": True}
+
+
+def lab_quiet() -> list[str]:
+    """The flags the Makefile's lab target adds (LAB_QUIET), so the test starts what make does."""
+    for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("LAB_QUIET :="):
+            return line.split(":=", 1)[1].split()
+    pytest.fail("the Makefile has no LAB_QUIET line: make lab would show JupyterLab's toasts")
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The project's JupyterLab, as `make lab` starts it, on a free port with a random token."""
@@ -89,6 +108,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={ROOT}",
+        *lab_quiet(),
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")

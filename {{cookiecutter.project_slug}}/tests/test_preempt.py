@@ -52,6 +52,85 @@ def train(run: Path, *params: str) -> subprocess.Popen:
     return process
 
 
+def test_the_flag_is_set_by_the_watcher_thread_not_in_the_signal_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real SIGUSR1 to this process sets the flag through the wakeup descriptor's watcher;
+    the Python handler only remembers the signal (it ran a TensorFlow op between bytecodes)."""
+    monkeypatch.setenv(preempt.STOP_SIGNALS_ENV, "USR1")
+    request = preempt.StopRequest()
+    flag, assigned = request.flag, []
+    request.flag = type("Flag", (), {"assign": lambda self, value: assigned.append(value)})()
+    request._handle(signal.SIGUSR1, None)
+    assert request.received == signal.SIGUSR1 and assigned == []
+    request.flag, request.received = flag, None
+    request.install()
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while int(request.flag.numpy()) == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        request.remove()
+    assert int(request.flag.numpy()) == 1 and request.received == signal.SIGUSR1
+
+
+def test_every_warning_signal_the_slurm_script_forwards_is_a_default_stop_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """slurm_train.sh traps USR1 and USR2 and passes them to the tasks: uncaught, USR2's default
+    action ended a task without its checkpoint."""
+    monkeypatch.delenv(preempt.STOP_SIGNALS_ENV, raising=False)
+    script = (Path(__file__).parents[1] / "deploy" / "slurm_train.sh").read_text(encoding="utf-8")
+    forwarded = re.findall(r"^trap 'forward (\w+)' ", script, re.MULTILINE)
+    assert forwarded == ["USR1", "USR2"]
+    caught = preempt.stop_signals()
+    assert signal.SIGTERM in caught
+    assert all(signal.Signals[f"SIG{name}"] in caught for name in forwarded), caught
+
+
+def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM as training starts: the stop sentence is said once, by the Interrupted that ends
+    the command, and no 'No training step ran in this call' follows 'Stopped … after step N'
+    (both were printed, and the stop sentence twice)."""
+    from tf_gpu_project import train
+
+    def install(self: preempt.StopRequest) -> None:  # as if SIGTERM came before the first step
+        self.received = signal.SIGTERM
+        self.flag.assign(1)
+
+    monkeypatch.setattr(preempt.StopRequest, "install", install)
+    with pytest.raises(preempt.Interrupted) as stopped:
+        train.run(run_dir, train.Params(epochs=2, batch_size=64, width=8), verbose=True)
+    said = capsys.readouterr().out
+    assert re.match(r"Stopped on SIGTERM after step \d+ of \d+ in epoch 1;", str(stopped.value))
+    assert "Stopped on" not in said, said
+    assert "No training step ran" not in said, said
+    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    assert metrics["interrupted"]["step"] >= 1 and metrics["input_wait_epochs"] == 0
+
+
+def test_a_run_that_ends_normally_waits_at_the_barrier_after_the_chiefs_writes(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker meets at the barrier once the chief has written model.keras and train.json,
+    on a normal end too (only a stopped run waited: workers exited while the chief still wrote).
+    The barrier's all-reduce itself runs under MultiWorkerMirroredStrategy in test_slurm."""
+    from {{ cookiecutter.package_name }} import train
+
+    met = []
+
+    def barrier(strategy: object) -> None:
+        written = (run_dir / "model.keras").is_file(), (run_dir / "metrics/train.json").is_file()
+        met.append((strategy, written))
+
+    monkeypatch.setattr(preempt, "barrier", barrier)
+    train.run(run_dir, train.Params(epochs=1, batch_size=256, width=8), verbose=False)
+    assert [written for _, written in met] == [(True, True)]
+
+
 @pytest.mark.slow
 def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     run_dir: Path,
@@ -83,6 +162,7 @@ def test_sigterm_mid_epoch_saves_the_last_step_and_the_next_train_resumes_there(
     steps_per_epoch = stopped["steps_per_epoch"]
     assert 1 <= stopped["step"] < steps_per_epoch
     assert f"Stopped on SIGTERM after step {stopped['step']} of {steps_per_epoch}" in text
+    assert text.count("Stopped on SIGTERM") == 1, text  # said once, by the command
     assert (run_dir / "checkpoints" / preempt.INTERRUPTED_FILE).is_file()
     assert not (run_dir / "model.keras").exists()  # an unfinished run writes no model
 

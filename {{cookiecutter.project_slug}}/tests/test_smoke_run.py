@@ -108,6 +108,28 @@ def test_every_notebook_executed_with_outputs(smoke: Smoke) -> None:
 
 
 @pytest.mark.slow
+def test_the_learning_rate_plans_say_whose_batch_they_draw(smoke: Smoke) -> None:
+    """03's plans are drawn for the run's global batch and rate, or say what stands in for a
+    value found only when training starts (they described a batch of 1024 at a rate of 0.016
+    whatever the run used)."""
+    run_dir, _ = smoke
+    executed = nbformat.read(run_dir / "notebooks" / "03_train.ipynb", as_version=4)
+    said = "".join(
+        output.get("text", "")
+        for cell in executed.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    )
+    profile = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text(encoding="utf-8"))
+    asked = profile["notebooks"]["03_train"]
+    if "auto" in (asked.get("batch_size"), asked.get("learning_rate")):
+        assert "so these plans use a global batch of 1024 at 0.001 in their place" in said
+    else:
+        batch, rate = asked["batch_size"], asked["learning_rate"]
+        assert f"Plans for this run: global batch {batch}, learning_rate {rate:g}." in said
+
+
+@pytest.mark.slow
 def test_environment_metrics_written(smoke: Smoke) -> None:
     """00_environment writes metrics/environment.json with the keys later steps read."""
     run_dir, _ = smoke

@@ -223,6 +223,12 @@ def recording_trainer(monkeypatch) -> type[RecordingTrainer]:
         tf.errors.InternalError(
             None, None, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 3.06GiB."
         ),
+        # cuBLAS cannot allocate its handle or workspace when the allocator took the memory:
+        tf.errors.InternalError(
+            None, None, "failed to create cublas handle: CUBLAS_STATUS_ALLOC_FAILED"
+        ),
+        tf.errors.InternalError(None, None, "Blas xGEMM launch failed: CUBLAS_STATUS_ALLOC_FAILED"),
+        tf.errors.UnknownError(None, None, "Failed to create cuBLAS handle; it is not usable."),
     ],
 )
 def test_every_kind_of_out_of_memory_is_an_answer_not_a_crash(recording_trainer, error) -> None:

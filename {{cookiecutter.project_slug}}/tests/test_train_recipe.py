@@ -284,3 +284,38 @@ def test_augment_bench_times_augmentation_in_tf_data_and_on_the_device(run_dir: 
     assert all(rate > 0 for rate in rates) and result["steps"] == 2
     assert result["device_vs_tf_data"] == pytest.approx(rates[1] / rates[0])
     assert "on the device trains at" in result["verdict"]
+
+
+def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final model runs outside the strategy, on the first device: fed the global batch of 8
+    replicas (8 x what one device held in training) it could run out of memory there."""
+    from types import SimpleNamespace
+
+    from {{ cookiecutter.package_name }}.train import evaluate
+
+    asked = []
+    labels = np.array([0, 1, 1, 0])
+
+    def make_dataset(folder, split, batch, **kwargs):
+        asked.append(batch)
+        return [(tf.zeros((len(labels), 2)), tf.constant(labels))]
+
+    fake = SimpleNamespace(
+        make_dataset=make_dataset,
+        test_extras=lambda *args: {},
+        baseline=lambda folder: None,
+        NOUN="images",
+    )
+    monkeypatch.setattr(evaluate, "task", lambda: fake)
+    loop = SimpleNamespace(
+        folder=tmp_path,
+        meta={"splits": {"train": 8, "validation": 4, "test": 4}, "classes": ["a", "b"]},
+        global_batch=2048,
+        replicas=8,
+        model=lambda inputs, training: tf.one_hot(labels, 2),
+    )
+    result = evaluate.test_split(loop, lambda text: None)  # type: ignore[arg-type]
+    assert asked == [256]
+    assert result["test_accuracy"] == 1.0

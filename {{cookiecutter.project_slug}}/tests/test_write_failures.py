@@ -293,6 +293,49 @@ def test_a_full_disk_while_saving_a_checkpoint_keeps_the_last_whole_one(tmp_path
     assert not list((tmp_path / "checkpoints").glob("ckpt-2*"))
 
 
+def test_a_failed_save_on_a_stop_signal_keeps_the_epochs_checkpoint(tmp_path: Path) -> None:
+    """A stop signal mid-epoch 3 saves a checkpoint of its own number: its failure removes only
+    its own files, and the pointer and files of ckpt-2 stay, so the next run resumes there (it
+    had reused ckpt-2's number, and the cleanup deleted ckpt-2)."""
+    epoch = tf.Variable(0)
+    checkpoints = Checkpoints(
+        tmp_path, tf.train.Checkpoint(epoch=epoch), epoch, chief=True, state={}
+    )
+    checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}])
+    folder = tmp_path / "checkpoints"
+    kept = sorted(path.name for path in folder.glob("ckpt-2.*"))
+    real_save = checkpoints.manager.save
+    numbers = []
+
+    def save(checkpoint_number: int) -> str:
+        numbers.append(checkpoint_number)
+        partial = folder / f"ckpt-{checkpoint_number}_temp"
+        partial.mkdir()
+        (partial / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_bytes(b"half")
+        tf_full_disk()
+
+    checkpoints.manager.save = save  # type: ignore[method-assign]
+    with pytest.raises(WriteError):
+        checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}], mid_epoch=True)
+    assert sorted(path.name for path in folder.glob("ckpt-2.*")) == kept
+    assert tf.train.latest_checkpoint(str(folder)).endswith("ckpt-2")
+    assert numbers[0] > 2
+    assert not list(folder.glob(f"ckpt-{numbers[0]}*"))
+    tf.train.Checkpoint(epoch=epoch).restore(str(folder / "ckpt-2")).assert_consumed()
+
+    checkpoints.manager.save = real_save  # type: ignore[method-assign]
+    first = checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}], mid_epoch=True)
+    second = checkpoints.save(2, [{"epoch": 1}, {"epoch": 2}], mid_epoch=True)
+    assert len({Path(first).name, Path(second).name, "ckpt-2"}) == 3  # none overwrites another
+    assert sorted(path.name for path in folder.glob("ckpt-2.*")) == kept
+    # The next run reads the epochs from the checkpoint, not from its number (100002 epochs).
+    from {{ cookiecutter.package_name }}.train import resume
+
+    latest = tf.train.latest_checkpoint(str(folder))
+    assert latest == second
+    assert resume.epochs_held(tf.train.load_checkpoint(latest), latest) == 2
+
+
 def test_a_full_disk_while_writing_an_export_leaves_no_version_and_keeps_the_earlier(
     exported_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

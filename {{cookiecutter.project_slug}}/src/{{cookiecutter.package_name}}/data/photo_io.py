@@ -61,6 +61,9 @@ class Probe:
         return self.mode in GREY_MODES
 
 
+DENIED = "cannot be opened by this user (permission denied: chmod a+r gives read access)"
+
+
 def probe(path: str) -> Probe:
     """Read the header of one file (no pixels); a failure comes back as `error`, never raised."""
     try:
@@ -83,6 +86,8 @@ def probe(path: str) -> Probe:
         return Probe(error=f"is not an image (not {SAID} file's data)")
     except Image.DecompressionBombError as error:
         return Probe(error=_bomb(error))
+    except PermissionError:  # not a truncated download: the file may be whole
+        return Probe(error=DENIED)
     except (OSError, ValueError, SyntaxError) as error:
         return Probe(error=f"cannot be read ({_short(error)}), e.g. a truncated download")
 
@@ -121,6 +126,8 @@ def encode(task: tuple[str, int, int, int, str, int]) -> tuple[bytes | None, str
         return out.getvalue(), "", False
     except Image.DecompressionBombError as error:
         return None, _bomb(error), False
+    except PermissionError:
+        return None, DENIED, False
     except (OSError, ValueError, SyntaxError) as error:
         return None, f"cannot be decoded ({_short(error)})", False
 

@@ -13,7 +13,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from .. import figures, lineage, parts
+from .. import figures, lineage, parts, progress
 from ..artifacts import run_folder
 from ..data import read_meta
 from ..figures import export as export_figures
@@ -35,7 +35,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         names = ", ".join(Path(path).name for path in exported["removed"])
         say(f"Removed what an interrupted export left in {folder / 'export'}: {names}")
     say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
-    parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
+    # A fresh process loads TensorFlow and the export (minutes on a busy machine): a moving line.
+    with progress.task("Parity: the export reloaded in a fresh process", unit="", shown=verbose):
+        parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
     say(parity["verdict"])
     shown = parity.pop("saved_model_cli_all")
     metrics = export_metrics(exported, parity, shown)

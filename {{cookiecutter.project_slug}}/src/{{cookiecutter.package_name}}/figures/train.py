@@ -28,7 +28,8 @@ def plot_curves(metrics: dict[str, Any], path: Path) -> Path | None:
         if best in epochs:
             ax.axvline(best, color=style.BEST, linestyle=":", label=f"best epoch ({best})")
         ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # min_n_ticks=1: one epoch gets the tick 1, not 0.96, 0.975, ... around it
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_ylabel(name if name == "accuracy" else "loss (cross-entropy)")
         ax.legend(fontsize="small")
     axes[0].set_title("Loss (lower is better)")

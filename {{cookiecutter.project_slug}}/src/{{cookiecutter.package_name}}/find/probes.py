@@ -46,7 +46,9 @@ PROBE_STEPS = 5  # timed steps per batch size, after one that traces
 HOST_SHARE = 0.5  # of the memory available now, what the CPU finder lets a batch's work take
 # Words in an InternalError's or UnknownError's message that mean the device ran out of memory:
 # the host-to-device copy that could not allocate its destination, cuDNN that could not
-# allocate its workspace or handle, XLA's allocator and autotuner, the CUDA driver.
+# allocate its workspace or handle, cuBLAS that could not allocate its handle or workspace
+# ("failed to create cublas handle: CUBLAS_STATUS_ALLOC_FAILED"), XLA's allocator and autotuner,
+# the CUDA driver.
 OOM_SIGNS = (
     "dst tensor is not initialized",
     "out of memory",
@@ -55,6 +57,8 @@ OOM_SIGNS = (
     "cudnn_status_alloc_failed",
     "cudnn_status_not_initialized",
     "cudnn failed to initialize",
+    "cublas_status_alloc_failed",
+    "failed to create cublas handle",
     "failed to allocate",
 )
 

@@ -36,6 +36,7 @@ from .calibration import (
     quantize_dynamic_int8,
     quantize_int8,
 )
+from .judge import PRECISION_TOLERANCE
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
@@ -105,8 +106,22 @@ def onnx_load(path: Path, job: Job) -> Predict:
         size = next((s for s in sizes if s is None or s >= len(batch)), sizes[-1])
         return sessions[size].run(None, {name: batch})[0]
 
-    predict.reason = running_sentence(asked, first.get_providers())  # type: ignore[attr-defined]
+    running = first.get_providers()
+    reason, tolerance = running_sentence(asked, running), tf32_tolerance(job.precision, running)
+    if tolerance:
+        reason += (
+            " Its fp32 computes in TF32 (no switch: onnxruntime#26029), so parity allows "
+            f"{tolerance:g}, the fp16 tolerance."
+        )
+    predict.reason, predict.tolerance = reason, tolerance  # type: ignore[attr-defined]
     return predict
+
+
+def tf32_tolerance(precision: str, running: list[str]) -> float:
+    """The tolerance fp32 needs when TensorRT runs it under ONNX Runtime (TF32), else 0."""
+    if precision == "fp32" and running[:1] == ["TensorrtExecutionProvider"]:
+        return PRECISION_TOLERANCE["tf32"]
+    return 0.0
 
 
 def serving_sizes(job: Job) -> tuple[int, ...]:

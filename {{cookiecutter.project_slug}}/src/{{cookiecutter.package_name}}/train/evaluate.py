@@ -28,9 +28,11 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     {test_accuracy: None} when the data has no test split (test_fraction was 0)."""
     if TEST_SPLIT not in loop.meta["splits"]:
         return {"test_accuracy": None}
-    dataset = task().make_dataset(
-        loop.folder, TEST_SPLIT, loop.global_batch, training=False, cache=False
-    )
+    # One replica's batch: the model runs outside the strategy, on the first device only, and a
+    # whole global batch there (replicas x what training put on one device) could run it out
+    # of memory at the very end of a run.
+    batch = max(1, loop.global_batch // max(1, loop.replicas))
+    dataset = task().make_dataset(loop.folder, TEST_SPLIT, batch, training=False, cache=False)
     labels, outputs, losses = [], [], []
     for inputs, batch_labels in dataset:
         probabilities = loop.model(inputs, training=False).numpy()

@@ -149,7 +149,8 @@ class Loop:
             if stopped and timings:
                 say(f"Stopped early: no lower val_loss for {params.patience} epoch(s).")
             waiting = input_wait_summary(history[initial_epoch:], skip_first=True)
-            say(waiting["input_verdict"])
+            if waiting["input_wait_epochs"] or interrupted is None:  # a stop says where it was
+                say(waiting["input_verdict"])
             if watch.closing():
                 say(watch.closing())
             model_path = self._save_model() if chief and not interrupted else None

@@ -3,7 +3,8 @@ after the step that is running, with a checkpoint of that step.
 
 Clusters stop jobs with SIGTERM (SLURM at the time limit, on preemption and on `scancel`;
 Kubernetes on eviction) and SLURM can warn ahead (`sbatch --signal=B:USR1@120`). The signals in
-STOP_SIGNALS_ENV (default SIGTERM and SIGUSR1) are caught for the length of a training run:
+STOP_SIGNALS_ENV (default SIGTERM, SIGUSR1 and SIGUSR2: deploy/slurm_train.sh forwards either
+warning signal) are caught for the length of a training run:
 
 - the handler cannot act inside a step function call (Python runs handlers between bytecodes, and
   one call runs a whole epoch), so the signal is also written to a wakeup file descriptor
@@ -11,10 +12,11 @@ STOP_SIGNALS_ENV (default SIGTERM and SIGUSR1) are caught for the length of a tr
 - every replica adds the flag to the numbers it sums across replicas each step, so all workers
   see the same sum after the same step and leave the step loop together (a worker that stopped
   alone would leave the others waiting forever in an all-reduce); no extra collective op;
-- the loop then saves a mid-epoch checkpoint (same numbering as the epoch's, epoch counter =
-  epochs completed) and beside it INTERRUPTED_FILE: the step within the epoch, the optimizer's
-  iteration count it was saved at (a resume uses the file only when the restored count agrees),
-  and the epoch's partial sums, so the resumed epoch reports the whole epoch;
+- the loop then saves a mid-epoch checkpoint (a number of its own, above any epoch's, so a
+  failed save never touches the last epoch's checkpoint; epoch counter = epochs completed) and
+  beside it INTERRUPTED_FILE: the step within the epoch, the optimizer's iteration count it
+  was saved at (a resume uses the file only when the restored count agrees), and the epoch's
+  partial sums, so the resumed epoch reports the whole epoch;
 - train.json records `interrupted`, and the run ends with Interrupted, whose exit status,
   128 + the signal's number, is what a shell reports for a process the signal ended (143 for
   SIGTERM), so launchers pass it on and Kubernetes' retry rules treat it as retryable.
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     from .state import Checkpoints
 
 STOP_SIGNALS_ENV = f"{PACKAGE.upper()}_STOP_SIGNALS"  # e.g. "TERM USR1"; "none": catch nothing
-DEFAULT_SIGNALS = "TERM USR1"
+# USR2 too: slurm_train.sh forwards it (--signal=B:USR2@T), and uncaught it killed the task unsaved
+DEFAULT_SIGNALS = "TERM USR1 USR2"
 INTERRUPTED_FILE = "interrupted.json"  # inside CHECKPOINT_DIR, beside the checkpoint it describes
 
 
@@ -116,10 +119,11 @@ class StopRequest:
             self._pipe, self._thread = None, None
 
     def _handle(self, signum: int, _frame: Any) -> None:
-        """The Python-level handler, run between bytecodes: remember the first signal."""
+        """The Python-level handler, run between bytecodes: remember the first signal. No
+        TensorFlow op here (it would run inside whatever op the main thread was between): the
+        watcher sets the flag from the byte the wakeup descriptor got."""
         if self.received is None:
             self.received = signal.Signals(signum)
-        self.flag.assign(1)
 
     def _watch(self, read: int) -> None:
         """Set the flag as soon as one of our signals arrives, even inside a step function call;
@@ -148,9 +152,9 @@ def partial(epoch: int, step: int, sums: list, waited: float, seconds: float) ->
 
 def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list) -> dict[str, Any]:
     """Save the steps done of epoch `epoch + 1` (every worker saves; the chief writes the
-    checkpoint and INTERRUPTED_FILE) and say so; the record train.json keeps as `interrupted`."""
+    checkpoint and INTERRUPTED_FILE); the record train.json keeps as `interrupted`."""
     partial = {**loop.partial, "iterations": int(loop.optimizer.iterations.numpy())}
-    path = checkpoints.save(epoch, history)
+    path = checkpoints.save(epoch, history, mid_epoch=True)
     save(checkpoints.folder, path, partial, chief=loop.role.is_chief)
     received = loop.stop.received  # None: another worker's signal stopped this one
     interrupted = {
@@ -162,8 +166,7 @@ def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list
         "epochs_completed": epoch,
         "checkpoint": path or str(checkpoints.folder),
     }
-    loop.say(sentence(interrupted))
-    return interrupted
+    return interrupted  # said once, by the Interrupted that ends the run (train/step.py)
 
 
 def save(folder: Path, path: str | None, partial: dict[str, Any], *, chief: bool) -> None:

@@ -29,6 +29,7 @@ from .params import AUTO, TrainError
 from .state import DAMAGED, PARAMS_FILE, damaged, read_history
 
 POINTER_FILE = "checkpoint"  # TensorFlow's name, inside CHECKPOINT_DIR
+EPOCH_KEY = "epoch/.ATTRIBUTES/VARIABLE_VALUE"  # the epoch counter (loop.py's Checkpoint(epoch=))
 # The recipe's values (recipe.py), with the value checkpoints written before they existed stand
 # for: those resume as before. `weights` is recorded as the file's sha256 (the path may move).
 RECIPE_DEFAULTS = {
@@ -103,11 +104,19 @@ def check(
     if changed:
         raise TrainError(mismatch(folder, saved, wanted, changed, origins or {}))
     try:
-        tf.train.load_checkpoint(latest)  # reads the index: a damaged one fails here, fast
+        reader = tf.train.load_checkpoint(latest)  # reads the index: a damaged one fails here
     except DAMAGED as error:
         raise damaged(latest, error) from None
-    read_history(folder, int(latest.rsplit("-", 1)[-1]))
+    read_history(folder, epochs_held(reader, latest))
     return Resume(latest)
+
+
+def epochs_held(reader: Any, latest: str) -> int:
+    """The epoch counter checkpoint `latest` holds: its number is not the epoch when a stop
+    signal saved it mid-epoch (state.py numbers those above any epoch)."""
+    if reader.has_tensor(EPOCH_KEY):
+        return int(reader.get_tensor(EPOCH_KEY))
+    return int(latest.rsplit("-", 1)[-1])
 
 
 def mismatch(

@@ -3,6 +3,8 @@
 run_dir/checkpoints/ holds:
   ckpt-<epoch>.index, ckpt-<epoch>.data-*   model, optimizer (with its loss scale) and the epoch
                                             counter after that epoch (the last KEEP are kept)
+  ckpt-<n>.index, ckpt-<n>.data-*           a step inside an epoch, saved on a stop signal: n is
+                                            above MAX_EPOCHS and every number in the folder
   checkpoint                                TensorFlow's pointer to the latest, replaced atomically
   params.json                               what the checkpoints were made with (STATE_KEYS) and
                                             on which data (its lineage fingerprint)
@@ -29,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import CHECKPOINT_DIR
+from ..limits import MAX_EPOCHS
 from ..writes import write_json, writing
 from .params import TrainError
 
@@ -79,16 +82,24 @@ class Checkpoints:
         history = read_history(self.folder, completed)
         return completed, history
 
-    def save(self, completed: int, history: list[dict[str, Any]]) -> str | None:
-        """Write the history, then the checkpoint after epoch `completed`; the chief's path."""
+    def save(
+        self, completed: int, history: list[dict[str, Any]], *, mid_epoch: bool = False
+    ) -> str | None:
+        """Write the history, then the checkpoint after epoch `completed` (ckpt-<completed>),
+        or, `mid_epoch`, of a step inside the next epoch; the chief's path.
+
+        A mid-epoch checkpoint takes a number no epoch's checkpoint and no file here has: saved
+        as ckpt-<completed>, it overwrote the epoch's checkpoint in place, and a failed save's
+        cleanup below then deleted the last good checkpoint, so the next run could not resume."""
         if self.chief:
             write_json(self.folder / HISTORY_FILE, history, then=RESUME)
         self.epoch.assign(completed)
-        with writing(self.folder / f"ckpt-{completed}", RESUME):
+        number = self._free_number() if mid_epoch else completed
+        with writing(self.folder / f"ckpt-{number}", RESUME):
             try:
-                path = self.manager.save(checkpoint_number=completed)
+                path = self.manager.save(checkpoint_number=number)
             except BaseException:  # a full disk: the pointer still names the last whole one
-                for partial in Path(self.manager.directory).glob(f"ckpt-{completed}[._]*"):
+                for partial in Path(self.manager.directory).glob(f"ckpt-{number}[._]*"):
                     if partial.is_dir():
                         shutil.rmtree(partial)
                     else:
@@ -98,6 +109,14 @@ class Checkpoints:
             shutil.rmtree(self._temp, ignore_errors=True)
             return None
         return path
+
+    def _free_number(self) -> int:
+        """Above MAX_EPOCHS and above every checkpoint in the manager's folder."""
+        numbers = [MAX_EPOCHS]
+        for index in Path(self.manager.directory).glob("ckpt-*.index"):
+            suffix = index.name[len("ckpt-") : -len(".index")]
+            numbers += [int(suffix)] if suffix.isdigit() else []
+        return max(numbers) + 1
 
     def start(self) -> None:
         """Record what the checkpoints of this run are made with (resume.check reads it)."""

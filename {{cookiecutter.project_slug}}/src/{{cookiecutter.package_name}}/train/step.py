@@ -144,6 +144,9 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         metrics["lineage"] = lineage.summary(folder, reads=reads, writes=["model"])
         metrics["figures"] = figures.save(folder, "train", metrics)
         write_metrics(folder, "train", metrics)
+    # A normal end waits too: a worker that exits while the chief saves and evaluates
+    # (tensorflow#58434) gets the chief killed mid-write under srun --kill-on-bad-exit.
+    preempt.barrier(distribution)
     return metrics
 
 

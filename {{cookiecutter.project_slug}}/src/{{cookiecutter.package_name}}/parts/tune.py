@@ -55,11 +55,16 @@ def key_numbers(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for k, v in metrics["best_hparams"].items()
     )
     best = f"{metrics['best_score']:.4f} ({metrics.get('objective', '')}, trial "
-    return [
-        ("best score", f"{best}{metrics['best_trial']})"),
-        ("trials run", str(metrics["trials_run"])),
+    rows = [("best score", f"{best}{metrics['best_trial']})")]
+    if metrics.get("default_score") is not None:
+        rows.append(("defaults' score", f"{metrics['default_score']:.4f} (trial #1)"))
+    failed = metrics.get("trials_failed")
+    rows += [
+        ("trials run", f"{metrics['trials_run']}" + (f", {failed} failed" if failed else "")),
         ("best values", values),
+        ("training takes them", f"from {TUNED_FILE}, for every value not given"),
     ]
+    return rows
 
 
 HEADLINES = {"tune": headline}

@@ -130,6 +130,7 @@ def test_the_space_holds_the_recipe_and_its_conditions() -> None:
     fine = tune.search_space("small_cnn", "earlier/model.keras", epochs=4)
     assert fine["freeze_epochs"]["min"] == 0 and fine["freeze_epochs"]["max"] == 3
     assert fine["unfreeze"]["when"] == {"freeze_epochs": [1, 2, 3]}
+    assert "width" not in fine and "dropout" in fine  # the file's weights fix the width
     assert "freeze_epochs" not in tune.search_space("small_cnn", "imagenet", epochs=1)
     assert "width" not in tune.search_space("MobileNetV2", "none", epochs=2)
 

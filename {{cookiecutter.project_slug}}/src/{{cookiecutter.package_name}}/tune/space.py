@@ -60,7 +60,8 @@ def search_space(model: str, weights: str = "none", epochs: int = 2) -> dict[str
         low, high = knobs["width_range"]
         # width in multiples of 8 (Tensor Cores), dropout in steps of 0.05; keras.applications
         # models have no such knob
-        space["width"] = {**_whole(low, high, knobs["width"]), "step": 8}
+        if weights == "none":  # weights from a file fix the architecture: its width
+            space["width"] = {**_whole(low, high, knobs["width"]), "step": 8}
         space["dropout"] = {
             "type": "float",
             "min": 0.0,

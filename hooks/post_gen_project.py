@@ -42,7 +42,9 @@ TUNING = [
     "src/{pkg}/tune/search.py",
     "src/{pkg}/tune/space.py",
     "src/{pkg}/tune/step.py",
+    "src/{pkg}/tune/trial.py",
     "src/{pkg}/tune/trials.py",
+    "src/{pkg}/tune/tuners.py",
     "tests/test_tune.py",
 ]
 SERVING = [

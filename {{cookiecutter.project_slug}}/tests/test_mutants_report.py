@@ -98,6 +98,8 @@ METRICS = {
         "best_trial": 2,
         "algorithm": "random",
         "best_hparams": {"width": 64, "dropout": 0.15},
+        "default_score": 0.70123,
+        "trials_failed": 1,
     },
 {%- endif %}
     "train": {
@@ -271,8 +273,10 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
 {%- if cookiecutter.include_tuning %}
     assert key_numbers("tune", METRICS["tune"]) == [
         ("best score", "0.7772 (val_accuracy, trial 2)"),
-        ("trials run", "2"),
+        ("defaults' score", "0.7012 (trial #1)"),
+        ("trials run", "2, 1 failed"),
         ("best values", "width=64, dropout=0.15"),
+        ("training takes them", "from tuning/best_hparams.json, for every value not given"),
     ]
 {%- endif %}
     assert key_numbers("train", METRICS["train"]) == [
@@ -402,10 +406,11 @@ def test_key_numbers_edge_cases() -> None:
     assert dict(key_numbers("data", data))["speed-up"] == "26.9× ()"
 {%- if cookiecutter.include_tuning %}
     tune = {**METRICS["tune"], "best_hparams": {"lr": 0.123456, "act": "relu", "width": 64}}
-    del tune["objective"]
+    del tune["objective"], tune["default_score"], tune["trials_failed"]  # hyperband, none failed
     assert key_numbers("tune", tune) == [
         ("best score", "0.7772 (, trial 2)"),
         ("trials run", "2"),
         ("best values", "lr=0.123, act=relu, width=64"),
+        ("training takes them", "from tuning/best_hparams.json, for every value not given"),
     ]
 {%- endif %}

@@ -23,7 +23,12 @@ from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
     MissingInputError,
     StaleInputError,
 )
-from {{ cookiecutter.package_name }}.parts.tune import TUNED_FILE  # noqa: E402
+from {{ cookiecutter.package_name }}.parts.tune import (  # noqa: E402
+    SPACE_FILE,
+    TRIALS_FILE,
+    TUNED_FILE,
+)
+from {{ cookiecutter.package_name }}.tasks import current  # noqa: E402
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
 from {{ cookiecutter.package_name }}.train import (  # noqa: E402
     TrainError,
@@ -31,6 +36,8 @@ from {{ cookiecutter.package_name }}.train import (  # noqa: E402
     resolve_params,
     train,
 )
+from {{ cookiecutter.package_name }}.tune import trial as trial_module  # noqa: E402
+from {{ cookiecutter.package_name }}.tune.space import choose, training_values  # noqa: E402
 from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
 
 TRIALS = 2
@@ -67,7 +74,8 @@ def test_search_writes_best_hparams_and_tune_metrics(searched: tuple[Path, dict]
     metrics = json.loads((run / METRICS_DIR / "tune.json").read_text(encoding="utf-8"))
     assert metrics == json.loads(json.dumps(result))
     hparams = found["hparams"]
-    assert set(hparams) == {"model", "learning_rate", "width", "dropout"}
+    recipe = {"schedule", "weight_decay", "label_smoothing", "augment"}  # 1 epoch: no warmup
+    assert set(hparams) == {"model", "learning_rate", "width", "dropout", *recipe}
     assert hparams["model"] == "small_cnn" and hparams["width"] % 8 == 0
     assert 1e-4 <= hparams["learning_rate"] <= 1e-2 and 0 <= hparams["dropout"] <= 0.5
     scores = [trial["score"] for trial in metrics["trials"]]
@@ -76,6 +84,101 @@ def test_search_writes_best_hparams_and_tune_metrics(searched: tuple[Path, dict]
     assert metrics["trials_run"] == metrics["trials_completed"] == TRIALS
     assert metrics["seconds"] > 0 and metrics["objective"] == "val_accuracy"
     assert (run / "tuning" / "tuner" / "oracle.json").is_file()
+    written = json.loads((run / SPACE_FILE).read_text(encoding="utf-8"))
+    assert written["space"] == metrics["search_space"] and written["fixed"]["epochs"] == 1
+    listed = json.loads((run / TRIALS_FILE).read_text(encoding="utf-8"))["trials"]
+    assert listed == metrics["trials"]
+
+
+def test_the_first_trial_of_a_random_search_is_the_default_recipe(
+    searched: tuple[Path, dict],
+) -> None:
+    """Trial #1 trains training's defaults, so the search's gain over them is one run's numbers."""
+    _, metrics = searched
+    first = min(metrics["trials"], key=lambda trial: trial["trial"])
+    assert first["defaults"] and first["hparams"] == metrics["default_hparams"]
+    assert metrics["default_hparams"] == {
+        "learning_rate": 1e-3,
+        "width": 32,
+        "dropout": 0.25,
+        "schedule": "constant",
+        "weight_decay": 0.0,
+        "label_smoothing": 0.0,
+        "augment": "none",
+    }
+    assert metrics["default_score"] == first["score"] <= metrics["best_score"]
+    assert "(best, defaults)" in tune.trials_table(metrics) or "(defaults)" in tune.trials_table(
+        metrics
+    )
+
+
+def test_the_space_holds_the_recipe_and_its_conditions() -> None:
+    """The recipe is searched beside the builder's knobs; freeze_epochs only from given weights,
+    unfreeze only once something is frozen (keras-tuner's conditional_scope)."""
+    import keras_tuner as kt
+
+    plain = tune.search_space("small_cnn", "none", epochs=4)
+    assert {"learning_rate", "schedule", "warmup_epochs", "weight_decay", "label_smoothing"} <= set(
+        plain
+    )
+    assert {"width", "dropout", "augment"} <= set(plain)
+    assert plain["learning_rate"]["sampling"] == "log"
+    assert plain["schedule"]["values"] == ["constant", "cosine"]
+    assert plain["augment"]["values"] == ["none", "light", "strong"]
+    assert plain["warmup_epochs"]["max"] == 3
+    assert "freeze_epochs" not in plain and "unfreeze" not in plain
+    fine = tune.search_space("small_cnn", "earlier/model.keras", epochs=4)
+    assert fine["freeze_epochs"]["min"] == 0 and fine["freeze_epochs"]["max"] == 3
+    assert fine["unfreeze"]["when"] == {"freeze_epochs": [1, 2, 3]}
+    assert "width" not in fine and "dropout" in fine  # the file's weights fix the width
+    assert "freeze_epochs" not in tune.search_space("small_cnn", "imagenet", epochs=1)
+    assert "width" not in tune.search_space("MobileNetV2", "none", epochs=2)
+
+    def chosen(freeze: int) -> dict:
+        hp = kt.HyperParameters()
+        hp.values["freeze_epochs"] = freeze
+        return {name: choose(hp, name, spec) for name, spec in fine.items()}
+
+    assert chosen(0)["unfreeze"] is None and chosen(2)["unfreeze"] == "all"
+    assert "unfreeze" not in training_values(chosen(0))
+    assert training_values({**chosen(2), "unfreeze": "4"})["unfreeze"] == 4
+    table = tune.space_table(fine)
+    assert "| unfreeze | all, 1, 2, 4 |" in table and "freeze_epochs in 1, 2, 3" in table
+
+
+def test_a_failing_trial_is_recorded_with_its_reason_and_the_search_goes_on(
+    tmp_path: Path, digits: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NaN loss and a builder that raises each fail their trial, with why; the others run."""
+    run = tmp_path / "run"
+    shutil.copytree(digits, run)
+    epochs_run, raised = [], []
+    real_epoch, real_build = trial_module.run_epoch, current().build_model
+
+    def epoch(loop, *args, **kwargs):  # trial 2's only epoch ends with a NaN loss
+        epochs_run.append(real_epoch(loop, *args, **kwargs))
+        return {**epochs_run[-1], "loss": float("nan")} if len(epochs_run) == 2 else epochs_run[-1]
+
+    def build(*args, **kwargs):  # trial 3's model cannot be built
+        if len(epochs_run) == 2 and not raised:
+            raised.append(True)
+            raise MemoryError("the builder ran out of memory")
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(trial_module, "run_epoch", epoch)
+    monkeypatch.setattr(current(), "build_model", build)
+    metrics = tune.search(run, tune.Params(max_trials=4, epochs=1), verbose=False)
+    status = {trial["trial"]: trial["status"] for trial in metrics["trials"]}
+    assert status == {1: "COMPLETED", 2: "FAILED", 3: "FAILED", 4: "COMPLETED"}
+    errors = {trial["trial"]: trial.get("error", "") for trial in metrics["trials"]}
+    assert errors[2].startswith("FailedTrialError: the loss is not a number after epoch 1")
+    assert errors[3] == "MemoryError: the builder ran out of memory"
+    assert metrics["trials_failed"] == 2 and metrics["trials_completed"] == 2
+    assert metrics["best_trial"] in (1, 4) and len(epochs_run) == 3
+    table = tune.trials_table(metrics)
+    assert "FAILED: MemoryError: the builder ran out of memory" in table
+    listed = json.loads((run / TRIALS_FILE).read_text(encoding="utf-8"))["trials"]
+    assert [trial["status"] for trial in listed] == ["COMPLETED", "FAILED", "FAILED", "COMPLETED"]
 
 
 def test_the_search_records_the_data_it_tuned_on(searched: tuple[Path, dict]) -> None:
@@ -103,6 +206,7 @@ def test_tuning_is_stale_once_the_data_is_prepared_again(searched_copy: Path) ->
         ({"batch_size": -5}, "batch_size=-5"),
         ({"algorithm": "grid"}, "algorithm='grid'"),
         ({"model": "resnet"}, "model='resnet'"),
+        ({"weights": "missing.keras"}, "weights='missing.keras'"),
         ({"seed": -1}, "seed=-1"),
     ],
 )
@@ -168,6 +272,30 @@ def test_training_takes_tuned_values_and_says_so(searched_copy: Path, capsys) ->
     assert f"from {TUNED_FILE}" in capsys.readouterr().out
 
 
+def test_every_tuned_recipe_value_reaches_training(searched_copy: Path) -> None:
+    """best_hparams.json's schedule, warmup, weight decay, label smoothing and augmentation are
+    what training runs with when not given, each said to come from the tuning."""
+    path = searched_copy / TUNED_FILE
+    found = json.loads(path.read_text(encoding="utf-8"))
+    recipe = {
+        "schedule": "cosine",
+        "warmup_epochs": 1,
+        "weight_decay": 0.001,
+        "label_smoothing": 0.1,
+        "augment": "light",
+    }
+    found["hparams"].update(recipe)
+    path.write_text(json.dumps(found), encoding="utf-8")
+    metrics = train(searched_copy, epochs=2, verbose=False)
+    sources = metrics["parameter_sources"]
+    assert {key: sources[key] for key in recipe} == dict.fromkeys(recipe, "tuned")
+    assert metrics["schedule"]["name"] == "cosine" and metrics["schedule"]["warmup_epochs"] == 1
+    assert metrics["weight_decay"] == 0.001 and metrics["label_smoothing"] == 0.1
+    assert metrics["augment"] == "light"
+    resolved, _ = resolve_params(searched_copy, TrainParams(epochs=2, label_smoothing=0.05))
+    assert resolved["label_smoothing"] == 0.05 and resolved["schedule"] == "cosine"
+
+
 def test_a_given_parameter_wins_over_the_tuned_one(searched_copy: Path) -> None:
     """An explicit learning_rate is used; the tuned width still applies."""
     hparams = json.loads((searched_copy / TUNED_FILE).read_text(encoding="utf-8"))["hparams"]
@@ -206,6 +334,7 @@ def test_a_broken_best_hparams_file_is_refused_naming_it(searched_copy: Path) ->
         ({"epochs": 0}, "epochs=0"),
         ({"batch_size": 0}, "batch_size=0"),
         ({"model": "resnet"}, "model='resnet'"),
+        ({"weights": "missing.keras"}, "weights='missing.keras'"),
         ({"batch_size": 100_000}, "batch_size=100000"),
     ],
 )

@@ -18,11 +18,26 @@ FEEDS = ("train",)
 
 TUNING_DIR = "tuning"  # keras-tuner's state (tuning/tuner/) and TUNED_FILE
 TUNED_FILE = "tuning/best_hparams.json"  # the best values, which 03_train takes
+SPACE_FILE = "tuning/space.json"  # what was searched: the fixed values and the space
+TRIALS_FILE = "tuning/trials.json"  # every trial: values, score, status, why it failed
 
 ARTIFACTS = {"tuning": (TUNED_FILE, "02_tune")}  # lineage: artifact -> (file, the step making it)
 FIGURES = {"tune": ("tune_trials",)}  # figures/<name>.png, drawn by tune.figure
 LOGGERS = ("keras_tuner",)  # quieted with TensorFlow's own
-TUNABLE = ("model", "learning_rate", "width", "dropout")  # what a search finds, training takes
+# What a search finds, training takes when not given: the builder's values, and the recipe's
+# (with the weights the search started from, which its freeze_epochs need).
+BUILDER = ("model", "learning_rate", "width", "dropout")
+RECIPE = (
+    "weights",
+    "freeze_epochs",
+    "unfreeze",
+    "warmup_epochs",
+    "schedule",
+    "weight_decay",
+    "label_smoothing",
+    "augment",
+)
+TUNABLE = BUILDER + RECIPE
 
 
 def headline(metrics: dict[str, Any]) -> str:
@@ -40,11 +55,16 @@ def key_numbers(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for k, v in metrics["best_hparams"].items()
     )
     best = f"{metrics['best_score']:.4f} ({metrics.get('objective', '')}, trial "
-    return [
-        ("best score", f"{best}{metrics['best_trial']})"),
-        ("trials run", str(metrics["trials_run"])),
+    rows = [("best score", f"{best}{metrics['best_trial']})")]
+    if metrics.get("default_score") is not None:
+        rows.append(("defaults' score", f"{metrics['default_score']:.4f} (trial #1)"))
+    failed = metrics.get("trials_failed")
+    rows += [
+        ("trials run", f"{metrics['trials_run']}" + (f", {failed} failed" if failed else "")),
         ("best values", values),
+        ("training takes them", f"from {TUNED_FILE}, for every value not given"),
     ]
+    return rows
 
 
 HEADLINES = {"tune": headline}

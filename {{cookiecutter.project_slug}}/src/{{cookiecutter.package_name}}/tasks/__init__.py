@@ -16,6 +16,9 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     model_examples(...)        the same examples as the trained model (and ONNX) takes them
     MODELS, DEFAULT_MODEL      the model names every step and the finders accept
     build_model, check_model   (name, meta, *, weights, width, dropout) → a Keras model / a refusal
+    KNOBS                      the task's own builders' width and dropout: default, width's range
+    RECIPE_CHOICES             the task's own recipe values a search may choose among, the
+                               default first ({"augment": LEVELS} for images; none for text)
     model_spec(model)          the TensorSpec of the trained model's input (ONNX export)
     build_archive(model, meta, run_dir)   the SavedModel's endpoints (raw input in)
     MODEL_SIGNATURE            the endpoint that takes model_examples (parity of converted models)

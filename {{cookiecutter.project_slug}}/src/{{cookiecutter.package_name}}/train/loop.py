@@ -128,8 +128,8 @@ class Loop:
             # A resumed run shuffles with another seed, rather than replaying epoch 1's order
             # (mid-epoch, one more per step done: the rest of the epoch is drawn afresh).
             seed = params.seed + initial_epoch + resumed_step
-            iterator = iter(self._dataset("train", seed=seed))
-            validation = self._dataset("validation")
+            iterator = iter(self.dataset("train", seed=seed))
+            validation = self.dataset("validation")
             epoch, interrupted = initial_epoch, None
             while epoch < params.epochs and not stopped:
                 phases.enter(self, epoch)  # freeze or unfreeze; new train steps when it changes
@@ -178,7 +178,7 @@ class Loop:
         if self.verbose and self.role.is_chief:
             print(text, flush=True)
 
-    def _dataset(self, split: str, seed: int | None = None) -> tf.distribute.DistributedDataset:
+    def dataset(self, split: str, seed: int | None = None) -> tf.distribute.DistributedDataset:
         """Each input pipeline reads its part; training repeats, so every worker runs the same
         number of steps per epoch (uneven shards would otherwise leave a worker waiting forever
         in an all-reduce the others never join)."""

@@ -1,9 +1,12 @@
 """Where each training value comes from: given, offered by an optional part, or the default.
 
-A value given by the caller wins; else, for the TUNABLE parameters, the one an optional part of
-the project offers (parts.<name>.suggest: values found for the same model on the same data);
-else the default. A part's values found for another model, or on data that 01_data has replaced
-since, say nothing about this run: none of them is used, and the sources say why.
+A value given by the caller wins; else, for the TUNABLE and RECIPE parameters, the one an
+optional part of the project offers (parts.<name>.suggest: values found for the same model on the
+same data); else the default. A TUNABLE value is not given when None; a RECIPE value when it is
+its default (Params holds no None for them, and a notebook cannot tell a default it was given
+from one it kept): to train with a recipe default over an offered value, remove the part's file.
+A part's values found for another model, or on data that 01_data has replaced since, say nothing
+about this run: none of them is used, and the sources say why.
 """
 
 from __future__ import annotations
@@ -24,7 +27,17 @@ from .params import (
     check_values,
 )
 
-TUNABLE = ("model", "learning_rate", "width", "dropout")
+TUNABLE = ("model", "learning_rate", "width", "dropout")  # None: not given
+RECIPE = (  # their default: not given
+    "weights",
+    "freeze_epochs",
+    "unfreeze",
+    "warmup_epochs",
+    "schedule",
+    "weight_decay",
+    "label_smoothing",
+    "augment",
+)
 FINDERS = ("batch-size finder", "range test")  # how train/auto.py names the sources it fills
 NAMES = tuple(field.name for field in dataclasses.fields(Params))
 
@@ -67,6 +80,8 @@ def resolve_params(
         name, value = field.name, getattr(given, field.name)
         if name in TUNABLE and value is None:
             value, source = offered.get(name, (fallback.get(name), "default"))
+        elif name in RECIPE and value == field.default and name in offered:
+            value, source = offered[name]
         else:
             source = "default" if value == field.default else "given"
         values[name], sources[name] = value, source

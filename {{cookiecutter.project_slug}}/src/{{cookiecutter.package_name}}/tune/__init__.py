@@ -3,11 +3,15 @@
     from <package> import tune
     metrics = tune.run("artifacts/run", tune.Params(max_trials=4, epochs=2))
 
-Each trial builds models.build_model with values keras-tuner chose for learning_rate, width and
-dropout (the names training takes), trains it on data.make_dataset's batches and scores it by
-val_accuracy, so what is tuned is exactly what step 3 trains. A search writes into the run folder:
+Each trial is a training run of step 3 (train.Loop) with the values keras-tuner chose for the
+recipe (learning_rate, schedule, warmup_epochs, weight_decay, label_smoothing, the task's
+augment; from given weights, freeze_epochs then unfreeze) and the builder (width, dropout), under
+the names training takes, scored by val_accuracy: what is tuned is exactly what step 3 trains.
+A search writes into the run folder:
 
     tuning/tuner/              keras-tuner's own folder: its state and one folder per trial
+    tuning/space.json          what was searched: the fixed values and the space
+    tuning/trials.json         every trial: values, score, status, why a failed one failed
     tuning/best_hparams.json   the best values, which training (step 3) uses when not given
     metrics/tune.json          best_score, trials_run, seconds, best_hparams, every trial, lineage
     lineage.json               "tuning": made from the data whose fingerprint it names
@@ -15,6 +19,8 @@ val_accuracy, so what is tuned is exactly what step 3 trains. A search writes in
     checks   what is refused before any work (values, keras-tuner, the data)
     space    the search space and the tables of space and trials
     search   the search itself (`search` also resumes, with overwrite=False)
+    trial    one trial: keras-tuner's HyperModel over train.Loop
+    tuners   random search (defaults first) or Hyperband; failed trials and when they stop it
     figure   the score of every trial, figures/tune_trials.png
     offer    what a search offers training: best_hparams.json, checked (parts.tune.suggest)
     step     the step contract: Params, check, run

@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .. import data, limits
 from ..artifacts import DATA_DIR, StepError
 from ..steps import param
 from ..tasks import current as task
+from ..train.finetune import check_weights
 
 ALGORITHMS = ("random", "hyperband")
 INSTALL = "it is a dependency of this project: reinstall it (make setup, or pip install -e .)"
@@ -33,6 +35,9 @@ class Params:
     epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
     batch_size: int = param(64, "examples per batch in every trial")
     model: str = param(task().DEFAULT_MODEL, f"the builder searched: {task().MODEL_HELP}")
+    weights: str = param(
+        "none", "none, imagenet or a .keras file to start from; not none: freeze_epochs searched"
+    )
     seed: int = param(42, "seed of the search and of every trial's weights")
 
 
@@ -45,6 +50,11 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
         limits.whole(name, getattr(params, name), TuneError)
     if not isinstance(model, str) or model not in task().MODELS:
         raise TuneError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
+    try:  # training's own sentences: none, imagenet or an existing .keras/.weights.h5 file
+        check_weights(params.weights)
+        task().check_recipe(SimpleNamespace(augment="none", weights=params.weights))
+    except StepError as error:
+        raise TuneError(str(error)) from None
     if not isinstance(overwrite, bool):
         raise TuneError(f"overwrite={overwrite!r} is not allowed: use true or false.")
     return {**asdict(params), "overwrite": overwrite}
@@ -67,12 +77,12 @@ def require_keras_tuner() -> Any:
     return keras_tuner
 
 
-def check_data(folder: Path, model: str, batch_size: int) -> dict[str, Any]:
+def check_data(folder: Path, model: str, batch_size: int, weights: str = "none") -> dict[str, Any]:
     """The data step's meta, refused when missing (naming 01_data), when the model cannot take its
-    images, or when one batch is larger than its training split; returns the meta."""
+    images (or imagenet weights), or when one batch is larger than its training split."""
     meta = data.read_meta(folder)
     try:
-        task().check_model(model, meta)
+        task().check_model(model, meta, weights="imagenet" if weights == "imagenet" else None)
         data.meta.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
     except StepError as error:
         raise TuneError(str(error)) from None

@@ -1,4 +1,5 @@
-"""02's figure: the score of every trial, from metrics/tune.json; the best one marked."""
+"""02's figure: the score of every trial, from metrics/tune.json; the best one marked, each
+labelled by the values it changed from the defaults."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..figures import style
+
+LONGEST = 64  # characters of a trial's label: the values beyond are in tuning/trials.json
 
 
 def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:
@@ -15,8 +18,9 @@ def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:
     if not trials:
         return None
     trials = trials[::-1]  # trial 1 at the top
-    fig, (ax,) = style.new(8, 1.3 + 0.42 * len(trials))
-    labels = [f"#{trial['trial']}  {_values(trial['hparams'])}" for trial in trials]
+    fig, (ax,) = style.new(10, 1.3 + 0.42 * len(trials))
+    untuned = metrics.get("default_hparams") or {}
+    labels = [f"#{trial['trial']}  {_values(trial['hparams'], untuned)}" for trial in trials]
     scores = [trial["score"] or 0.0 for trial in trials]
     best = metrics.get("best_trial")
     colors = [
@@ -48,11 +52,21 @@ def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:
     return style.write(fig, path)
 
 
-def _values(hparams: dict[str, Any]) -> str:
-    """learning_rate=0.00123 width=32 dropout=0.25 as 'lr 0.00123, width 32, dropout 0.25'."""
-    short = {"learning_rate": "lr"}
+def _values(hparams: dict[str, Any], untuned: dict[str, Any]) -> str:
+    """The values that differ from the defaults, shortly: 'lr 0.00123, cosine, wd 0.001'; a
+    trial of the defaults says so."""
+    short = {
+        "learning_rate": "lr",
+        "weight_decay": "wd",
+        "label_smoothing": "ls",
+        "warmup_epochs": "warmup",
+        "freeze_epochs": "freeze",
+    }
     parts = []
     for key, value in hparams.items():
+        if untuned.get(key, object()) == value:
+            continue
         shown = f"{value:.3g}" if isinstance(value, float) else str(value)
-        parts.append(f"{short.get(key, key)} {shown}")
-    return ", ".join(parts)
+        parts.append(shown if key == "schedule" else f"{short.get(key, key)} {shown}")
+    text = ", ".join(parts) if parts else "the defaults"
+    return text if len(text) <= LONGEST else text[: LONGEST - 1] + "…"

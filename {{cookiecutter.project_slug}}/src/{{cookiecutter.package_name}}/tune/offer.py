@@ -7,13 +7,20 @@ which sit above the parts registry.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from .. import lineage
-from ..parts.tune import TUNABLE, TUNED_FILE
+from ..artifacts import StepError
+from ..parts.tune import RECIPE, TUNABLE, TUNED_FILE
+from ..tasks import current as task
 from ..train.params import DEFAULT_LEARNING_RATE, TrainError, check_tunable
+from ..train.params import Params as TrainParams
+from ..train.recipe import check_recipe
+
+LONGEST = 10**6  # epochs: a tuned freeze_epochs or warmup_epochs fits some run
 
 
 def suggest(folder: Path, model: str | None) -> dict[str, Any]:
@@ -72,12 +79,20 @@ def read_tuning(folder: Path) -> dict[str, Any] | None:
             hparams.get("width"),
             hparams.get("dropout"),
         )
+        # The recipe's values, by training's checks (any epoch count: the run's is checked later)
+        recipe = TrainParams(**{key: hparams[key] for key in RECIPE if key in hparams})
+        check_recipe(dataclasses.replace(recipe, epochs=LONGEST))
+        task().check_recipe(recipe)
+    except StepError as error:  # training's sentence, as it would refuse the value given
+        raise _unusable(path, str(error)) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        reason = " ".join(str(error).split()).rstrip(".")
-        if not isinstance(error, TrainError):
-            reason = f"{type(error).__name__}: {reason}"
-        raise TrainError(
-            f"{path} cannot be used ({reason}): run 02_tune again, or delete it to train with "
-            "the given and default values."
-        ) from None
+        raise _unusable(path, f"{type(error).__name__}: {error}") from None
     return content
+
+
+def _unusable(path: Path, reason: str) -> TrainError:
+    reason = " ".join(reason.split()).rstrip(".")
+    return TrainError(
+        f"{path} cannot be used ({reason}): run 02_tune again, or delete it to train with "
+        "the given and default values."
+    )

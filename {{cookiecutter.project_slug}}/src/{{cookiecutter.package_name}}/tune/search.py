@@ -9,7 +9,6 @@ whatever changed in the data since. `overwrite=False` resumes an interrupted sea
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -20,21 +19,18 @@ import tensorflow as tf
 
 from .. import env, lineage
 from ..artifacts import resolve_run_dir
-from ..parts.tune import TUNED_FILE, TUNING_DIR
-from ..tasks import current as task
+from ..parts.tune import SPACE_FILE, TRIALS_FILE, TUNED_FILE
 from ..train.devices import resolve_jit
-from ..train.params import effective_learning_rate
 from ..writes import write_json, write_metrics
 from .checks import Params, TuneError, check_data, check_params, require_keras_tuner
-from .space import OBJECTIVE, choose, search_space, training_values
+from .space import OBJECTIVE, defaults, search_space, training_values
+from .trial import Trials
 from .trials import Progress, completed, last_line, trial_number, trial_record
+from .tuners import TUNER_DIR, make_tuner
 
-TUNER_DIR = f"{TUNING_DIR}/tuner"
 # What a search was started with, kept in the tuner folder: a resumed search must match it.
 REQUEST_FILE = "request.json"
-SAME_SEARCH = ("algorithm", "model", "epochs", "batch_size", "seed")
-# Hyperband trains many models for a few epochs and the best third of them three times as long.
-HYPERBAND_FACTOR = 3
+SAME_SEARCH = ("algorithm", "model", "weights", "epochs", "batch_size", "seed")
 
 
 def search(
@@ -57,48 +53,46 @@ def search(
     params = check_params(params or Params(), overwrite)
     algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
     batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
+    weights = params["weights"]
     kt = require_keras_tuner()
     folder = resolve_run_dir(run_dir, create=False)
-    meta = check_data(folder, model, batch_size)  # a folder without data names 01_data
+    meta = check_data(folder, model, batch_size, weights)  # no data: names 01_data
     data_fp = lineage.fingerprint(folder, "data")
-    train_count = int(meta["splits"]["train"]["count"])
 
     keras.utils.set_random_seed(seed)
-    space = search_space(model)
+    space = search_space(model, weights, epochs)
     jit = resolve_jit("auto", env.list_gpus())
     progress = Progress(max_trials, epochs, verbose)
-    hypermodel = _hypermodel(model, meta, space, batch_size, jit, progress.built)
+    fixed = {"model": model, "weights": weights, "epochs": epochs, "batch_size": batch_size}
+    trials_of = Trials(
+        kt,
+        folder,
+        meta,
+        space,
+        {**fixed, "seed": seed, "patience": 0},
+        jit=jit,
+        built=progress.built,
+    )
     if not overwrite:
         _check_same_search(folder, params)
-    tuner = _tuner(kt, params, hypermodel, folder)  # overwrite=True empties tuning/tuner/
+    tuner = make_tuner(kt, params, trials_of.hypermodel, folder)  # overwrite: a new tuner/
     write_json(folder / TUNER_DIR / REQUEST_FILE, {key: params[key] for key in SAME_SEARCH})
+    write_json(folder / SPACE_FILE, {"fixed": fixed, "space": space})
     before = progress.trial = completed(tuner)
-    batches = task().make_dataset(
-        folder, "train", batch_size, seed=seed, repeat=True, drop_remainder=True
-    )
-    # A known number of batches: Keras otherwise warns at the end of each validation pass.
-    val_batches = math.ceil(int(meta["splits"]["validation"]["count"]) / batch_size)
-    validation = (
-        task()
-        .make_dataset(folder, "validation", batch_size)
-        .apply(tf.data.experimental.assert_cardinality(val_batches))
-    )
     started = time.perf_counter()
     try:
-        tuner.search(
-            batches,
-            validation_data=validation,
-            epochs=epochs,
-            steps_per_epoch=train_count // batch_size,
-            shuffle=False,  # make_dataset shuffles; Keras would only warn that it cannot
-            callbacks=[progress],
-            verbose=0,  # keras-tuner's own display clears the notebook cell after every trial
-        )
-    except RuntimeError as error:  # keras-tuner gives up after 3 failed trials in a row
+        # Each trial reads training's own pipeline (train.Loop), so no data is passed here.
+        tuner.search(epochs=epochs, callbacks=[progress], verbose=0)  # 0: keras-tuner's
+        # display would clear the notebook cell after every trial
+    except RuntimeError as error:  # CONSECUTIVE_FAILURES failed trials in a row
         raise TuneError(f"The search stopped: {last_line(error)}.") from None
     seconds = time.perf_counter() - started
 
     trials = [trial_record(trial) for trial in tuner.oracle.trials.values()]
+    untuned = defaults(space)
+    for trial in trials:
+        trial["defaults"] = trial["hparams"] == untuned
+    write_json(folder / TRIALS_FILE, {"objective": OBJECTIVE, "trials": trials})
     done = [trial for trial in trials if trial["status"] == "COMPLETED"]
     if not done:
         raise TuneError(
@@ -106,7 +100,9 @@ def search(
             f"trial's error is in its trial.json under {folder / TUNER_DIR}."
         )
     best = tuner.oracle.get_best_trials(1)[0]
-    best_hparams = {"model": model, **training_values(best.hyperparameters.values)}
+    given = {"weights": weights} if weights != "none" else {}
+    best_hparams = {"model": model, **given, **training_values(best.hyperparameters.values)}
+    scored = [t["score"] for t in done if t["defaults"] and t["score"] is not None]
     found = {
         "hparams": best_hparams,
         "objective": OBJECTIVE,
@@ -115,6 +111,7 @@ def search(
         "trial_id": best.trial_id,
         "algorithm": algorithm,
         "trials": len(done),
+        "default_score": max(scored) if scored else None,
         "epochs": epochs,
         "batch_size": batch_size,
         "seed": seed,
@@ -129,17 +126,23 @@ def search(
         "best_trial": trial_number(best.trial_id),
         "best_trial_id": best.trial_id,
         "best_hparams": best_hparams,
+        "default_hparams": untuned,
+        "default_score": max(scored) if scored else None,  # trial #1 of a random search
         "trials_run": len(done) - before,
         "trials_completed": len(done),
+        "trials_failed": sum(trial["status"] == "FAILED" for trial in trials),
         "max_trials": max_trials,
         "epochs": epochs,
         "batch_size": batch_size,
         "seed": seed,
         "overwrite": overwrite,
         "seconds": round(seconds, 3),
+        "weights": weights,
         "search_space": space,
         "trials": trials,
         "tuner_dir": str(folder / TUNER_DIR),
+        "space_path": str(folder / SPACE_FILE),
+        "trials_path": str(folder / TRIALS_FILE),
         "best_hparams_path": str(folder / TUNED_FILE),
         "keras_tuner_version": kt.__version__,
         "keras_version": keras.__version__,
@@ -148,56 +151,6 @@ def search(
     }
     write_metrics(folder, "tune", metrics)
     return metrics
-
-
-def _hypermodel(
-    model: str,
-    meta: dict[str, Any],
-    space: dict[str, dict[str, Any]],
-    batch_size: int,
-    jit: bool,
-    built: list[dict[str, Any]],
-) -> Any:
-    """build(hp): the model training would build with these values, compiled as training runs it."""
-
-    def build(hp: Any) -> keras.Model:
-        chosen = training_values({name: choose(hp, name, spec) for name, spec in space.items()})
-        built.append(chosen)
-        knobs = {key: chosen[key] for key in ("width", "dropout") if key in chosen}
-        net = task().build_model(model, meta, **knobs)
-        rate = effective_learning_rate(chosen["learning_rate"], batch_size)
-        net.compile(
-            optimizer=keras.optimizers.Adam(rate),
-            loss="sparse_categorical_crossentropy",
-            metrics=["accuracy"],
-            jit_compile=jit,
-        )
-        return net
-
-    return build
-
-
-def _tuner(kt: Any, params: dict[str, Any], hypermodel: Any, folder: Path) -> Any:
-    """RandomSearch or Hyperband in run_dir/tuning/tuner, capped at max_trials trials."""
-    common = {
-        "objective": OBJECTIVE,
-        "seed": params["seed"],
-        "directory": str(folder / Path(TUNER_DIR).parent),
-        "project_name": Path(TUNER_DIR).name,
-        "overwrite": params["overwrite"],
-    }
-    if params["algorithm"] == "random":
-        return kt.RandomSearch(hypermodel, max_trials=params["max_trials"], **common)
-    tuner = kt.Hyperband(
-        hypermodel,
-        max_epochs=params["epochs"],
-        factor=HYPERBAND_FACTOR,
-        # Each Hyperband iteration runs at least one trial; the cap below ends the search.
-        hyperband_iterations=params["max_trials"],
-        **common,
-    )
-    tuner.oracle.max_trials = params["max_trials"]
-    return tuner
 
 
 def _check_same_search(folder: Path, params: dict[str, Any]) -> None:

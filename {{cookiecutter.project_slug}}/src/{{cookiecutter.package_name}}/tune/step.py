@@ -21,7 +21,9 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     check_params(params)
     check_keras_tuner()  # a missing extra is found before any notebook runs, not at step 2
     if inputs:
-        check_data(resolve_run_dir(run_dir, create=False), params.model, params.batch_size)
+        check_data(
+            resolve_run_dir(run_dir, create=False), params.model, params.batch_size, params.weights
+        )
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:

@@ -31,7 +31,7 @@ class Progress(keras.callbacks.Callback):
     def on_train_begin(self, logs: dict | None = None) -> None:
         self.trial += 1
         if self.verbose:
-            values = ", ".join(f"{key}={value:.3g}" for key, value in self.built[-1].items())
+            values = ", ".join(f"{key}={shown(value)}" for key, value in self.built[-1].items())
             line(f"Trial #{self.trial} of at most {self.max_trials}: {values}")
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
@@ -69,14 +69,29 @@ def trial_record(trial: Any) -> dict[str, Any]:
         "epochs": int(values.get("tuner/epochs", 0)) or None,
         "hparams": training_values(values),
     }
-    if trial.status != "COMPLETED" and trial.message:
-        record["error"] = last_line(trial.message)
+    if trial.status != "COMPLETED":
+        record["error"] = reason(trial.message) if trial.message else "no message"
     return record
 
 
 def trial_number(trial_id: str) -> int:
     """The trial's number as the progress lines show it: keras-tuner's id counts from 0."""
     return int(trial_id) + 1
+
+
+def shown(value: object) -> str:
+    """A value as the progress lines and tables show it: 0.00123, 32, cosine."""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def reason(message: str) -> str:
+    """Why a trial failed, from keras-tuner's traceback: its last line, the exception's module
+    path left out ("FailedTrialError: the loss is not a number …", "ValueError: …")."""
+    text = last_line(message)
+    head, colon, rest = text.partition(": ")
+    if colon and " " not in head:
+        return f"{head.rsplit('.', 1)[-1]}: {rest}"
+    return text
 
 
 def last_line(text: object) -> str:

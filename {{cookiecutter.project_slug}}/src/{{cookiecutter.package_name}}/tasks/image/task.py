@@ -136,6 +136,8 @@ KNOBS = {
     }
     for name in OWN_MODELS
 }
+# The task's own recipe values a search may choose among (the default first): augmentation.
+RECIPE_CHOICES = {"augment": augment.LEVELS}
 
 
 def check_trained(model: keras.Model, meta: dict[str, Any], model_path: Any) -> None:

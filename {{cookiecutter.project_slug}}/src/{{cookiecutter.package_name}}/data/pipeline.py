@@ -91,14 +91,14 @@ def make_dataset(
     splits = meta["splits"]
     if split not in splits:
         raise DataError(f"split={split!r} is not in the data: use one of {', '.join(splits)}.")
-    _check_positive("batch_size", batch_size)
-    _check_positive("num_workers", num_workers)
+    check_positive("batch_size", batch_size)
+    check_positive("num_workers", num_workers)
     files = shard_paths(run_dir, meta, split)
     training = split == "train" if training is None else bool(training)
     count = int(splits[split]["count"])
     record_shard = None
     if input_context is not None:
-        files, record_shard, batch_size = _shard(files, batch_size, input_context)
+        files, record_shard, batch_size = shard_files(files, batch_size, input_context)
         count = math.ceil(count / input_context.num_input_pipelines)
     cached = decide(cache, count, meta["image_shape"])["cache"]
     dataset = build(
@@ -132,8 +132,8 @@ def auto_shard_policy(num_shards: int, num_workers: int) -> tf.data.experimental
 
     DATA makes every worker read all records and keep every n-th: correct, but n times the reading.
     """
-    _check_positive("num_shards", num_shards)
-    _check_positive("num_workers", num_workers)
+    check_positive("num_shards", num_shards)
+    check_positive("num_workers", num_workers)
     policy = tf.data.experimental.AutoShardPolicy
     return policy.FILE if num_shards >= num_workers else policy.DATA
 
@@ -147,7 +147,7 @@ def first_examples(
     run_dir: str | os.PathLike[str], split: str, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first `count` raw uint8 images of a split and their labels, in shard order."""
-    _check_positive("count", count)
+    check_positive("count", count)
     images, labels, seen = [], [], 0
     dataset = make_dataset(run_dir, split, min(256, count), training=False, cache=False)
     for batch_images, batch_labels in dataset:
@@ -167,7 +167,7 @@ def examples_per_class(
     Read through the pipeline from the shards (not from the source), so a sample grid shows what
     was written; reading stops as soon as every class has its share.
     """
-    _check_positive("per_class", per_class)
+    check_positive("per_class", per_class)
     meta = read_meta(run_dir)
     found: dict[int, list[np.ndarray]] = {label: [] for label in range(int(meta["num_classes"]))}
     dataset = make_dataset(run_dir, split, 256, training=False, cache=False)
@@ -199,7 +199,7 @@ def shard_paths(run_dir: str | os.PathLike[str], meta: dict[str, Any], split: st
     return [os.fspath(path) for path in paths]
 
 
-def _shard(
+def shard_files(
     files: list[str], batch_size: int, context: tf.distribute.InputContext
 ) -> tuple[list[str], tuple[int, int] | None, int]:
     """This input pipeline's files (or every n-th record when shards are fewer) and batch size."""
@@ -216,6 +216,6 @@ def _shard(
     return files, (pipelines, index), per_replica
 
 
-def _check_positive(name: str, value: Any) -> None:
+def check_positive(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")

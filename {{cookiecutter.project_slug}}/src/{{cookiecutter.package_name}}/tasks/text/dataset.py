@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
 from ...data.base import DataError
-from ...data.pipeline import auto_shard_policy, shard_paths
+from ...data.pipeline import auto_shard_policy, check_positive, shard_files, shard_paths
 from .pipeline import FEATURES, bucket_boundaries
 from .records import TASK
 from .vocab import load_vocabulary, token_ids
@@ -62,14 +62,14 @@ def make_dataset(
             f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
         )
     for name, value in (("batch_size", batch_size), ("num_workers", num_workers)):
-        _check_positive(name, value)
+        check_positive(name, value)
     if not (cache == "auto" or isinstance(cache, bool)):
         raise DataError(f"cache={cache!r} is not allowed: use auto, True or False.")
     files = shard_paths(run_dir, meta, split)
     training = split == "train" if training is None else bool(training)
     count, record_shard = int(meta["splits"][split]["count"]), None
     if input_context is not None:
-        files, record_shard, batch_size = _shard(files, batch_size, input_context)
+        files, record_shard, batch_size = shard_files(files, batch_size, input_context)
         count = math.ceil(count / input_context.num_input_pipelines)
     if cache == "auto":
         cache = count * int(meta["max_tokens"]) * 4 < CACHE_LIMIT
@@ -112,7 +112,7 @@ def raw_examples(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first `count` texts of a split (str) and their labels (int32), in shard order: what
     the export's string signature takes."""
-    _check_positive("count", count)
+    check_positive("count", count)
     meta = read_text_meta(run_dir)
     if split not in meta["splits"]:
         raise DataError(
@@ -221,25 +221,3 @@ def in_order(
 def padded_lengths(max_tokens: int) -> list[int]:
     """The lengths batches are padded to: one below each bucket boundary."""
     return [boundary - 1 for boundary in bucket_boundaries(max_tokens)]
-
-
-def _shard(
-    files: list[str], batch_size: int, context: tf.distribute.InputContext
-) -> tuple[list[str], tuple[int, int] | None, int]:
-    """This input pipeline's files (or every n-th record when shards are fewer) and batch size."""
-    pipelines, index = context.num_input_pipelines, context.input_pipeline_id
-    replicas = context.num_replicas_in_sync
-    if batch_size % replicas:
-        raise DataError(
-            f"batch_size={batch_size} is not divisible by the {replicas} replicas in sync: use a "
-            f"multiple of {replicas} (the global batch, split evenly across replicas)."
-        )
-    per_replica = context.get_per_replica_batch_size(batch_size)
-    if len(files) >= pipelines:
-        return files[index::pipelines], None, per_replica
-    return files, (pipelines, index), per_replica
-
-
-def _check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")

@@ -39,7 +39,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # A test of the image task's shapes in a file every bake holds: skipped, saying why, in a bake of
 # another task (whose own tests/test_<task>_*.py cover the same step).
 image_only = pytest.mark.skipif(
-    seam.folder() != "image", reason=f"an image-task test; this project is baked for {seam.name()}"
+    seam.folder() != "image",
+    reason=f"it sends image batches; this project is baked for {seam.name()}, whose own "
+    f"tests/test_{seam.folder()}_*.py cover the same step",
 )
 
 

@@ -24,20 +24,6 @@ TRIALS_FILE = "tuning/trials.json"  # every trial: values, score, status, why it
 ARTIFACTS = {"tuning": (TUNED_FILE, "02_tune")}  # lineage: artifact -> (file, the step making it)
 FIGURES = {"tune": ("tune_trials",)}  # figures/<name>.png, drawn by tune.figure
 LOGGERS = ("keras_tuner",)  # quieted with TensorFlow's own
-# What a search finds, training takes when not given: the builder's values, and the recipe's
-# (with the weights the search started from, which its freeze_epochs need).
-BUILDER = ("model", "learning_rate", "width", "dropout")
-RECIPE = (
-    "weights",
-    "freeze_epochs",
-    "unfreeze",
-    "warmup_epochs",
-    "schedule",
-    "weight_decay",
-    "label_smoothing",
-    "augment",
-)
-TUNABLE = BUILDER + RECIPE
 
 
 def headline(metrics: dict[str, Any]) -> str:

@@ -14,11 +14,17 @@ from typing import Any
 
 from .. import lineage
 from ..artifacts import StepError
-from ..parts.tune import RECIPE, TUNABLE, TUNED_FILE
+from ..parts.tune import TUNED_FILE
 from ..tasks import current as task
 from ..train.params import DEFAULT_LEARNING_RATE, TrainError, check_tunable
 from ..train.params import Params as TrainParams
 from ..train.recipe import check_recipe
+from ..train.sources import RECIPE
+from ..train.sources import TUNABLE as BUILDER
+
+# What a search finds, training takes when not given (train/sources.py): the builder's values,
+# and the recipe's (with the weights the search started from, which its freeze_epochs need).
+TUNABLE = BUILDER + RECIPE
 
 LONGEST = 10**6  # epochs: a tuned freeze_epochs or warmup_epochs fits some run
 

@@ -47,7 +47,7 @@ REPORT_HTML = "report.html"  # the runner: the report and the executed notebooks
 FIGURES = {
     "environment": ("environment_matmul",),  # GFLOP/s per device
     "data": ("data_throughput", "data_classes", "data_samples", *seam.figures("data")),
-    "train": ("train_curves", BATCH_FINDER, LR_FINDER),
+    "train": ("train_curves", *seam.figures("train"), BATCH_FINDER, LR_FINDER),
     "export": ("export_confusion", "export_misclassified"),
     "optimize": ("optimize_latency", "optimize_throughput"),
     **parts.merged("FIGURES"),  # an optional part's own

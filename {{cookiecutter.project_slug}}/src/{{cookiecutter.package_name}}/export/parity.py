@@ -31,7 +31,7 @@ from ..artifacts import MissingInputError, resolve_run_dir
 from ..data import read_meta
 from ..quiet import quiet_env
 from ..tasks import current as task
-from ..tasks.outputs import input_name
+from ..tasks.outputs import feed
 from .files import SIGNATURE, load_model
 from .params import ExportError
 from .savedmodel import model_precision, saved_model_cli_command
@@ -195,13 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
     args = parser.parse_args(argv)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
-    images = np.load(args.images)
-    name = input_name(signature)  # "images", "text": the task's raw input
+    images = np.load(args.images)  # pixels, strings, or a table's rows (a structured array)
     parts: dict[str, list[np.ndarray]] = {}
     with exact_float32():
         for start in range(0, len(images), PREDICT_BATCH):
-            batch = tf.constant(images[start : start + PREDICT_BATCH])
-            for output, value in signature(**{name: batch}).items():
+            batch = feed(signature, images[start : start + PREDICT_BATCH])
+            for output, value in signature(**batch).items():
                 parts.setdefault(output, []).append(value.numpy())
     outputs = {name: np.concatenate(values) for name, values in parts.items()}
     outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])

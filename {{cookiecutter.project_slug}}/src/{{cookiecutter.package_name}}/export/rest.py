@@ -107,15 +107,25 @@ def server_ready(url: str, timeout: float = 2.0) -> bool:
 def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[str, Any]) -> dict:
     """TF Serving's answer to `payload`, computed by a loaded signature in this process: columnar
     ("outputs") to a columnar request, one row per instance ("predictions") to a row-form one."""
-    ((name, spec),) = signature.structured_input_signature[1].items()  # "images", "text"
+    specs = signature.structured_input_signature[1]  # "images", "text"; a table: its columns
     columns = payload.get("inputs", {})
-    if name not in columns and "instances" not in payload:
-        return {"error": f"The request has no inputs[{name!r}] nor instances: use rest_payload."}
-    row_form = name not in columns
-    rows = payload["instances"] if row_form else columns[name]
-    given = tf.constant(np.asarray(rows, dtype=spec.dtype.as_numpy_dtype), dtype=spec.dtype)
+    if not set(specs) <= set(columns) and "instances" not in payload:
+        wanted = sorted(specs)[0]
+        return {"error": f"The request has no inputs[{wanted!r}] nor instances: use rest_payload."}
+    row_form = not set(specs) <= set(columns)
+    if len(specs) > 1:  # named columns: rows are JSON objects, one value per column
+        try:
+            given = columns_of(payload["instances"] if row_form else _rows(columns), specs)
+        except StepError as error:
+            return {"error": str(error)}
+    else:
+        ((name, spec),) = specs.items()
+        rows = payload["instances"] if row_form else columns[name]
+        given = {
+            name: tf.constant(np.asarray(rows, dtype=spec.dtype.as_numpy_dtype), dtype=spec.dtype)
+        }
     outputs = {}
-    for name, value in signature(**{name: given}).items():  # noqa: B020  (the input is passed)
+    for name, value in signature(**given).items():
         array = value.numpy()
         if array.dtype == object:
             array = np.array([item.decode("utf-8") for item in array.ravel()]).reshape(array.shape)
@@ -124,3 +134,50 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
         rows = zip(*outputs.values(), strict=True)
         return {"predictions": [dict(zip(outputs, row, strict=True)) for row in rows]}
     return {"outputs": outputs}
+
+
+def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.Tensor]:
+    """JSON rows with named columns as a signature's inputs (null: NaN for a number, "" for a
+    string), refused in one sentence when a row misses a column, brings an unknown one, or holds
+    a value its column's type cannot take."""
+    if not isinstance(instances, list) or not instances:
+        return _refuse("instances must be a non-empty list of rows")
+    for index, row in enumerate(instances):
+        given = set(row) if isinstance(row, dict) else set()
+        if given != set(specs):
+            wrong = sorted(set(specs) - given) or sorted(given - set(specs))
+            said = (
+                f"lacks {', '.join(wrong)}"
+                if set(specs) - given
+                else f"has unknown {', '.join(wrong)}"
+            )
+            return _refuse(f"instances[{index}] {said if given else 'is not an object'}")
+    columns = {}
+    for name, spec in specs.items():
+        values = [row[name] for row in instances]
+        if spec.dtype == tf.string:
+            columns[name] = tf.constant(["" if v is None else str(v) for v in values], tf.string)
+            continue
+        odd = [(i, v) for i, v in enumerate(values) if v is not None and not _number(v)]
+        if odd:
+            index, value = odd[0]
+            return _refuse(
+                f"instances[{index}][{name!r}] is {value!r}, not a number (null where missing)"
+            )
+        numbers = [float("nan") if v is None else float(v) for v in values]
+        columns[name] = tf.constant(numbers, spec.dtype)
+    return columns
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _refuse(what: str) -> Any:
+    raise StepError(f"{what}: send one JSON object per row with every column the model names.")
+
+
+def _rows(columns: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Columnar inputs ({column: [values]}) as rows, one object per example."""
+    names = list(columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]

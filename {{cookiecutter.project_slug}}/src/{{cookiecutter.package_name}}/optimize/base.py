@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import EXPORT_DIR, OPTIMIZED_DIR, MissingInputError, StepError
-from ..tasks.outputs import input_name
+from ..tasks.outputs import feed
 
 PRECISIONS = ("fp32", "fp16", "int8")
 # Validation images are predicted in batches of this size for parity, so every backend (a
@@ -75,10 +75,9 @@ def latest_export(run_dir: Path) -> Path:
 
 
 def run_savedmodel(signature: Any) -> Predict:
-    """A SavedModel signature called directly: its one input in (uint8 images, token ids,
-    strings), probabilities out."""
-    name = input_name(signature)
-    return lambda batch: signature(**{name: tf.constant(batch)})["probabilities"].numpy()
+    """A SavedModel signature called directly: its input in (uint8 images, token ids, strings,
+    a table's columns), probabilities out."""
+    return lambda batch: signature(**feed(signature, batch))["probabilities"].numpy()
 
 
 def gpu_visible() -> bool:

@@ -128,10 +128,25 @@ def _train(m: dict[str, Any]) -> str:
 
 
 def _beside(m: dict[str, Any]) -> str:
-    """The scikit-learn baseline measured in the same run, and which of the two wins."""
+    """The scikit-learn baseline(s) measured in the same run, and which wins: by ROC AUC where
+    the task measures it (tables: ranking is the job, and accuracy hides imbalance), else by
+    accuracy."""
     base = m.get("baseline") or {}
     if not isinstance(base.get("test_accuracy"), float):
         return ""
+    key = "roc_auc" if isinstance(m.get("test_roc_auc"), float) and base.get("roc_auc") else None
+    if key:
+        models = [base, *base.get("others", [])]
+        said = "; ".join(
+            f"**{b['roc_auc']:.4f}** / {b['test_accuracy']:.4f} for {b['name']}" for b in models
+        )
+        best = max(models, key=lambda b: b["roc_auc"])
+        gap = m["test_roc_auc"] - best["roc_auc"]
+        who = "the model wins" if gap > 0 else f"{best['name']} wins" if gap < 0 else "a tie"
+        return (
+            f" and ROC AUC **{m['test_roc_auc']:.4f}**, beside ROC AUC / accuracy {said} "
+            f"(scikit-learn, same split): {who} by {abs(gap):.4f} ROC AUC"
+        )
     gap = m["test_accuracy"] - base["test_accuracy"]
     who = "the model wins" if gap > 0 else "the baseline wins" if gap < 0 else "a tie"
     return (

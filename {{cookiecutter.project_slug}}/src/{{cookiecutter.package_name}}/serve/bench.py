@@ -249,7 +249,9 @@ def grpc_request(params: BenchParams, batch: np.ndarray, label: str) -> Any:
     request.model_spec.name = params.model_name
     request.model_spec.signature_name = SIGNATURE
     request.model_spec.version_label = label
-    request.inputs[task().RAW_INPUT].CopyFrom(tf.make_tensor_proto(batch))
+    names = batch.dtype.names  # a table's rows: one TensorProto per column
+    for name in names or (task().RAW_INPUT,):
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(batch[name] if names else batch))
     return request
 
 

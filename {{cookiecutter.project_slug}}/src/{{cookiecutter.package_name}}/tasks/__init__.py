@@ -7,12 +7,13 @@ runner; `current()` imports it.
 
 What each task's `tasks/<folder>/task.py` gives the steps:
 
-    NAME, NOUN                 the bake's answer ("image_classification"); "images", "texts"…
+    NAME, NOUN                 the bake's answer ("image_classification"); "images", "texts", "rows"
     data_step() here           module of step 1 (relative to the package): its Params, check, run
     model_state(meta)          what a checkpoint depends on beyond training values (image shape)
     make_dataset(...)          (model inputs, int32 labels) batches of a split; the image signature
     raw_examples(...)          the first examples of a split as the export's serving_default takes
-                               them (uint8 pixels, strings), with their labels
+                               them (uint8 pixels, strings; a table's rows as a structured array,
+                               one field per column: tasks.outputs.feed passes them), with labels
     model_examples(...)        the same examples as the trained model (and ONNX) takes them
     MODELS, DEFAULT_MODEL      the model names every step and the finders accept
     build_model, check_model   (name, meta, *, weights, width, dropout) → a Keras model / a refusal
@@ -24,7 +25,9 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     MODEL_SIGNATURE            the endpoint that takes model_examples (parity of converted models)
     INT8                       "static" (calibrated on training examples) or "dynamic" quantization
     baseline(run_dir)          a scikit-learn model trained on the same split, scored on test
-    test_extras(...)           what the task adds to the test scores (confused pairs, mistakes)
+    test_extras(..., predict)  what the task adds to the test scores (confused pairs, mistakes;
+                               tables: ROC/PR AUC, the threshold chosen on validation via predict)
+    DRAWERS                    optional: {step: {figure: drawer}} of the task's own figures
     rest_payload(raw)          TF Serving's REST body for raw examples
     serving_examples(run_dir, meta, count, seed)   what a load test's requests carry, raw:
                                random uint8 images of the data's shape, the validation texts

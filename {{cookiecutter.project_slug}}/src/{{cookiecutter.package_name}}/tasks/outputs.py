@@ -35,12 +35,24 @@ def serving_outputs(model: Any, classes: Sequence[str]) -> Any:
 
 def input_name(signature: Any) -> str:
     """The one input a serving signature takes, by name ("images", "text", "token_ids"): from a
-    loaded signature's structured input, else a plain function's one parameter."""
+    loaded signature's structured input, else a plain function's one parameter (a table's
+    serving_default takes one per column: `feed` passes those)."""
     structured = getattr(signature, "structured_input_signature", None)
     if structured is not None:
         (name,) = structured[1]
         return name
     return next(iter(inspect.signature(signature).parameters))
+
+
+def feed(signature: Any, batch: Any) -> dict[str, Any]:
+    """A signature's keyword arguments for a batch of raw examples: the one input for an array
+    (images, texts, token ids), one input per column for a structured array (a table's rows)."""
+    import tensorflow as tf
+
+    names = getattr(getattr(batch, "dtype", None), "names", None)
+    if names:
+        return {name: tf.constant(batch[name]) for name in names}
+    return {input_name(signature): tf.constant(batch)}
 
 
 def output_dtype(model: Any) -> str:

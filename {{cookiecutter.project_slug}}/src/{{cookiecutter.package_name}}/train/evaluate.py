@@ -32,35 +32,52 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     # whole global batch there (replicas x what training put on one device) could run it out
     # of memory at the very end of a run.
     batch = max(1, loop.global_batch // max(1, loop.replicas))
-    dataset = task().make_dataset(loop.folder, TEST_SPLIT, batch, training=False, cache=False)
-    labels, outputs, losses = [], [], []
-    for inputs, batch_labels in dataset:
-        probabilities = loop.model(inputs, training=False).numpy()
-        truth = batch_labels.numpy().astype(int)
-        labels.append(truth)
-        outputs.append(probabilities)
-        picked = probabilities[np.arange(len(truth)), truth]
-        losses.append(-np.log(np.clip(picked, 1e-7, 1.0)))
+    truth, probabilities = predict(loop, TEST_SPLIT, batch)
     classes = [str(name) for name in loop.meta["classes"]]
-    truth, probabilities = np.concatenate(labels), np.concatenate(outputs)
     result = scores(truth, probabilities.argmax(axis=-1), classes)
-    result["test_loss"] = float(np.concatenate(losses).mean())
+    picked = probabilities[np.arange(len(truth)), truth]
+    result["test_loss"] = float(np.mean(-np.log(np.clip(picked, 1e-7, 1.0))))
     # What the task adds (text: the most confused pairs, the most confident mistakes as text).
-    result.update(task().test_extras(loop.folder, TEST_SPLIT, truth, probabilities, classes))
+    # (tables: ROC and PR AUC, and accuracy at the threshold chosen on validation, predicted here)
+    extras = task().test_extras(
+        loop.folder, TEST_SPLIT, truth, probabilities, classes, predict=lambda s: predict(loop, s)
+    )
+    result.update(extras)
+    auc = result.get("test_roc_auc")
     say(
         f"Test split ({result['test_examples']} {task().NOUN}, evaluated once, after training): "
-        f"accuracy {result['test_accuracy']:.4f}, macro F1 {result['test_macro_f1']:.4f}."
+        f"accuracy {result['test_accuracy']:.4f}, macro F1 {result['test_macro_f1']:.4f}"
+        + (f", ROC AUC {auc:.4f}." if auc is not None else ".")
     )
     # A scikit-learn model trained on the same training split, scored on the same test split:
     # the bar the network has to clear (None where the task measures none).
     result["baseline"] = task().baseline(loop.folder)
-    if result["baseline"]:
-        said = result["baseline"]
+    for said in _baselines(result["baseline"]):
+        f1, auc = said.get("test_macro_f1"), said.get("roc_auc")
+        also = f", macro F1 {f1:.4f}" if f1 is not None else ""
+        also += f", ROC AUC {auc:.4f}" if auc is not None else ""
         say(
             f"Baseline {said['name']} (scikit-learn, same split, {said['seconds']:.0f} s): test "
-            f"accuracy {said['test_accuracy']:.4f}, macro F1 {said['test_macro_f1']:.4f}."
+            f"accuracy {said['test_accuracy']:.4f}{also}."
         )
     return result
+
+
+def _baselines(first: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The headlined baseline and the others measured beside it (tables: two)."""
+    return [first, *first.get("others", [])] if first else []
+
+
+def predict(loop: Running, split: str, batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, probabilities) of a split, in its order, by the trained model outside the
+    strategy (one replica's batch: on the first device only)."""
+    batch = batch or max(1, loop.global_batch // max(1, loop.replicas))
+    dataset = task().make_dataset(loop.folder, split, batch, training=False, cache=False)
+    labels, outputs = [], []
+    for inputs, batch_labels in dataset:
+        outputs.append(loop.model(inputs, training=False).numpy())
+        labels.append(batch_labels.numpy().astype(int))
+    return np.concatenate(labels), np.concatenate(outputs)
 
 
 def scores(labels: np.ndarray, predicted: np.ndarray, classes: list[str]) -> dict[str, Any]:

@@ -142,7 +142,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         lineage.record(folder, "model", "train", inputs, origins=origins)
         reads = ["data", *read_artifacts(checked.resolved)]
         metrics["lineage"] = lineage.summary(folder, reads=reads, writes=["model"])
-        metrics["figures"] = figures.save(folder, "train", metrics)
+        drawers = getattr(task(), "DRAWERS", {}).get("train")  # the task's own (tables: scores)
+        metrics["figures"] = figures.save(folder, "train", metrics, drawers=drawers)
         write_metrics(folder, "train", metrics)
     # A normal end waits too: a worker that exits while the chief saves and evaluates
     # (tensorflow#58434) gets the chief killed mid-write under srun --kill-on-bad-exit.

@@ -97,6 +97,7 @@ def test_extras(
     labels: np.ndarray,
     probabilities: np.ndarray,
     classes: list[str],
+    **_: Any,
 ) -> dict[str, Any]:
     """Nothing beyond the shared scores: the export's figures show the images themselves."""
     return {}

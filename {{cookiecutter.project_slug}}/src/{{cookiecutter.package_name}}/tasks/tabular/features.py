@@ -34,6 +34,10 @@ from ...data.base import DataError
 FEATURE_SPACE_FILE = "feature_space.keras"
 LABEL = "__label__"  # the class index column of data/<split>.parquet
 ADAPT_BATCH = 4096
+NUMERIC_BINS = (
+    16  # each number also as its quantile bucket, a categorical (Wide & Deep's age buckets)
+)
+BINNED = "__bins"  # the bucketed copy's name: <column>__bins
 
 
 def build_feature_space(schema: dict[str, Any]) -> FeatureSpace:
@@ -43,6 +47,9 @@ def build_feature_space(schema: dict[str, Any]) -> FeatureSpace:
         std = float(column["std"]) or 1.0  # a constant column: normalized to 0, not divided by 0
         layer = keras.layers.Normalization(mean=float(column["mean"]), variance=std * std)
         features[column["name"]] = FeatureSpace.feature("float32", layer, "float")
+        if _binned(column):
+            bins = FeatureSpace.float_discretized(NUMERIC_BINS, output_mode="int")
+            features[column["name"] + BINNED] = bins
     for column in schema["categorical"]:
         if column.get("hashed"):
             feature = FeatureSpace.string_hashed(int(column["bins"]), output_mode="int")
@@ -63,6 +70,9 @@ def layout(schema: dict[str, Any]) -> list[dict[str, Any]]:
     slots = [
         {"name": column["name"], "kind": "numeric", "size": None} for column in schema["numeric"]
     ]
+    for column in schema["numeric"]:
+        if _binned(column):
+            slots.append({"name": column["name"] + BINNED, "kind": "bucket", "size": NUMERIC_BINS})
     for column in schema["categorical"]:
         size = int(column["bins"]) if column.get("hashed") else int(column["vocabulary_size"]) + 1
         slots.append({"name": column["name"], "kind": "categorical", "size": size})
@@ -89,6 +99,8 @@ def filled(columns: dict[str, Any], schema: dict[str, Any]) -> dict[str, tf.Tens
     for column in schema["numeric"]:
         values = tf.cast(columns[column["name"]], tf.float32)
         out[column["name"]] = tf.where(tf.math.is_nan(values), float(column["mean"]), values)
+        if _binned(column):
+            out[column["name"] + BINNED] = out[column["name"]]
     for column in schema["categorical"]:
         out[column["name"]] = tf.convert_to_tensor(columns[column["name"]], tf.string)
     return out
@@ -121,6 +133,11 @@ def prepare_features(data_folder: str | os.PathLike[str], meta: dict[str, Any]) 
         "feature_space_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "layout": layout(schema),
     }
+
+
+def _binned(column: dict[str, Any]) -> bool:
+    """Bucketed too, unless it holds too few distinct values to cut into buckets."""
+    return column.get("distinct") is None or int(column["distinct"]) > NUMERIC_BINS
 
 
 def load_feature_space(path: str | os.PathLike[str], sha256: str | None = None) -> FeatureSpace:

@@ -200,6 +200,7 @@ def test_extras(
     labels: np.ndarray,
     probabilities: np.ndarray,
     classes: list[str],
+    **_: Any,
 ) -> dict[str, Any]:
     """With 77 classes a confusion matrix is unreadable: the ten most confused pairs and the
     mistakes the model was surest of, as text (the split is read in the order it was scored)."""

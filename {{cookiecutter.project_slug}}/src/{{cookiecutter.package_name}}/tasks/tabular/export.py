@@ -1,0 +1,101 @@
+"""The table SavedModel: one named input per raw column in; probabilities, class ids and names out.
+
+The trained model takes the FeatureSpace's matrix, so the serving graph puts the fitted
+FeatureSpace (and the training means that stand in for missing numbers) in front of it: a client
+sends the columns as they are in the file, numbers as numbers (NaN where missing) and categories
+as strings ("" where missing; an unseen one goes to the out-of-vocabulary bucket), to TF
+Serving's REST API as JSON rows with named columns. A second signature, `features`, takes the
+matrix itself: compiled backends (ONNX, TensorRT) cannot run string lookups, so 05_optimize
+converts that one and measures the preprocessing's own cost apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ...artifacts import StepError
+from ..outputs import serving_outputs
+from .features import encode
+
+SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
+FEATURES_SIGNATURE = "features"  # the string-free graph, for ONNX and TensorRT
+FEATURES_INPUT = "features"
+
+
+def column_specs(schema: dict[str, Any]) -> dict[str, tf.TensorSpec]:
+    """serving_default's inputs: float32 [batch] per numeric column, string [batch] per category."""
+    specs = {
+        c["name"]: tf.TensorSpec([None], tf.float32, name=c["name"]) for c in schema["numeric"]
+    }
+    for column in schema["categorical"]:
+        specs[column["name"]] = tf.TensorSpec([None], tf.string, name=column["name"])
+    return specs
+
+
+def features_spec(width: int) -> tf.TensorSpec:
+    """The input of the `features` signature and of the ONNX model: float32 [batch, width]."""
+    return tf.TensorSpec([None, width], tf.float32, name=FEATURES_INPUT)
+
+
+def build_table_archive(
+    model: keras.Model, space: Any, schema: dict[str, Any], classes: Sequence[str], width: int
+) -> keras.export.ExportArchive:
+    """An ExportArchive with `serving_default` (raw columns) and `features` (the matrix)."""
+    outputs = serving_outputs(model, classes)
+
+    def serve_columns(columns: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return outputs(encode(space, columns, schema))
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(space)
+    archive.add_endpoint(SIGNATURE, serve_columns, input_signature=[column_specs(schema)])
+    archive.add_endpoint(FEATURES_SIGNATURE, outputs, input_signature=[features_spec(width)])
+    return archive
+
+
+def check_rows(rows: np.ndarray, schema: dict[str, Any]) -> None:
+    """A batch of raw rows must hold exactly the schema's columns, numbers where numbers go:
+    a missing column, an extra one or a wrong type is one sentence before inference."""
+    names = getattr(getattr(rows, "dtype", None), "names", None)
+    if names is None:
+        raise StepError(
+            "rows without named columns are not allowed: send one value per column by name "
+            f"({', '.join(column_specs(schema))})."
+        )
+    specs = column_specs(schema)
+    missing = [name for name in specs if name not in names]
+    extra = [name for name in names if name not in specs]
+    if missing or extra:
+        said = f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(extra)}"
+        raise StepError(f"the rows have {said}: send exactly the columns {', '.join(specs)}.")
+    for column in schema["numeric"]:
+        if rows.dtype[column["name"]].kind not in "fiu":
+            raise StepError(
+                f"column {column['name']!r} holds {rows.dtype[column['name']]} values: it is "
+                "numeric, send numbers (NaN or null where missing)."
+            )
+
+
+def rest_rows(rows: np.ndarray) -> list[dict[str, Any]]:
+    """JSON rows with named columns: NaN becomes null (JSON has no NaN), strings stay strings."""
+    out = []
+    for row in rows:
+        item = {}
+        for name in rows.dtype.names:
+            value = row[name].item()
+            item[name] = None if isinstance(value, float) and math.isnan(value) else value
+        out.append(item)
+    return out
+
+
+def rest_payload(rows: np.ndarray, schema: dict[str, Any]) -> dict[str, Any]:
+    """TF Serving's REST body for serving_default: one JSON object per row, named columns."""
+    check_rows(rows, schema)
+    return {"signature_name": SIGNATURE, "instances": rest_rows(rows)}

@@ -1,0 +1,165 @@
+"""The table models, from Keras 3 layers: Wide & Deep and DCN-v2 over the FeatureSpace's matrix.
+
+Both take the one float32 matrix features.py packs (the numeric columns, then one index per
+categorical column and cross; `layout` in meta.json). Every categorical index is offset into one
+shared embedding table (one gather instead of one per column), 8 wide per column by default, so
+the deep input is a multiple of 8 and a mixed-precision policy runs it on Tensor Cores; the
+softmax is float32 whatever the policy.
+
+- Wide & Deep (Cheng et al. 2016, built for Google Play recommendations): a linear model over
+  every categorical and crossed value (one weight per value and class: the "wide" side that
+  memorizes) added to an MLP over the numbers and the embeddings (the "deep" side that
+  generalizes).
+- DCN-v2 (Wang et al. 2021): cross layers x_{l+1} = x0 * (W x_l + b) + x_l learn bounded-degree
+  feature interactions explicitly, beside the same MLP. No maintained Keras 3 package has the
+  cross layer (TensorFlow Recommenders' tfrs.layers.dcn.Cross is Keras 2 only), so `Cross` is
+  written here, in a dozen lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+from keras import layers, ops
+
+from ...artifacts import StepError
+
+MULTIPLE = 8
+PACKAGE = "tabular_task"  # the name the custom layers are registered under, for .keras files
+
+
+class ModelError(StepError):
+    """A model hyper-parameter the builders cannot use: one sentence naming it."""
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Columns(layers.Layer):
+    """The numeric columns as they are, and the index columns offset into one shared table."""
+
+    def __init__(self, numeric: int, sizes: list[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.numeric, self.sizes = int(numeric), [int(size) for size in sizes]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype("int32")
+
+    def call(self, x: Any) -> tuple[Any, Any]:
+        numbers = ops.cast(x[:, : self.numeric], self.compute_dtype)
+        ids = ops.cast(x[:, self.numeric :], "int32") + ops.convert_to_tensor(self.offsets)
+        return numbers, ids
+
+    def compute_output_spec(self, x: Any) -> tuple[Any, Any]:
+        batch = x.shape[0]
+        return (
+            keras.KerasTensor((batch, self.numeric), dtype=self.compute_dtype),
+            keras.KerasTensor((batch, len(self.sizes)), dtype="int32"),
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "numeric": self.numeric, "sizes": self.sizes}
+
+
+@keras.saving.register_keras_serializable(package=PACKAGE)
+class Cross(layers.Layer):
+    """One DCN-v2 cross layer: x0 * (W x + b) + x, W full rank [d, d]."""
+
+    def build(self, input_shape: Any) -> None:
+        width = int(input_shape[0][-1])
+        self.dense = layers.Dense(width, dtype=self.dtype_policy, name="w")
+        self.dense.build((None, width))
+
+    def call(self, inputs: Any) -> Any:
+        x0, x = inputs
+        return x0 * self.dense(x) + x
+
+
+def _inputs(slots: list[dict[str, Any]], embed: int) -> tuple[Any, Any, Any, list[int]]:
+    """The input, its numbers, the embedded indices flattened [batch, columns * embed], sizes."""
+    numeric = sum(1 for slot in slots if slot["kind"] == "numeric")
+    sizes = [int(slot["size"]) for slot in slots if slot["kind"] != "numeric"]
+    features = keras.Input((len(slots),), dtype="float32", name="features")
+    numbers, ids = Columns(numeric, sizes, name="columns")(features)
+    if not sizes:  # numbers only: nothing to embed
+        return features, numbers, (None, None), sizes
+    vectors = layers.Embedding(sum(sizes), embed, name="embeddings")(ids)
+    flat = layers.Flatten(name="embedded")(vectors)
+    return features, numbers, (ids, flat), sizes
+
+
+def _joined(numbers: Any, flat: Any, name: str) -> Any:
+    return numbers if flat is None else layers.Concatenate(name=name)([numbers, flat])
+
+
+def _mlp(x: Any, width: int, dropout: float, depth: int = 2) -> Any:
+    """`depth` ReLU layers of `width`, `width/2` ... (multiples of 8), dropout after each."""
+    for index in range(depth):
+        x = layers.Dense(max(MULTIPLE, width >> index), activation="relu", name=f"deep_{index}")(x)
+        x = layers.Dropout(dropout)(x)
+    return x
+
+
+def build_wide_deep(
+    slots: list[dict[str, Any]],
+    num_classes: int,
+    *,
+    width: int = 256,
+    dropout: float = 0.1,
+    embed: int = 8,
+) -> keras.Model:
+    """Wide & Deep: a linear model over every categorical and crossed value plus an MLP over the
+    numbers and the categorical embeddings; their logits summed, softmax in float32."""
+    _check_eights(width=width, embed=embed)
+    features, numbers, (ids, flat), sizes = _inputs(slots, embed)
+    wide = layers.Dense(num_classes, name="wide_numbers")(numbers)
+    if sizes:  # one weight per categorical and crossed value and class, summed
+        weights = layers.Embedding(sum(sizes), num_classes, name="wide")(ids)
+        wide = layers.Add(name="wide_logits")([wide, ops.sum(weights, axis=1)])
+    deep = _joined(numbers, flat, "deep_input")
+    deep = layers.Dense(num_classes, name="deep_logits")(_mlp(deep, width, dropout))
+    logits = layers.Add(name="logits")([wide, deep])
+    probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
+    return keras.Model(features, probabilities, name="wide_deep")
+
+
+def build_dcn_v2(
+    slots: list[dict[str, Any]],
+    num_classes: int,
+    *,
+    width: int = 256,
+    dropout: float = 0.1,
+    embed: int = 8,
+    crosses: int = 2,
+) -> keras.Model:
+    """DCN-v2, parallel form: `crosses` cross layers beside the MLP, both over [numbers,
+    embeddings], their outputs joined under a softmax in float32."""
+    _check_eights(width=width, embed=embed)
+    features, numbers, (_, flat), _ = _inputs(slots, embed)
+    x0 = _joined(numbers, flat, "x0")
+    crossed = x0
+    for index in range(crosses):
+        crossed = Cross(name=f"cross_{index}")([x0, crossed])
+    joined = layers.Concatenate(name="joined")([crossed, _mlp(x0, width, dropout)])
+    logits = layers.Dense(num_classes, name="logits")(joined)
+    probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
+    return keras.Model(features, probabilities, name="dcn_v2")
+
+
+BUILDERS = {"wide_deep": build_wide_deep, "dcn_v2": build_dcn_v2}
+
+
+def build_model(
+    name: str, slots: list[dict[str, Any]], num_classes: int, **knobs: Any
+) -> keras.Model:
+    """The named table model for this layout and number of classes."""
+    if name not in BUILDERS:
+        raise ModelError(f"model={name!r} is not a table model: use one of {sorted(BUILDERS)}.")
+    return BUILDERS[name](slots, num_classes, **knobs)
+
+
+def _check_eights(**values: int) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 8 or value % 8:
+            raise ModelError(
+                f"{name}={value!r} is not allowed: use a multiple of 8 (Tensor Cores under mixed "
+                "precision)."
+            )

@@ -1,0 +1,96 @@
+"""The table task's own figures: how a risk score reads (reliability, ROC, precision-recall) and
+the rows the export got most confidently wrong, drawn from the metrics the steps wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...figures import style
+
+SHOWN_MISTAKES = 8
+
+
+def plot_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
+    """figures/train_scores.png: the reliability curve (with how many rows each bin holds), the
+    ROC curve and the precision-recall curve of the test split, the baselines' AUCs named."""
+    curves = metrics.get("test_curves") or {}
+    if not curves:
+        return None
+    fig, axes = style.new(13, 4.2, ncols=3)
+    calibration = curves["calibration"]
+    ax = axes[0]
+    ax.plot([0, 1], [0, 1], "--", color=style.MUTED, label="perfectly calibrated")
+    ax.plot(calibration["predicted"], calibration["observed"], "o-", label="model")
+    ax.set_xlabel("predicted probability of the positive class")
+    ax.set_ylabel("observed share of positives")
+    ax.set_title(f"Reliability (Brier {metrics.get('test_brier', float('nan')):.3f})")
+    ax.legend(loc="upper left", fontsize="small")
+    counts = ax.twinx()
+    edges = np.linspace(0, 1, len(calibration["counts"]) + 1)
+    counts.bar(edges[:-1], calibration["counts"], width=np.diff(edges), align="edge", alpha=0.15)
+    counts.set_ylabel("test rows per bin")
+    others = _baseline_aucs(metrics)
+    roc, pr = curves["roc"], curves["pr"]
+    axes[1].plot(roc["fpr"], roc["tpr"], label=f"model, AUC {metrics['test_roc_auc']:.3f}")
+    axes[1].plot([0, 1], [0, 1], "--", color=style.MUTED, label="chance")
+    axes[1].set_xlabel("false positive rate")
+    axes[1].set_ylabel("true positive rate")
+    axes[1].set_title("ROC on test" + (f" (baselines: {others['roc_auc']})" if others else ""))
+    axes[1].legend(loc="lower right", fontsize="small")
+    share = metrics.get("test_positive_share", 0.0)
+    axes[2].plot(pr["recall"], pr["precision"], label=f"model, AP {metrics['test_pr_auc']:.3f}")
+    axes[2].axhline(share, linestyle="--", color=style.MUTED, label=f"chance ({share:.0%})")
+    axes[2].set_xlabel("recall")
+    axes[2].set_ylabel("precision")
+    axes[2].set_title("Precision-recall on test" + (f" ({others['pr_auc']})" if others else ""))
+    axes[2].legend(loc="lower left", fontsize="small")
+    return style.write(fig, path)
+
+
+def _baseline_aucs(metrics: dict[str, Any]) -> dict[str, str]:
+    """ "HGB 0.927, LR 0.906" for each score the baselines measured, or {} without them."""
+    base = metrics.get("baseline") or {}
+    models = [base, *base.get("others", [])] if base else []
+    said = {}
+    for key in ("roc_auc", "pr_auc"):
+        values = [(m.get("short", m.get("name", "?")), m.get(key)) for m in models]
+        said[key] = ", ".join(f"{name} {value:.3f}" for name, value in values if value is not None)
+    return said if any(said.values()) else {}
+
+
+def plot_row_mistakes(
+    rows: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Path
+) -> Path | None:
+    """figures/export_misclassified.png: the rows the export was surest of and wrong about, as a
+    table: their columns, the true class, what the model said and how sure."""
+    wrong = (metrics.get("misclassified") or [])[:SHOWN_MISTAKES]
+    if not wrong or rows.dtype.names is None:
+        return None
+    names = list(rows.dtype.names)
+    cells = []
+    for item in wrong:
+        row = rows[item["index"]]
+        values = [_cell(row[name]) for name in names]
+        said = f"{classes[item['predicted']]} ({item['confidence']:.0%})"
+        cells.append([*values, classes[item["label"]], said])
+    fig, (ax,) = style.new(max(9.0, 1.0 * len(names)), 0.4 * len(cells) + 1.2)
+    ax.axis("off")
+    table = ax.table(
+        cellText=cells, colLabels=[*names, "true", "said"], loc="center", cellLoc="center"
+    )
+    table.auto_set_font_size(False)
+    table.set_fontsize(7)
+    table.auto_set_column_width(list(range(len(names) + 2)))
+    split = metrics.get("parity_split", "validation")
+    ax.set_title(f"The {len(cells)} {split} rows the export was surest of and wrong about")
+    return style.write(fig, path)
+
+
+def _cell(value: Any) -> str:
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float):
+        return "missing" if np.isnan(value) else f"{value:g}"
+    return str(value) or "missing"

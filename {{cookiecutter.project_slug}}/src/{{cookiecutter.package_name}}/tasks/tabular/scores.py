@@ -1,0 +1,114 @@
+"""Scores for imbalanced tables: what accuracy hides when three rows in four are one class.
+
+ROC AUC (how well the probabilities rank a positive above a negative) and PR AUC (average
+precision: how clean the top of that ranking is) do not depend on a threshold; accuracy does, so
+it is given at 0.5 and at the threshold that maximizes F1 on the validation split (chosen there,
+applied to test once). The reliability curve says whether a predicted 0.8 happens 8 times in 10,
+which a risk score is read as. scikit-learn's metrics compute all of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import (
+    average_precision_score,
+    brier_score_loss,
+    precision_recall_curve,
+    roc_auc_score,
+    roc_curve,
+)
+
+CALIBRATION_BINS = 10
+CURVE_POINTS = 200  # ROC and PR curves kept for the figure, thinned to about this many points
+
+
+def ranking_scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float | None]:
+    """ROC AUC and PR AUC of the positive class (binary), or macro one-vs-rest ROC AUC (more
+    classes); None where a split holds one class only."""
+    labels = np.asarray(labels).astype(int)
+    if len(np.unique(labels)) < 2:
+        return {"roc_auc": None, "pr_auc": None}
+    if probabilities.shape[1] == 2:
+        positive = probabilities[:, 1]
+        return {
+            "roc_auc": float(roc_auc_score(labels, positive)),
+            "pr_auc": float(average_precision_score(labels, positive)),
+        }
+    present = np.unique(labels)
+    if len(present) < probabilities.shape[1]:
+        return {"roc_auc": None, "pr_auc": None}
+    return {
+        "roc_auc": float(roc_auc_score(labels, probabilities, multi_class="ovr")),
+        "pr_auc": None,
+    }
+
+
+def best_threshold(labels: np.ndarray, positive: np.ndarray) -> float:
+    """The probability threshold of the positive class with the highest F1 on these rows."""
+    precision, recall, thresholds = precision_recall_curve(labels, positive)
+    f1 = np.divide(
+        2 * precision * recall,
+        precision + recall,
+        out=np.zeros_like(precision),
+        where=(precision + recall) > 0,
+    )
+    return float(thresholds[int(np.argmax(f1[:-1]))]) if len(thresholds) else 0.5
+
+
+def binary_report(
+    test: tuple[np.ndarray, np.ndarray], validation: tuple[np.ndarray, np.ndarray] | None
+) -> dict[str, Any]:
+    """Everything the report says of a binary model on test: the ranking scores, accuracy at
+    0.5 and at validation's best-F1 threshold, the Brier score, and the curves for the figures."""
+    labels, probabilities = np.asarray(test[0]).astype(int), np.asarray(test[1])
+    positive = probabilities[:, 1]
+    result: dict[str, Any] = {
+        f"test_{k}": v for k, v in ranking_scores(labels, probabilities).items()
+    }
+    threshold = 0.5
+    if validation is not None and len(np.unique(validation[0])) == 2:
+        threshold = best_threshold(np.asarray(validation[0]).astype(int), validation[1][:, 1])
+    result.update(
+        {
+            "test_accuracy_at_0.5": float(np.mean((positive >= 0.5) == labels)),
+            "threshold": threshold,
+            "threshold_from": "validation (best F1)" if validation is not None else "default",
+            "test_accuracy_at_threshold": float(np.mean((positive >= threshold) == labels)),
+            "test_brier": float(brier_score_loss(labels, positive)),
+            "test_positive_share": float(np.mean(labels)),
+            "test_curves": curves(labels, positive),
+        }
+    )
+    return result
+
+
+def curves(labels: np.ndarray, positive: np.ndarray) -> dict[str, Any]:
+    """The reliability curve (mean predicted vs observed share per bin, and each bin's count),
+    the ROC curve and the precision-recall curve, thinned for a figure."""
+    if len(np.unique(labels)) < 2:
+        return {}
+    observed, predicted = calibration_curve(labels, positive, n_bins=CALIBRATION_BINS)
+    counts, _ = np.histogram(positive, bins=np.linspace(0, 1, CALIBRATION_BINS + 1))
+    fpr, tpr, _ = roc_curve(labels, positive)
+    precision, recall, _ = precision_recall_curve(labels, positive)
+    return {
+        "calibration": {
+            "predicted": _round(predicted),
+            "observed": _round(observed),
+            "counts": [int(count) for count in counts],
+        },
+        "roc": {"fpr": _round(_thin(fpr)), "tpr": _round(_thin(tpr))},
+        "pr": {"recall": _round(_thin(recall)), "precision": _round(_thin(precision))},
+    }
+
+
+def _thin(values: np.ndarray) -> np.ndarray:
+    step = max(1, len(values) // CURVE_POINTS)
+    return np.concatenate([values[::step], values[-1:]])
+
+
+def _round(values: np.ndarray) -> list[float]:
+    return [round(float(value), 4) for value in values]

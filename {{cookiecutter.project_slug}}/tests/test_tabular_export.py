@@ -1,0 +1,115 @@
+"""The table export: raw named columns in (missing and unseen allowed), the FeatureSpace inside,
+a `features` signature for ONNX, TF Serving's JSON rows, and bad rows refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tables import make_table_run
+
+from {{ cookiecutter.package_name }}.artifacts import StepError
+from {{ cookiecutter.package_name }}.export.rest import answer_rest
+from {{ cookiecutter.package_name }}.tasks.outputs import feed
+from {{ cookiecutter.package_name }}.tasks.tabular import dataset, export, task
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    run = make_table_run(tmp_path_factory.mktemp("table"))
+    meta = dataset.read_tabular_meta(run)
+    model = task.build_model("wide_deep", meta)
+    folder = run / "export"
+    task.build_archive(model, meta, run).write_out(str(folder), verbose=False)
+    return run, model, tf.saved_model.load(str(folder))
+
+
+def test_serving_default_takes_one_named_input_per_raw_column(exported):
+    _, _, loaded = exported
+    specs = loaded.signatures["serving_default"].structured_input_signature[1]
+    assert {name: spec.dtype for name, spec in specs.items()} == {
+        "amount": tf.float32,
+        "age": tf.float32,
+        "city": tf.string,
+        "device": tf.string,
+    }
+
+
+def test_raw_rows_give_what_the_model_gives_on_their_encoding(exported):
+    run, model, loaded = exported
+    rows, _ = dataset.raw_examples(run, "test", 200)
+    signature = loaded.signatures["serving_default"]
+    served = signature(**feed(signature, rows))
+    inputs, _ = dataset.model_examples(run, "test", 200)
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(), model.predict(inputs, verbose=0), atol=1e-5
+    )
+    names = np.array(["no", "yes"])[served["class_ids"].numpy()]
+    assert (served["class_names"].numpy().astype(str) == names).all()
+    features = loaded.signatures["features"](features=tf.constant(inputs))
+    np.testing.assert_allclose(features["probabilities"], served["probabilities"], atol=1e-6)
+
+
+def test_a_missing_value_and_an_unseen_category_get_probabilities(exported):
+    _, _, loaded = exported
+    signature = loaded.signatures["serving_default"]
+    out = signature(
+        amount=tf.constant([0.5, np.nan]),
+        age=tf.constant([np.nan, 30.0]),
+        city=tf.constant(["atlantis", ""]),
+        device=tf.constant(["web", "toaster"]),
+    )
+    probabilities = out["probabilities"].numpy()
+    assert probabilities.shape == (2, 2) and np.isfinite(probabilities).all()
+
+
+def test_the_rest_body_is_json_rows_with_named_columns_and_null_for_missing(exported):
+    run, _, loaded = exported
+    rows, _ = dataset.raw_examples(run, "train", 30)
+    body = json.loads(json.dumps(task.rest_payload(rows)))  # what is sent: valid JSON, no NaN
+    assert set(body["instances"][0]) == {"amount", "age", "city", "device"}
+    assert any(row["age"] is None for row in body["instances"])
+    answer = answer_rest(loaded.signatures["serving_default"], body)
+    assert len(answer["predictions"]) == 30
+    assert {"probabilities", "class_ids", "class_names"} <= set(answer["predictions"][0])
+
+
+@pytest.mark.parametrize(
+    ("change", "sentence"),
+    [
+        (lambda row: row.pop("city"), r"instances\[1\] lacks city"),
+        (lambda row: row.update(colour="red"), r"instances\[1\] has unknown colour"),
+        (
+            lambda row: row.update(amount="lots"),
+            r"instances\[1\]\['amount'\] is 'lots', not a number",
+        ),
+    ],
+)
+def test_a_bad_row_is_refused_in_one_sentence_before_inference(exported, change, sentence):
+    run, _, loaded = exported
+    rows, _ = dataset.raw_examples(run, "train", 3)
+    body = task.rest_payload(rows)
+    change(body["instances"][1])
+    answer = answer_rest(loaded.signatures["serving_default"], body)
+    assert "predictions" not in answer
+    assert len(answer["error"].split(". ")) == 1
+    assert __import__("re").search(sentence, answer["error"]), answer["error"]
+
+
+def test_rows_without_column_names_are_refused():
+    with pytest.raises(StepError, match="rows without named columns are not allowed"):
+        task.rest_payload(np.zeros((2, 4), np.float32))
+
+
+def test_the_columns_check_names_a_missing_extra_or_wrong_typed_column(exported):
+    run, _, _ = exported
+    meta = dataset.read_tabular_meta(run)
+    rows, _ = dataset.raw_examples(run, "train", 2)
+    fewer = rows[["amount", "age", "city"]]
+    with pytest.raises(StepError, match="missing device"):
+        export.check_rows(fewer, meta["schema"])
+    odd = rows.astype([(n, "U8") for n in rows.dtype.names])
+    with pytest.raises(StepError, match="column 'amount' holds <U8 values: it is numeric"):
+        export.check_rows(odd, meta["schema"])

@@ -1,0 +1,89 @@
+"""The table models: Wide & Deep and DCN-v2 over the encoded matrix, float32 out, saved whole."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from tables import make_table_run
+
+from {{ cookiecutter.package_name }}.tasks.tabular import dataset, models, task
+
+BOTH = ["wide_deep", "dcn_v2"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return make_table_run(tmp_path_factory.mktemp("table"))
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_each_model_learns_the_table_well_above_chance(run, name):
+    keras.utils.set_random_seed(0)
+    meta = dataset.read_tabular_meta(run)
+    model = task.build_model(name, meta)
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")
+    model.fit(dataset.make_dataset(run, "train", 64), epochs=8, verbose=0)
+    inputs, labels = dataset.model_examples(run, "test", 200)
+    accuracy = float(np.mean(model.predict(inputs, verbose=0).argmax(-1) == labels))
+    majority = max(np.mean(labels), 1 - np.mean(labels))
+    assert accuracy > majority + 0.1, (accuracy, majority)
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_mixed_precision_keeps_float32_probabilities_and_widths_of_eight(run, name):
+    meta = dataset.read_tabular_meta(run)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = task.build_model(name, meta)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert keras.backend.standardize_dtype(model.outputs[0].dtype) == "float32"
+    assert model.get_layer("embeddings").output_dim % 8 == 0
+    inputs, _ = dataset.model_examples(run, "test", 4)
+    probabilities = model.predict(inputs, verbose=0)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_a_saved_model_file_loads_and_predicts_the_same(run, name, tmp_path):
+    meta = dataset.read_tabular_meta(run)
+    model = task.build_model(name, meta)
+    inputs, _ = dataset.model_examples(run, "test", 16)
+    model.save(tmp_path / "model.keras")
+    again = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
+
+
+def test_a_new_head_keeps_the_layout(run):
+    meta = dataset.read_tabular_meta(run)
+    model = task.build_model("dcn_v2", meta)
+    again = task.rebuilt(model, 5)
+    assert again.name == "dcn_v2" and again.outputs[0].shape[-1] == 5
+    assert again.get_layer("columns").sizes == model.get_layer("columns").sizes
+
+
+def test_a_table_of_numbers_only_builds_without_embeddings():
+    slots = [{"name": f"x{i}", "kind": "numeric", "size": None} for i in range(3)]
+    for name in BOTH:
+        model = models.build_model(name, slots, 2)
+        assert model.predict(np.zeros((2, 3), np.float32), verbose=0).shape == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "sentence"),
+    [
+        ({"width": 100}, "width=100 is not allowed for wide_deep: use a multiple of 8"),
+        ({"dropout": 1.0}, "dropout=1.0 is not allowed: use 0 to below 1"),
+        ({"weights": "imagenet"}, "weights='imagenet' is not allowed for tables"),
+    ],
+)
+def test_a_bad_knob_is_one_sentence(run, knobs, sentence):
+    meta = dataset.read_tabular_meta(run)
+    with pytest.raises(models.ModelError, match=sentence):
+        task.build_model("wide_deep", meta, **knobs)
+
+
+def test_an_unknown_model_names_the_two():
+    with pytest.raises(models.ModelError, match="use wide_deep .* or dcn_v2"):
+        task.check_model("xgboost", {})

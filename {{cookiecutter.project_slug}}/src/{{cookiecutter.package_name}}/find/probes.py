@@ -231,10 +231,11 @@ def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int
         dropout=params.dropout,
     )
     longest = task().longest(meta)  # a length the model leaves open (text: max_tokens)
-    values = sum(
-        int(np.prod([side or longest for side in layer.output.shape[1:]]))
+    values = sum(  # a layer with several outputs (a table's columns: numbers and ids) counts each
+        int(np.prod([side or longest for side in output.shape[1:]]))
         for layer in model.layers
         if hasattr(layer, "output") and layer.output is not None
+        for output in keras.tree.flatten(layer.output)
     )
     del model
     gc.collect()

@@ -40,7 +40,7 @@ class Params:
     benchmark_seconds: float = param(
         2.0, "most seconds of timed calls per backend and batch size (whichever ends first)"
     )
-    calibration_examples: int = param(CALIBRATION_EXAMPLES, "training images that calibrate int8")
+    calibration_examples: int = param(CALIBRATION_EXAMPLES, "training examples that calibrate int8")
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import parts
+from .. import parts, seam
 
 Rows = list[tuple[str, str]]
 
@@ -56,13 +56,14 @@ def _train_rows(m: dict[str, Any]) -> Rows:
     sources = m.get("parameter_sources", {})
     rate = m.get("examples_per_sec")
     test = m.get("test_accuracy")
+    held_out = f"on {m.get('test_examples')} {seam.noun()}"
     tested = (
         []
         if not isinstance(test, float)
-        else [
-            ("test_accuracy (held out, scored once)", f"{test:.4f} on {m['test_examples']} images")
-        ]
+        else [("test_accuracy (held out, scored once)", f"{test:.4f} {held_out}")]
     )
+    if isinstance(m.get("test_roc_auc"), float):  # tables: ranking, threshold-free
+        tested.append(("test_roc_auc (held out)", f"{m['test_roc_auc']:.4f} {held_out}"))
     return tested + [
         ("val_accuracy / val_loss", f"{m['val_accuracy']:.4f} / {m['val_loss']:.4f}"),
         ("epochs", f"{m['epochs_completed']} of {m['epochs']} (best {m.get('best_epoch')})"),

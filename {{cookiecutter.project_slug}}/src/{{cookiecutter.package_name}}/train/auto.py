@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import progress
+from .. import progress, seam
 from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR
 from ..find import batch as batch_finder
 from ..find import lr as lr_finder
@@ -142,7 +142,7 @@ def find(
         sources["batch_size"] = "batch-size finder"
         say(
             f"batch_size=auto: {choice.batch}, {choice.reason} (The search stops at {searched}, "
-            f"so that an epoch of the {train_count} training images keeps "
+            f"so that an epoch of the {train_count} training {seam.noun()} keeps "
             f"{MIN_STEPS_PER_EPOCH} steps at least.)"
         )
     if params.learning_rate == AUTO:

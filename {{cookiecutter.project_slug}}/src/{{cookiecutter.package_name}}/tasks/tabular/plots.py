@@ -19,7 +19,7 @@ def plot_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | Non
     curves = metrics.get("test_curves") or {}
     if not curves:
         return None
-    fig, axes = style.new(13, 4.2, ncols=3)
+    fig, axes = style.new(14, 4.2, ncols=3)
     calibration = curves["calibration"]
     ax = axes[0]
     ax.plot([0, 1], [0, 1], "--", color=style.MUTED, label="perfectly calibrated")
@@ -74,9 +74,9 @@ def plot_row_mistakes(
     for item in wrong:
         row = rows[item["index"]]
         values = [_cell(row[name]) for name in names]
-        said = f"{classes[item['predicted']]} ({item['confidence']:.0%})"
+        said = f"{classes[item['predicted']]} ({item['confidence']:.1%})"
         cells.append([*values, classes[item["label"]], said])
-    fig, (ax,) = style.new(max(9.0, 1.0 * len(names)), 0.4 * len(cells) + 1.2)
+    fig, (ax,) = style.new(max(9.0, 1.0 * len(names)), 0.3 * len(cells) + 0.9)
     ax.axis("off")
     table = ax.table(
         cellText=cells, colLabels=[*names, "true", "said"], loc="center", cellLoc="center"

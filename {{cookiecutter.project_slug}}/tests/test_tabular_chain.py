@@ -49,7 +49,9 @@ def table_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dic
     exported = export.run(folder, export.Params(version=1), verbose=False)
     optimized = optimize.run(
         folder,
-        optimize.Params(backends="onnx", precisions="fp32,int8", batch_sizes="1,256", iterations=20),
+        optimize.Params(
+            backends="onnx", precisions="fp32,int8", batch_sizes="1,256", iterations=20
+        ),
         verbose=False,
     )
     return folder, trained, exported, optimized
@@ -73,8 +75,10 @@ def test_the_export_takes_raw_named_columns_after_a_reload(table_run) -> None:
     signature = tf.saved_model.load(str(folder / "export" / "1")).signatures["serving_default"]
     inputs = signature.structured_input_signature[1]
     assert "education_num" in inputs and inputs["workclass"].dtype == tf.string
-    row = {name: tf.constant([np.nan] if spec.dtype == tf.float32 else ["never seen"])
-           for name, spec in inputs.items()}
+    row = {
+        name: tf.constant([np.nan] if spec.dtype == tf.float32 else ["never seen"])
+        for name, spec in inputs.items()
+    }
     answer = signature(**row)
     assert answer["class_names"].numpy()[0].decode() in meta["classes"]
 
@@ -103,8 +107,10 @@ def test_onnx_keeps_the_answers_and_preprocessing_is_timed_apart(table_run) -> N
 
 @pytest.mark.parametrize(
     ("change", "word"),
-    [({"augment": "light"}, "augment='light' is not allowed for tables"),
-     ({"weights": "imagenet"}, "weights='imagenet' is not allowed for tables")],
+    [
+        ({"augment": "light"}, "augment='light' is not allowed for tables"),
+        ({"weights": "imagenet"}, "weights='imagenet' is not allowed for tables"),
+    ],
 )
 def test_image_options_are_refused_for_tables(table_run, change: dict, word: str) -> None:
     folder, _, _, _ = table_run

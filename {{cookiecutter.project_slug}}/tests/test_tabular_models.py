@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -87,3 +89,21 @@ def test_a_bad_knob_is_one_sentence(run, knobs, sentence):
 def test_an_unknown_model_names_the_two():
     with pytest.raises(models.ModelError, match="use wide_deep .* or dcn_v2"):
         task.check_model("xgboost", {})
+
+
+def test_weights_of_a_run_with_another_schema_are_refused(run, tmp_path):
+    from helpers import assert_one_sentence
+
+    from {{ cookiecutter.package_name }}.train.errors import TrainError
+    from {{ cookiecutter.package_name }}.train.finetune import check_source
+
+    meta = dataset.read_tabular_meta(run)
+    earlier = tmp_path / "earlier"
+    (earlier / "data").mkdir(parents=True)
+    weights = str(earlier / "model.keras")
+    (earlier / "data" / "meta.json").write_text(json.dumps({**meta, "fingerprint": "other"}))
+    with pytest.raises(TrainError, match="fingerprint in .* is not this run's") as refused:
+        check_source(weights, meta)
+    assert_one_sentence(str(refused.value))
+    (earlier / "data" / "meta.json").write_text(json.dumps(meta))
+    check_source(weights, meta)  # the same data: taken

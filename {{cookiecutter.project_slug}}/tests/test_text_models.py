@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -144,3 +146,22 @@ def test_bad_sizes_are_refused_in_one_sentence(build):
     with pytest.raises(ModelError) as caught:
         build()
     assert_one_sentence(str(caught.value))
+
+
+def test_weights_of_a_run_with_another_vocabulary_are_refused(tmp_path):
+    """An earlier text run's model.keras with another vocabulary: its embedding rows would mean
+    other words, so training refuses it in one sentence; the same vocabulary is taken."""
+    from {{ cookiecutter.package_name }}.train.errors import TrainError
+    from {{ cookiecutter.package_name }}.train.finetune import check_source
+
+    meta = {"vocabulary_sha256": "a" * 64, "task": "text_classification"}
+    earlier = tmp_path / "earlier"
+    (earlier / "data").mkdir(parents=True)
+    weights = str(earlier / "model.keras")
+    (earlier / "data" / "meta.json").write_text(json.dumps({**meta, "vocabulary_sha256": "b"}))
+    with pytest.raises(TrainError, match="vocabulary_sha256 in .* is not this run's") as refused:
+        check_source(weights, meta)
+    assert_one_sentence(str(refused.value))
+    (earlier / "data" / "meta.json").write_text(json.dumps(meta))
+    check_source(weights, meta)
+    check_source(str(tmp_path / "loose.keras"), meta)  # outside a run folder: nothing to compare

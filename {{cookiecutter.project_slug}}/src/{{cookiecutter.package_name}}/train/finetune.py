@@ -91,6 +91,31 @@ def check_file(weights: str) -> None:
         ) from None
 
 
+def check_source(weights: str, meta: dict[str, Any]) -> None:
+    """An earlier run's model.keras must have read its inputs as this run's data encodes them:
+    the same text vocabulary, the same table schema (the task's SAME_INPUTS keys of meta.json),
+    or its embedding rows would stand for other words or categories. Checked against the
+    data/meta.json of the run folder the file sits in; a file outside a run folder is taken as
+    it is (nothing to compare it with)."""
+    import json
+
+    keys = getattr(task(), "SAME_INPUTS", ())
+    source = Path(weights).expanduser().parent / "data" / "meta.json"
+    if weights in ("none", "imagenet") or not keys or not source.is_file():
+        return
+    try:
+        earlier = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    differ = [key for key in keys if key in earlier and earlier.get(key) != meta.get(key)]
+    if differ:
+        raise TrainError(
+            f"weights={weights!r} was trained on other inputs ({differ[0]} in {source} is not "
+            "this run's): its embedding rows would mean other words or categories; copy that "
+            "run's data/ folder here, or use weights=none."
+        )
+
+
 def file_sha256(weights: str) -> str | None:
     """The weights file's sha256 (None for none and imagenet): the lineage of a fine-tuned model."""
     if weights in ("none", "imagenet"):

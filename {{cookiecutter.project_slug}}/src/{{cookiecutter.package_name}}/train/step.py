@@ -223,6 +223,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     )
     if decision.latest is None:  # a resumed run has its weights in the checkpoint
         finetune.check_file(values.weights)
+        finetune.check_source(values.weights, meta)  # text: the same vocabulary; tables: schema
     return _Checked(folder, resolved, meta, state, decision, gpus, found_on)
 
 

@@ -37,6 +37,8 @@ KNOBS = {
     "wide_deep": {"width": 256, "dropout": 0.1, "width_range": (64, 512)},
     "dcn_v2": {"width": 256, "dropout": 0.1, "width_range": (64, 512)},
 }
+# What an earlier run's weights must share with this run's data (train/finetune.check_source).
+SAME_INPUTS = ("fingerprint", "layout")
 # The task's own recipe values a search may choose among: none (tables have no augmentation).
 RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 

@@ -43,6 +43,8 @@ KNOBS = {
     "bag_of_ngrams": {"width": 128, "dropout": 0.2, "width_range": (32, 256)},
     "transformer": {"width": 128, "dropout": 0.1, "width_range": (64, 256)},
 }
+# What an earlier run's weights must share with this run's data (train/finetune.check_source).
+SAME_INPUTS = ("vocabulary_sha256",)
 # The task's own recipe values a search may choose among: none (text has no augmentation).
 RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 

@@ -107,3 +107,14 @@ def test_weights_of_a_run_with_another_schema_are_refused(run, tmp_path):
     assert_one_sentence(str(refused.value))
     (earlier / "data" / "meta.json").write_text(json.dumps(meta))
     check_source(weights, meta)  # the same data: taken
+
+
+@pytest.mark.parametrize("name", BOTH)
+def test_the_head_is_a_dense_logits_layer_that_a_frozen_phase_trains(run, name):
+    from {{ cookiecutter.package_name }}.train import finetune
+
+    model = task.build_model(name, dataset.read_tabular_meta(run))
+    assert isinstance(model.get_layer("logits"), keras.layers.Dense)
+    finetune.set_phase(model, finetune.FROZEN, "all")
+    trainable = {w.path.split("/")[0] for w in model.trainable_weights}
+    assert trainable == {"logits"}, trainable

@@ -181,6 +181,29 @@ def test_augmentation_changes_training_images_and_strong_mixes_labels() -> None:
     assert augment.make_augmenter("none", 3, seed=1) is None
 
 
+def test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images() -> None:
+    """Keras's RandAugment runs all 11 transforms per pick (22 a batch for 2 ops) and keeps one;
+    the package's runs the 2 it picked, and with the same seed makes the same images."""
+    images = tf.constant(np.random.default_rng(0).integers(0, 255, (4, 32, 32, 3)), tf.float32)
+    made, calls = {}, {}
+    for kind in (keras.layers.RandAugment, augment.OneOpRandAugment):
+        layer = kind(value_range=(0, 255), seed=3, dtype="float32")
+        for name in layer._AUGMENT_LAYERS:
+            sub = getattr(layer, name)
+            sub.transform_images = _counted(sub.transform_images, calls, kind)
+        made[kind] = layer(images, training=True).numpy()
+    assert calls[keras.layers.RandAugment] == 22 and calls[augment.OneOpRandAugment] == 2
+    np.testing.assert_allclose(made[augment.OneOpRandAugment], made[keras.layers.RandAugment])
+
+
+def _counted(function, calls: dict, kind: type):
+    def counted(*args, **kwargs):
+        calls[kind] = calls.get(kind, 0) + 1
+        return function(*args, **kwargs)
+
+    return counted
+
+
 def test_scores_are_per_class_precision_recall_f1_and_the_confusion_matrix() -> None:
     """Two of class a right, one a called b, one b right: P/R/F1 by hand."""
     result = scores(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), ["a", "b"])

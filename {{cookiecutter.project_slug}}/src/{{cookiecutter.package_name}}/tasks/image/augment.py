@@ -71,9 +71,7 @@ def make_augmenter(
         name="augment_light",
     )
     rand = (
-        keras.layers.RandAugment(value_range=(0, 255), seed=seed + 4, **F32)
-        if level == "strong"
-        else None
+        OneOpRandAugment(value_range=(0, 255), seed=seed + 4, **F32) if level == "strong" else None
     )
     mixup = keras.layers.MixUp(alpha=MIX_ALPHA, seed=seed + 5, **F32) if rand else None
     cutmix = keras.layers.CutMix(seed=seed + 6, **F32) if rand else None
@@ -97,6 +95,31 @@ def make_augmenter(
         return to_uint8(mixed[0]), mixed[1]
 
     return augment
+
+
+class OneOpRandAugment(keras.layers.RandAugment):
+    """Keras's RandAugment, computing only the ops it picked.
+
+    Keras computes all 11 transforms for each of its `num_ops` picks and keeps the picked one
+    with `where`: 22 whole-batch image transforms a step for 2 ops. `tf.switch_case` runs the
+    picked branch alone (the TensorFlow backend, the one this project uses); the random draws
+    are Keras's own, so a seed gives the same images either way (tests/test_train_recipe.py).
+    """
+
+    def transform_images(self, images: Any, transformation: Any, training: bool = True) -> Any:
+        images = tf.cast(images, self.compute_dtype)
+        if not training:
+            return images
+        transforms = transformation["transforms"]  # in _AUGMENT_LAYERS order, as the picks count
+        for pick in tf.unstack(tf.cast(transformation["layer_idxes"], tf.int32), self.num_ops):
+            images = tf.switch_case(
+                pick, [self._branch(name, value, images) for name, value in transforms.items()]
+            )
+        return images
+
+    def _branch(self, name: str, value: Any, images: tf.Tensor) -> Callable[[], tf.Tensor]:
+        layer = getattr(self, name)
+        return lambda: tf.cast(layer.transform_images(images, value), self.compute_dtype)
 
 
 def to_uint8(images: tf.Tensor) -> tf.Tensor:

@@ -115,8 +115,10 @@ def build_wide_deep(
         weights = layers.Embedding(sum(sizes), num_classes, name="wide")(ids)
         wide = layers.Add(name="wide_logits")([wide, ops.sum(weights, axis=1)])
     deep = _joined(numbers, flat, "deep_input")
-    deep = layers.Dense(num_classes, name="deep_logits")(_mlp(deep, width, dropout))
-    logits = layers.Add(name="logits")([wide, deep])
+    # The deep side's last Dense is the head (`logits`, as every builder names it): what the frozen
+    # phase of a fine-tuning trains alone (train/finetune.py), and what a new task replaces.
+    deep = layers.Dense(num_classes, name="logits")(_mlp(deep, width, dropout))
+    logits = layers.Add(name="wide_plus_deep")([wide, deep])
     probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
     return keras.Model(features, probabilities, name="wide_deep")
 

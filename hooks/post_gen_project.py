@@ -33,10 +33,12 @@ DOCKER = [
 ]
 GITHUB_CI = [".github/dependabot.yml", ".github/workflows/ci.yml"]
 TUNING = [
+    "deploy/slurm_tune.sh",
     "notebooks/02_tune.ipynb",
     "src/{pkg}/parts/tune.py",
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/cluster.py",
     "src/{pkg}/tune/figure.py",
     "src/{pkg}/tune/offer.py",
     "src/{pkg}/tune/search.py",
@@ -46,6 +48,7 @@ TUNING = [
     "src/{pkg}/tune/trials.py",
     "src/{pkg}/tune/tuners.py",
     "tests/test_tune.py",
+    "tests/test_tune_workers.py",
 ]
 SERVING = [
     "src/{pkg}/parts/serve.py",

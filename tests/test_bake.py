@@ -37,6 +37,7 @@ FULL_BAKE = (
     "deploy/README.md",
     "deploy/pvc.yaml",
     "deploy/slurm_train.sh",
+    "deploy/slurm_tune.sh",
     "deploy/tfjob.yaml",
     "docker/Dockerfile",
     "docker/compose.monitoring.yml",
@@ -201,6 +202,7 @@ FULL_BAKE = (
     "src/{pkg}/train/watch.py",
     "src/{pkg}/tune/__init__.py",
     "src/{pkg}/tune/checks.py",
+    "src/{pkg}/tune/cluster.py",
     "src/{pkg}/tune/figure.py",
     "src/{pkg}/tune/offer.py",
     "src/{pkg}/tune/search.py",
@@ -274,6 +276,7 @@ FULL_BAKE = (
     "tests/test_train_recipe_gpu.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",
+    "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
 )
 
@@ -298,10 +301,12 @@ REMOVED_WHEN_DECLINED = {
     ),
     "ci": (".github/dependabot.yml", ".github/workflows/ci.yml"),
     "include_tuning": (
+        "deploy/slurm_tune.sh",
         "notebooks/02_tune.ipynb",
         "src/{pkg}/parts/tune.py",
         "src/{pkg}/tune/__init__.py",
         "src/{pkg}/tune/checks.py",
+        "src/{pkg}/tune/cluster.py",
         "src/{pkg}/tune/figure.py",
         "src/{pkg}/tune/offer.py",
         "src/{pkg}/tune/search.py",
@@ -311,6 +316,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/tune/trials.py",
         "src/{pkg}/tune/tuners.py",
         "tests/test_tune.py",
+        "tests/test_tune_workers.py",
     ),
     "include_tensorrt": (
         "src/{pkg}/optimize/tensorrt_engine.py",

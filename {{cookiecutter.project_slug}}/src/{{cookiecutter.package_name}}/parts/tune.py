@@ -47,10 +47,21 @@ def key_numbers(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     failed = metrics.get("trials_failed")
     rows += [
         ("trials run", f"{metrics['trials_run']}" + (f", {failed} failed" if failed else "")),
+        *([("ran by", ran_by(metrics["trials"]))] if metrics.get("workers", 1) > 1 else []),
         ("best values", values),
         ("training takes them", f"from {TUNED_FILE}, for every value not given"),
     ]
     return rows
+
+
+def ran_by(trials: list[dict[str, Any]]) -> str:
+    """Which worker process ran which trials: "worker0 (pid 41) #1, #3; worker1 (pid 42) #2"."""
+    runs: dict[str, list[str]] = {}
+    for trial in trials:
+        runs.setdefault(f"{trial.get('worker')} (pid {trial.get('pid')})", []).append(
+            f"#{trial['trial']}"
+        )
+    return "; ".join(f"{who} {', '.join(numbers)}" for who, numbers in sorted(runs.items()))
 
 
 HEADLINES = {"tune": headline}

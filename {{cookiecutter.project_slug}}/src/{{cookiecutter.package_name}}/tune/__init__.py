@@ -11,7 +11,9 @@ A search writes into the run folder:
 
     tuning/tuner/              keras-tuner's own folder: its state and one folder per trial
     tuning/space.json          what was searched: the fixed values and the space
-    tuning/trials.json         every trial: values, score, status, why a failed one failed
+    tuning/trials.json         every trial: values, score, status, why a failed one failed, and
+                               the worker (tuner id, pid) that ran it
+    tuning/workers/            the output of each worker process (workers > 1)
     tuning/best_hparams.json   the best values, which training (step 3) uses when not given
     metrics/tune.json          best_score, trials_run, seconds, best_hparams, every trial, lineage
     lineage.json               "tuning": made from the data whose fingerprint it names
@@ -21,6 +23,7 @@ A search writes into the run folder:
     search   the search itself (`search` also resumes, with overwrite=False)
     trial    one trial: keras-tuner's HyperModel over train.Loop
     tuners   random search (defaults first) or Hyperband; failed trials and when they stop it
+    cluster  several trials at once: keras-tuner's chief/worker mode (workers, slurm_tune.sh)
     figure   the score of every trial, figures/tune_trials.png
     offer    what a search offers training: best_hparams.json, checked (parts.tune.suggest)
     step     the step contract: Params, check, run

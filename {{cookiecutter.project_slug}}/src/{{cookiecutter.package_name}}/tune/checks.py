@@ -19,6 +19,7 @@ from ..tasks import current as task
 from ..train.finetune import check_weights
 
 ALGORITHMS = ("random", "hyperband")
+MAX_WORKERS = 256  # worker processes one search starts or serves: more is a typo, not a plan
 INSTALL = "it is a dependency of this project: reinstall it (make setup, or pip install -e .)"
 
 
@@ -39,6 +40,9 @@ class Params:
         "none", "none, imagenet or a .keras file to start from; not none: freeze_epochs searched"
     )
     seed: int = param(42, "seed of the search and of every trial's weights")
+    workers: int = param(
+        1, "processes that run trials at once: 1 in this process, more: a chief and N workers"
+    )
 
 
 def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
@@ -48,6 +52,7 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
         raise TuneError(f"algorithm={algorithm!r} is not allowed: use {' or '.join(ALGORITHMS)}.")
     for name in ("max_trials", "epochs", "batch_size", "seed"):  # the ranges train's share
         limits.whole(name, getattr(params, name), TuneError)
+    check_workers(params.workers, params.max_trials)
     if not isinstance(model, str) or model not in task().MODELS:
         raise TuneError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
     try:  # training's own sentences: none, imagenet or an existing .keras/.weights.h5 file
@@ -58,6 +63,21 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
     if not isinstance(overwrite, bool):
         raise TuneError(f"overwrite={overwrite!r} is not allowed: use true or false.")
     return {**asdict(params), "overwrite": overwrite}
+
+
+def check_workers(workers: Any, max_trials: int) -> None:
+    """Refuse a worker count that is not a whole number from 1 to MAX_WORKERS, or one larger
+    than max_trials (a worker that can get no trial is a process started for nothing)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise TuneError(
+            f"workers={workers!r} is not allowed: use a whole number from 1 to {MAX_WORKERS} "
+            "(1 searches in this process, more start a chief and that many worker processes)."
+        )
+    if workers > max_trials:
+        raise TuneError(
+            f"workers={workers} is more than max_trials={max_trials}: use at most {max_trials} "
+            "workers, since each worker runs whole trials."
+        )
 
 
 def check_keras_tuner() -> None:

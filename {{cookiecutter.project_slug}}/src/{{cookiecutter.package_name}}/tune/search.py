@@ -22,6 +22,7 @@ from ..artifacts import resolve_run_dir
 from ..parts.tune import SPACE_FILE, TRIALS_FILE, TUNED_FILE
 from ..train.devices import resolve_jit
 from ..writes import write_json, write_metrics
+from . import cluster
 from .checks import Params, TuneError, check_data, check_params, require_keras_tuner
 from .space import OBJECTIVE, defaults, search_space, training_values
 from .trial import Trials
@@ -50,7 +51,8 @@ def search(
     The tuning's lineage names the data it was made from, so training can ignore values tuned on
     data that has since been replaced.
     """
-    params = check_params(params or Params(), overwrite)
+    worker = cluster.is_worker()
+    params = check_params(params or Params(), False if worker else overwrite)  # a worker: no rm
     algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
     batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
     weights = params["weights"]
@@ -73,22 +75,30 @@ def search(
         jit=jit,
         built=progress.built,
     )
-    if not overwrite:
+    if not params["overwrite"] and not worker:
         _check_same_search(folder, params)
     tuner = make_tuner(kt, params, trials_of.hypermodel, folder)  # overwrite: a new tuner/
-    write_json(folder / TUNER_DIR / REQUEST_FILE, {key: params[key] for key in SAME_SEARCH})
+    if worker:  # trials from the chief until it says stop; the chief writes every result
+        cluster.follow_chief()
+        tuner.search(epochs=epochs, callbacks=[progress], verbose=0)
+        return {"role": tuner.tuner_id, "pid": os.getpid(), "trials_run": progress.trial}
+    requeued = cluster.requeue_lost(tuner.oracle)  # trials a dead process left RUNNING
+    request = {key: params[key] for key in SAME_SEARCH}
+    write_json(folder / TUNER_DIR / REQUEST_FILE, {**request, "data": data_fp, "finished": False})
     write_json(folder / SPACE_FILE, {"fixed": fixed, "space": space})
     before = progress.trial = completed(tuner)
     started = time.perf_counter()
     try:
-        # Each trial reads training's own pipeline (train.Loop), so no data is passed here.
-        tuner.search(epochs=epochs, callbacks=[progress], verbose=0)  # 0: keras-tuner's
-        # display would clear the notebook cell after every trial
+        if params["workers"] > 1 or cluster.role():
+            cluster.run_chief(tuner, folder, params, verbose)
+        else:  # each trial reads training's own pipeline (train.Loop): no data passed here
+            tuner.search(epochs=epochs, callbacks=[progress], verbose=0)  # 0: keras-tuner's
+            # display would clear the notebook cell after every trial
     except RuntimeError as error:  # CONSECUTIVE_FAILURES failed trials in a row
         raise TuneError(f"The search stopped: {last_line(error)}.") from None
     seconds = time.perf_counter() - started
 
-    trials = [trial_record(trial) for trial in tuner.oracle.trials.values()]
+    trials = [trial_record(trial, folder) for trial in tuner.oracle.trials.values()]
     untuned = defaults(space)
     for trial in trials:
         trial["defaults"] = trial["hparams"] == untuned
@@ -135,7 +145,9 @@ def search(
         "epochs": epochs,
         "batch_size": batch_size,
         "seed": seed,
-        "overwrite": overwrite,
+        "overwrite": params["overwrite"],
+        "workers": params["workers"],
+        "trials_requeued": requeued,
         "seconds": round(seconds, 3),
         "weights": weights,
         "search_space": space,
@@ -150,7 +162,22 @@ def search(
         "lineage": lineage.summary(folder, reads=["data"], writes=["tuning"]),
     }
     write_metrics(folder, "tune", metrics)
+    write_json(folder / TUNER_DIR / REQUEST_FILE, {**request, "data": data_fp, "finished": True})
     return metrics
+
+
+def resumable(run_dir: str | os.PathLike[str], params: Params) -> bool:
+    """Whether the run folder holds an unfinished search (stopped, killed) of the same settings
+    on the same data: the same command then continues it instead of starting over."""
+    folder = resolve_run_dir(run_dir, create=False)
+    path = folder / TUNER_DIR / REQUEST_FILE
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
+    same = all(earlier.get(key) == getattr(params, key) for key in SAME_SEARCH)
+    data_fp = lineage.fingerprint(folder, "data")
+    return same and earlier.get("finished") is False and earlier.get("data") == data_fp
 
 
 def _check_same_search(folder: Path, params: dict[str, Any]) -> None:

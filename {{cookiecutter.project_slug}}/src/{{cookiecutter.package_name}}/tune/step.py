@@ -9,9 +9,10 @@ from typing import Any
 from .. import figures
 from ..artifacts import resolve_run_dir, run_folder
 from ..writes import check_writable, write_metrics
+from . import cluster
 from .checks import Params, check_data, check_keras_tuner, check_params
 from .figure import plot_trials
-from .search import search
+from .search import TUNER_DIR, resumable, search
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -27,11 +28,18 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
-    """Check, then search from scratch (overwrite=True); return metrics/tune.json's content."""
+    """Check, then search: from scratch, or on from where an unfinished search of the same
+    settings on the same data stopped (killed, interrupted); return metrics/tune.json's content.
+    A worker of a chief elsewhere (cluster.is_worker) runs trials and writes no metrics."""
     folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check(folder, params)
     check_writable(folder)
-    metrics = search(folder, params, verbose=verbose)
+    resume = not cluster.is_worker() and resumable(folder, params)
+    if resume and verbose:
+        print(f"Resuming the unfinished search in {folder / TUNER_DIR}.")
+    metrics = search(folder, params, overwrite=not resume, verbose=verbose)
+    if cluster.is_worker():
+        return metrics
     drawers = {"tune_trials": lambda _, found, path: plot_trials(found, path)}
     metrics["figures"] = figures.save(folder, "tune", metrics, drawers=drawers)
     write_metrics(folder, "tune", metrics)  # again, with the figures

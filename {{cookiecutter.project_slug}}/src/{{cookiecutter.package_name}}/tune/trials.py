@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import keras
 
 from ..progress import line
 from .space import OBJECTIVE, training_values
+from .tuners import TUNER_DIR, ran_by
 
 
 class Progress(keras.callbacks.Callback):
@@ -51,8 +53,9 @@ def completed(tuner: Any) -> int:
     return sum(trial.status == "COMPLETED" for trial in tuner.oracle.trials.values())
 
 
-def trial_record(trial: Any) -> dict[str, Any]:
-    """One trial for metrics/tune.json: its id, status, score, epochs and values."""
+def trial_record(trial: Any, folder: Path) -> dict[str, Any]:
+    """One trial for metrics/tune.json: its id, status, score, epochs and values, and the
+    processes that ran it (the last one's tuner id and pid as `worker` and `pid`)."""
     values = trial.hyperparameters.values
     score = trial.score
     record = {
@@ -69,6 +72,9 @@ def trial_record(trial: Any) -> dict[str, Any]:
         "epochs": int(values.get("tuner/epochs", 0)) or None,
         "hparams": training_values(values),
     }
+    runs = ran_by(folder / TUNER_DIR / f"trial_{trial.trial_id}")
+    last = runs[-1] if runs else {}
+    record.update(worker=last.get("tuner_id"), pid=last.get("pid"), ran_by=runs)
     if trial.status != "COMPLETED":
         record["error"] = reason(trial.message) if trial.message else "no message"
     return record

@@ -12,12 +12,20 @@ something every trial shares is broken, not one set of values.
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 from ..parts.tune import TUNING_DIR
+from ..writes import write_json
 
 TUNER_DIR = f"{TUNING_DIR}/tuner"
+# In each trial's folder (tuning/tuner/trial_NN/): every process that started the trial, in order;
+# more than one when a worker died and another ran the trial again.
+RAN_BY_FILE = "ran_by.json"
 CONSECUTIVE_FAILURES = 3  # keras-tuner's max_consecutive_failed_trials
 # Hyperband trains many models for a few epochs and the best third of them three times as long.
 HYPERBAND_FACTOR = 3
@@ -37,8 +45,8 @@ def make_tuner(kt: Any, params: dict[str, Any], hypermodel: Any, folder: Path) -
     }
     if params["algorithm"] == "random":
         oracle = defaults_first(kt)(max_trials=params["max_trials"], **oracle_args)
-        return kt.Tuner(oracle=oracle, hypermodel=hypermodel, **common)
-    tuner = kt.Hyperband(
+        return recording(kt.Tuner)(oracle=oracle, hypermodel=hypermodel, **common)
+    tuner = recording(kt.Hyperband)(
         hypermodel,
         max_epochs=params["epochs"],
         factor=HYPERBAND_FACTOR,
@@ -51,6 +59,35 @@ def make_tuner(kt: Any, params: dict[str, Any], hypermodel: Any, folder: Path) -
     )
     tuner.oracle.max_trials = params["max_trials"]
     return tuner
+
+
+def recording(base: type) -> type:
+    """The tuner class `base`, noting in each trial's folder which process ran it (RAN_BY_FILE):
+    keras-tuner's oracle forgets which tuner ran a trial once it ends."""
+
+    class Recording(base):
+        def on_trial_begin(self, trial: Any) -> None:
+            super().on_trial_begin(trial)
+            note_runner(Path(self.get_trial_dir(trial.trial_id)), self.tuner_id)
+
+    return Recording
+
+
+def note_runner(trial_dir: Path, tuner_id: str) -> None:
+    """Add this process (tuner id, pid, host) to the trial's RAN_BY_FILE."""
+    runs = ran_by(trial_dir)
+    here = {"tuner_id": tuner_id, "pid": os.getpid(), "host": socket.gethostname()}
+    write_json(trial_dir / RAN_BY_FILE, [*runs, {**here, "started": round(time.time(), 3)}])
+
+
+def ran_by(trial_dir: Path) -> list[dict[str, Any]]:
+    """The processes that started the trial in `trial_dir`, oldest first ([] when none noted)."""
+    path = trial_dir / RAN_BY_FILE
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    return runs if isinstance(runs, list) else []
 
 
 def defaults_first(kt: Any) -> type:

@@ -1,0 +1,295 @@
+"""Distributed tuning on keras-tuner's chief/worker mode (tune/cluster.py, deploy/slurm_tune.sh).
+
+The fast tests check what is decided without processes: a bad `workers` refused, where each worker
+runs, which trials a search that ended early runs again (on keras-tuner's real oracle), when the
+same command resumes. The slow ones start the real thing on the digits: a chief and two worker
+processes, one of them killed with SIGKILL mid-trial, the chief killed and the command run again,
+and the same search as a job of the real one-node SLURM of tests/slurm_cluster.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_sentence
+
+pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
+
+from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
+from {{ cookiecutter.package_name }}.tune import cluster  # noqa: E402
+from {{ cookiecutter.package_name }}.tune.checks import MAX_WORKERS  # noqa: E402
+from {{ cookiecutter.package_name }}.tune.search import REQUEST_FILE, resumable  # noqa: E402
+from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
+
+PROJECT = Path(__file__).resolve().parents[1]
+PACKAGE = "{{ cookiecutter.package_name }}"
+TIMEOUT = 300
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("digits") / "run"
+    data.prepare(run, "digits")
+    return run
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, digits: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(digits, run)
+    return run
+
+
+@pytest.mark.parametrize(
+    ("workers", "max_trials", "named"),
+    [
+        (0, 4, "workers=0"),
+        (-2, 4, "workers=-2"),
+        (True, 4, "workers=True"),
+        ("2", 4, "workers='2'"),
+        (MAX_WORKERS + 1, 300, f"workers={MAX_WORKERS + 1}"),
+        (5, 4, "workers=5 is more than max_trials=4"),
+    ],
+)
+def test_a_bad_workers_value_is_refused_in_one_sentence_before_any_work(
+    tmp_path: Path, workers: object, max_trials: int, named: str
+) -> None:
+    """The value and what is allowed, in one sentence, without reading the run folder."""
+    with pytest.raises(tune.TuneError) as error:
+        tune.check(tmp_path / "none", tune.Params(workers=workers, max_trials=max_trials))
+    assert named in str(error.value) and "use " in str(error.value)
+    assert_one_sentence(str(error.value))
+
+
+def test_each_worker_gets_its_own_gpu_or_its_own_cores() -> None:
+    """Several GPUs: one each (round robin); one GPU: shared with memory growth; the CPU cores
+    split evenly, or shared one by one when there are fewer cores than workers."""
+    two = [cluster.placement(i, 2, ["3", "5"], [0, 1, 2, 3]) for i in range(2)]
+    assert [p["env"] for p in two] == [{"CUDA_VISIBLE_DEVICES": "3"}, {"CUDA_VISIBLE_DEVICES": "5"}]
+    assert [p["cpus"] for p in two] == [[0, 1], [2, 3]]
+    shared = cluster.placement(1, 2, ["0"], [0, 1])
+    assert shared == {"env": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}, "cpus": [1]}
+    assert [cluster.placement(i, 3, [], [0, 1])["cpus"] for i in range(3)] == [[0], [1], [0]]
+
+
+def test_a_trial_left_running_is_run_again_and_an_ended_one_never(tmp_path: Path) -> None:
+    """keras-tuner saves its ongoing trials before it forgets an ended one: after a kill, its
+    reload would hand the ended trial out again; requeue_lost keeps only the running one."""
+    import keras_tuner as kt
+
+    def oracle() -> kt.Oracle:
+        space = kt.HyperParameters()
+        space.Int("x", 0, 10_000)
+        made = kt.oracles.RandomSearchOracle(
+            objective=kt.Objective("score", "max"), max_trials=6, hyperparameters=space, seed=1
+        )
+        made._set_project_dir(str(tmp_path), "tuner")
+        return made
+
+    first = oracle()
+    ended, running = first.create_trial("worker0"), first.create_trial("worker1")
+    first.update_trial(ended.trial_id, {"score": 1.0})
+    ended.status = "COMPLETED"
+    first.end_trial(ended)  # then the chief is killed, worker1 still training `running`
+
+    second = oracle()
+    second.reload()
+    assert cluster.requeue_lost(second) == [running.trial_id]
+    assert second.create_trial("worker5").trial_id == running.trial_id
+    fresh = second.create_trial("worker0").trial_id
+    assert fresh not in (ended.trial_id, running.trial_id)
+    assert second.trials[ended.trial_id].status == "COMPLETED"
+
+
+def test_the_same_command_resumes_only_an_unfinished_search_of_the_same_settings(
+    run_dir: Path,
+) -> None:
+    """Unfinished, same settings, same data: resume; finished, other settings or other data:
+    start over."""
+    params = tune.Params(max_trials=4, epochs=1)
+    path = run_dir / tune.TUNER_DIR / REQUEST_FILE
+    request = {
+        "algorithm": "random",
+        "model": params.model,
+        "weights": "none",
+        "epochs": 1,
+        "batch_size": params.batch_size,
+        "seed": params.seed,
+        "data": lineage.fingerprint(run_dir, "data"),
+    }
+    assert not resumable(run_dir, params)  # no search yet
+    write_json(path, {**request, "finished": False})
+    assert resumable(run_dir, params)
+    assert resumable(run_dir, tune.Params(max_trials=8, epochs=1, workers=2))  # more trials
+    assert not resumable(run_dir, tune.Params(max_trials=4, epochs=2))
+    write_json(path, {**request, "finished": True})
+    assert not resumable(run_dir, params)
+    write_json(path, {**request, "finished": False, "data": "another"})
+    assert not resumable(run_dir, params)
+
+
+def tune_command(run: Path, *params: str) -> list[str]:
+    values = [arg for value in params for arg in ("-p", value)]
+    return [sys.executable, "-m", PACKAGE, "tune", "--run-dir", str(run), *values]
+
+
+def environment() -> dict[str, str]:
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("KERASTUNER_", "SLURM_"))}
+    return {**kept, "PYTHONPATH": str(PROJECT / "src"), "CUDA_VISIBLE_DEVICES": ""}
+
+
+def trials_json(run: Path) -> list[dict]:
+    return json.loads((run / "tuning" / "trials.json").read_text(encoding="utf-8"))["trials"]
+
+
+def assert_each_trial_once(trials: list[dict], count: int) -> None:
+    ids = [trial["trial_id"] for trial in trials]
+    assert len(ids) == len(set(ids)) == count, ids
+    assert all(trial["status"] == "COMPLETED" for trial in trials), trials
+
+
+def wait_for_runner(run: Path, trial_id: str) -> dict:
+    """The process that started trial `trial_id`, once it has (tuning/tuner/trial_N/ran_by.json)."""
+    path = run / tune.TUNER_DIR / f"trial_{trial_id}" / "ran_by.json"
+    deadline = time.monotonic() + TIMEOUT
+    while not path.is_file():
+        assert time.monotonic() < deadline, f"no {path}"
+        time.sleep(0.2)
+    time.sleep(1)  # well into its first epoch
+    return json.loads(path.read_text(encoding="utf-8"))[-1]
+
+
+@pytest.mark.slow
+def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir: Path) -> None:
+    """A chief (this command) and two workers: four trials, each once, run by both workers (their
+    tuner ids and pids in trials.json, neither the chief's); the chief wrote the results."""
+    done = subprocess.run(
+        tune_command(run_dir, "workers=2", "max_trials=4", "epochs=1"),
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = trials_json(run_dir)
+    assert_each_trial_once(trials, 4)
+    assert {trial["worker"] for trial in trials} == {"worker0", "worker1"}
+    assert len({trial["pid"] for trial in trials}) == 2
+    metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
+    assert (metrics["workers"], metrics["trials_run"]) == (2, 4)
+    assert (run_dir / "tuning" / "best_hparams.json").is_file()
+    assert (run_dir / "figures" / "tune_trials.png").is_file()
+    for tuner_id in ("worker0", "worker1"):
+        assert (run_dir / "tuning" / "workers" / f"{tuner_id}.log").is_file()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_trial_is_started_again_and_its_trial_counted_once(
+    run_dir: Path,
+) -> None:
+    """SIGKILL to the worker training trial 1: the chief starts that worker again, keras-tuner
+    hands it the same trial, and the search ends with every trial recorded once."""
+    command = tune_command(run_dir, "workers=2", "max_trials=4", "epochs=2")
+    with subprocess.Popen(
+        command, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as chief:
+        victim = wait_for_runner(run_dir, "1")
+        os.kill(victim["pid"], signal.SIGKILL)
+        output, _ = chief.communicate(timeout=TIMEOUT)
+    assert chief.returncode == 0, output
+    assert f"{victim['tuner_id']} (pid {victim['pid']}) ended with status -9" in output
+    trials = trials_json(run_dir)
+    assert_each_trial_once(trials, 4)
+    again = next(trial for trial in trials if trial["trial_id"] == "1")["ran_by"]
+    assert [run["tuner_id"] for run in again] == [victim["tuner_id"]] * 2
+    assert again[0]["pid"] == victim["pid"] != again[1]["pid"]
+
+
+@pytest.mark.slow
+def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Path) -> None:
+    """SIGKILL to the chief mid-search: its workers end too, and the same command again trains
+    only the trials left (those running are trained again), each recorded once."""
+    command = tune_command(run_dir, "workers=2", "max_trials=4", "epochs=2")
+    with subprocess.Popen(
+        command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as chief:
+        # trial 2 starts once trial 0 or 1 has ended: one trial done, two running
+        workers = {wait_for_runner(run_dir, tid)["pid"] for tid in ("2", "1", "0")}
+        chief.kill()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived their chief"
+        time.sleep(0.5)
+    done = subprocess.run(
+        command, env=environment(), capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Resuming the unfinished search" in done.stdout
+    assert_each_trial_once(trials_json(run_dir), 4)
+    metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
+    assert metrics["trials_run"] < 4 and metrics["overwrite"] is False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").is_dir() and "zombie" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
+
+
+@pytest.mark.slow
+def test_slurm_job_runs_a_chief_and_two_workers(run_dir: Path, tmp_path: Path) -> None:
+    """deploy/slurm_tune.sh under the real one-node SLURM: the batch script's chief and two
+    tasks as workers share one search; the log names each task's tuner id."""
+    from slurm_cluster import SlurmCluster, missing
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    slurm = SlurmCluster(tmp_path / "slurm")
+    slurm.root.mkdir()
+    try:
+        slurm.start()
+        log = tmp_path / "job.out"
+        job_env = {
+            **environment(),
+            "SLURM_CONF": slurm.env["SLURM_CONF"],
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "RUN_DIR": str(run_dir),
+            "TUNE_PARAMS": "-p max_trials=4 -p epochs=1",
+        }
+        layout = ["--nodes=1", "--ntasks=2", "--cpus-per-task=1", "--gres=none"]
+        script = PROJECT / "deploy" / "slurm_tune.sh"
+        done = subprocess.run(
+            ["sbatch", "--parsable", "--wait", *layout, f"--output={log}", str(script)],
+            env=job_env,
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        text = log.read_text() if log.exists() else ""
+        assert done.returncode == 0, f"{done.stderr}\n{text[-3000:]}\n{slurm.logs()}"
+    finally:
+        slurm.stop()
+    for task in (0, 1):
+        assert f"task {task} on " in text and f"as worker{task}, pid" in text, text
+    trials = trials_json(run_dir)
+    assert_each_trial_once(trials, 4)
+    assert {trial["worker"] for trial in trials} == {"worker0", "worker1"}

@@ -20,7 +20,7 @@ def sanitize(name: str) -> str:
 
 
 def parse_crosses(text: str) -> list[tuple[str, str]] | str:
-    """"auto", "none", or "a*b,c*d" as sanitized pairs; a malformed one raises SchemaError."""
+    """ "auto", "none", or "a*b,c*d" as sanitized pairs; a malformed one raises SchemaError."""
     text = text.strip()
     if text in ("auto", "none"):
         return text

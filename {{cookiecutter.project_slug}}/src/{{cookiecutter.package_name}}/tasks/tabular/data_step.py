@@ -143,8 +143,8 @@ def data_metrics(meta: dict[str, Any], reading: dict[str, Any]) -> dict[str, Any
         for kind in ("numeric", "categorical")
         for e in schema[kind]
     ]
-    order = {e["name"]: i for i, e in enumerate(table)}  # the file's order, numeric or not
-    table.sort(key=lambda row: order[row["name"]])
+    order = meta.get("columns") or [row["name"] for row in table]  # the file's order
+    table.sort(key=lambda row: order.index(row["name"]))
     positive = meta.get("positive_class")
     return {
         "task": meta["task"],
@@ -229,4 +229,6 @@ def _check_file(dataset: str, data_dir: Any) -> None:
 
 def _whole(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise DataError(f"{name}={value!r} is not allowed: use a whole number from {low} to {high}.")
+        raise DataError(
+            f"{name}={value!r} is not allowed: use a whole number from {low} to {high}."
+        )

@@ -37,7 +37,9 @@ def time_reading(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     parquet = _median(lambda: pd.read_parquet(path, engine="pyarrow"))
     csv = _median(lambda: pd.read_csv(io.BytesIO(text), keep_default_na=True))
     naive = _row("naive", "CSV text, parsed on each read", rows / csv, rows / csv, 1.0)
-    configured = _row("configured", CONFIGURED, rows / parquet, rows / max(first, 1e-9), csv / parquet)
+    configured = _row(
+        "configured", CONFIGURED, rows / parquet, rows / max(first, 1e-9), csv / parquet
+    )
     speedup = csv / parquet
     verdict = (
         f"Reading the {rows:,} training rows takes {parquet * 1e3:.0f} ms from Parquet against "

@@ -27,7 +27,6 @@ AUTO_CROSS_COLUMNS = 4  # auto crosses pair the most varied of the non-hashed ca
 TOP = 5  # most frequent values listed per categorical column
 
 
-
 def infer_schema(
     train: pd.DataFrame,
     *,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,10 +29,23 @@ from .columns import sanitize
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
-CENSUS_COLUMNS = (
-    "age workclass fnlwgt education education-num marital-status occupation relationship race "
-    "sex capital-gain capital-loss hours-per-week native-country income"
-).split()
+CENSUS_COLUMNS = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+]
 CENSUS_LABEL = "income"
 MISSING = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL")  # read as a missing value
 
@@ -159,8 +173,10 @@ def _read_csv(data: bytes, name: str, header: bool = True) -> pd.DataFrame:
             skipinitialspace=True, encoding="utf-8-sig",
         )  # fmt: skip
     except (UnicodeDecodeError, pd.errors.ParserError) as error:
-        reason = str(error).strip().splitlines()[0].rstrip(".")
-        raise TableError(f"{name} cannot be read as a UTF-8 CSV ({reason}): fix the file.") from None
+        reason = _first_clause(error)
+        raise TableError(
+            f"{name} cannot be read as a UTF-8 CSV ({reason}): fix the file."
+        ) from None
     if not header:
         frame.columns = CENSUS_COLUMNS
         frame.index = np.arange(1, len(frame) + 1)
@@ -177,7 +193,7 @@ def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(io.BytesIO(data), engine="pyarrow")
     except Exception as error:  # pyarrow's errors have no common base worth naming
-        reason = str(error).strip().splitlines()[0].rstrip(".") or type(error).__name__
+        reason = _first_clause(error)
         raise TableError(f"{name} cannot be read as Parquet ({reason}): fix the file.") from None
     frame.index = np.arange(1, len(frame) + 1)
     return frame
@@ -283,3 +299,9 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _first_clause(error: BaseException) -> str:
+    """A library's error as a clause of our sentence: its first sentence, no final stop."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return re.split(r"[.!?]\s+(?=[A-Z])", text)[0].rstrip(".")

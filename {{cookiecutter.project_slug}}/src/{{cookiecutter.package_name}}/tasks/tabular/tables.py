@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ... import lineage
-from ...artifacts import DATA_DIR, META_FILE, resolve_run_dir
+from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
 from ...writes import write_json, writing
 from .columns import SchemaError
 from .schema import fingerprint, infer_schema, stringify
@@ -113,11 +113,13 @@ def write_data(folder: Path, table: Table, request: dict[str, Any]) -> dict[str,
                 "num_classes": len(table.classes),
                 "positive_class": table.classes[1] if binary else None,
                 "splits": splits,
+                "columns": list(table.frames["train"].columns),  # the feature columns, file order
                 "schema": schema,
                 "fingerprint": fingerprint(schema),
                 "renamed": dict(table.renamed),
                 "notes": [*table.notes, *notes],
                 "request": request,
+                "reused": False,  # as written; prepare() returns True when it reuses the folder
             }
             meta["write"] = {
                 "seconds": round(time.perf_counter() - started, 3),
@@ -163,6 +165,12 @@ def read_split(run_dir: str | os.PathLike[str], split: str) -> pd.DataFrame:
     """data/<split>.parquet as written (the label in LABEL)."""
     folder = resolve_run_dir(run_dir, create=False)
     return pd.read_parquet(folder / DATA_DIR / f"{split}.parquet", engine="pyarrow")
+
+
+def read_table_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """data/meta.json as 01_data wrote it; a missing one names the notebook that writes it."""
+    path = require(run_dir, META_FILE, "01_data")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def reusable(out: Path, request: dict[str, Any]) -> dict[str, Any] | None:

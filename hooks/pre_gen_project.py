@@ -36,7 +36,7 @@ FREE_TEXT = ("project_name", "description", "author_name", "author_email")
 FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
 # What a bake's model learns (the `task` question): each bakes its own folder under tasks/ and the
 # hook removes the others' modules, notebooks and tests (post_gen_project.TASK_FILES).
-TASKS = ("image_classification", "text_classification")
+TASKS = ("image_classification", "text_classification", "tabular_classification")
 # Answers given as text; the two derived ones default to these expressions (cookiecutter.json).
 TYPED = (*FREE_TEXT, "project_slug", "package_name")
 DERIVED_DEFAULTS = {

@@ -405,15 +405,22 @@ MENTIONS_ALLOWED = {
 }
 
 # Words a bake of the task must not hold: the names of the other tasks' modules, data and models.
+_TEXT_WORDS = (
+    "tasks.text", "tasks/text", "banking77", "BANKING77", "TextVectorization", "bag_of_ngrams",
+    "test_text_",
+)
+_IMAGE_WORDS = (
+    "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir", "small_cnn",
+    "resnet_small", "augment_bench", "test_data_photos",
+)
+_TABULAR_WORDS = (
+    "tasks.tabular", "tasks/tabular", "census", "adult.data", "adult.test", "FeatureSpace",
+    "test_tabular_",
+)
 MENTIONS_OF_OTHER_TASKS = {
-    "image_classification": (
-        "tasks.text", "tasks/text", "banking77", "BANKING77", "TextVectorization",
-        "bag_of_ngrams", "test_text_",
-    ),
-    "text_classification": (
-        "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir",
-        "small_cnn", "resnet_small", "augment_bench", "test_data_photos",
-    ),
+    "image_classification": _TEXT_WORDS + _TABULAR_WORDS,
+    "text_classification": _IMAGE_WORDS + _TABULAR_WORDS,
+    "tabular_classification": _IMAGE_WORDS + _TEXT_WORDS,
 }  # fmt: skip
 
 NO_EXTRAS = {
@@ -444,6 +451,7 @@ SUPPORTED = [
     ),
     pytest.param({"license": "Proprietary"}, id="proprietary-license"),
     pytest.param({"task": "text_classification"}, id="text"),
+    pytest.param({"task": "tabular_classification"}, id="tabular"),
     pytest.param(
         {
             "project_name": "Vision Lab",
@@ -557,7 +565,7 @@ def expected_files(answers: dict, task_files: dict[str, list[str]]) -> set[str]:
     tests/test_text_task.py checks against each bake)."""
     task = answers["task"]
     swapped = set(task_files["image_classification"]) - set(task_files[task])
-    own = {p.replace("notebooks/text/", "notebooks/") for p in task_files[task]}
+    own = {re.sub(r"^notebooks/[^/]+/", "notebooks/", p) for p in task_files[task]}
     removed = {
         path.format(pkg=answers["package_name"])
         for option, paths in REMOVED_WHEN_DECLINED.items()

@@ -18,6 +18,7 @@ from test_bake import assert_ruff_clean
 from test_default_project import make
 
 TEXT = {"project_name": "Text Intents", "task": "text_classification"}
+TABULAR = {"project_name": "Income Rows", "task": "tabular_classification"}
 
 
 def task_files(baked: Baked, folder: str) -> set[str]:
@@ -31,8 +32,12 @@ def listed(baked: Baked, post_gen: ModuleType, task: str) -> set[str]:
 
 @pytest.mark.parametrize(
     ("answers", "task", "mine", "other"),
-    [({}, "image_classification", "image", "text"), (TEXT, "text_classification", "text", "image")],
-    ids=["image", "text"],
+    [
+        ({}, "image_classification", "image", "text"),
+        (TEXT, "text_classification", "text", "image"),
+        (TABULAR, "tabular_classification", "tabular", "text"),
+    ],
+    ids=["image", "text", "tabular"],
 )
 def test_a_bake_holds_only_its_own_task(
     bake: Callable[[dict], Baked],
@@ -52,7 +57,7 @@ def test_a_bake_holds_only_its_own_task(
     assert task_files(baked, other) == set()
     assert not others & baked.files, sorted(others & baked.files)
     assert (baked.root / "notebooks" / "01_data.ipynb").is_file()
-    assert not (baked.root / "notebooks" / "text").exists()
+    assert not [p.name for p in (baked.root / "notebooks").iterdir() if p.is_dir()]
 
 
 def test_the_text_task_vendors_banking77_with_its_licence(
@@ -73,7 +78,7 @@ def test_an_unknown_task_is_refused_in_one_sentence(pre_gen: ModuleType) -> None
     found = pre_gen.check_task({"task": "speech"})
     assert found == [
         "task 'speech' is not a task this template bakes: use one of image_classification, "
-        "text_classification."
+        "text_classification, tabular_classification."
     ]
     assert pre_gen.check_task({"task": "text_classification"}) == []
 

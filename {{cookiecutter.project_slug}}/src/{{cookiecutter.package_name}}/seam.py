@@ -18,7 +18,10 @@ FOLDERS = {
 # What one example of each task is called, in sentences and on axes (tasks/<folder>/task.py NOUN).
 NOUNS = {"image": "images", "text": "texts", "tabular": "rows"}
 # The figures a task draws beyond every task's, by step (artifacts.FIGURES adds them to its step's).
-FIGURES = {"text": {"data": ("data_lengths",)}, "tabular": {"train": ("train_scores",)}}
+FIGURES = {
+    "text": {"data": ("data_lengths",)},
+    "tabular": {"data": ("data_missing", "data_columns"), "train": ("train_scores",)},
+}
 _TASKS = f"{__package__}.tasks"
 
 

@@ -177,6 +177,8 @@ TASK_FILES = {
         "src/{pkg}/tasks/tabular/sources.py",
         "src/{pkg}/tasks/tabular/tables.py",
         "src/{pkg}/tasks/tabular/task.py",
+        "tests/bench_tabular.py",
+        "tests/tables.py",
         "tests/test_tabular_baseline.py",
         "tests/test_tabular_chain.py",
         "tests/test_tabular_data_step.py",

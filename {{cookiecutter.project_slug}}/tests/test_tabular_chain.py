@@ -40,7 +40,7 @@ def table_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dic
     folder = tmp_path_factory.mktemp("table-chain")
     source = census_slice(folder.parent / "census.csv")
     params = data_step.Params(
-        dataset="csv", data_dir=str(source), label_column="income", benchmark_seconds=1
+        dataset="csv", data_dir=str(source), label_column="income"
     )
     data_step.run(folder, params, verbose=False)
     trained = train.run(

@@ -54,7 +54,7 @@ def build_feature_space(schema: dict[str, Any]) -> FeatureSpace:
         if column.get("hashed"):
             feature = FeatureSpace.string_hashed(int(column["bins"]), output_mode="int")
         else:  # max_tokens counts the OOV index: the most frequent vocabulary_size values
-            size = int(column["vocabulary_size"]) + 1
+            size = _lookup_size(column)
             feature = FeatureSpace.string_categorical(size, num_oov_indices=1, output_mode="int")
         features[column["name"]] = feature
     dim = int(schema.get("crossing_dim") or 256)
@@ -74,7 +74,7 @@ def layout(schema: dict[str, Any]) -> list[dict[str, Any]]:
         if _binned(column):
             slots.append({"name": column["name"] + BINNED, "kind": "bucket", "size": NUMERIC_BINS})
     for column in schema["categorical"]:
-        size = int(column["bins"]) if column.get("hashed") else int(column["vocabulary_size"]) + 1
+        size = int(column["bins"]) if column.get("hashed") else _lookup_size(column)
         slots.append({"name": column["name"], "kind": "categorical", "size": size})
     for pair in schema["crosses"]:
         slots.append({"name": "_X_".join(pair), "kind": "cross", "size": dim})
@@ -133,6 +133,12 @@ def prepare_features(data_folder: str | os.PathLike[str], meta: dict[str, Any]) 
         "feature_space_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "layout": layout(schema),
     }
+
+
+def _lookup_size(column: dict[str, Any]) -> int:
+    """Indices of a looked-up column: its vocabulary and the OOV index 0. A column with no value
+    seen min_count times keeps its most frequent one (a lookup needs two indices at least)."""
+    return max(int(column["vocabulary_size"]), 1) + 1
 
 
 def _binned(column: dict[str, Any]) -> bool:

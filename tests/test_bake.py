@@ -408,15 +408,15 @@ MENTIONS_ALLOWED = {
 _TEXT_WORDS = (
     "tasks.text", "tasks/text", "banking77", "BANKING77", "TextVectorization", "bag_of_ngrams",
     "test_text_",
-)
+)  # fmt: skip
 _IMAGE_WORDS = (
     "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir", "small_cnn",
     "resnet_small", "augment_bench", "test_data_photos",
-)
+)  # fmt: skip
 _TABULAR_WORDS = (
     "tasks.tabular", "tasks/tabular", "census", "adult.data", "adult.test", "FeatureSpace",
     "test_tabular_",
-)
+)  # fmt: skip
 MENTIONS_OF_OTHER_TASKS = {
     "image_classification": _TEXT_WORDS + _TABULAR_WORDS,
     "text_classification": _IMAGE_WORDS + _TABULAR_WORDS,

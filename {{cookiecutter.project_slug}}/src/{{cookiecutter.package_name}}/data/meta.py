@@ -62,7 +62,7 @@ def shape_problem(meta: Any) -> str | None:
     for name, split in splits.items():
         if not isinstance(split, dict) or not _count(split.get("count"), 0):
             return f"splits.{name} has no count of examples"
-        shards = split.get("shards")
+        shards = split.get("shards", [split.get("file")])  # a table's split is one Parquet file
         if not isinstance(shards, list) or not all(_text(shard) for shard in shards):
             return f"splits.{name}.shards must be a list of file names"
     return None

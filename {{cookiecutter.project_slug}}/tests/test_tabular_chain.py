@@ -39,9 +39,7 @@ def table_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dic
     """data → train → export → optimize on the slice: (run folder, the three steps' metrics)."""
     folder = tmp_path_factory.mktemp("table-chain")
     source = census_slice(folder.parent / "census.csv")
-    params = data_step.Params(
-        dataset="csv", data_dir=str(source), label_column="income"
-    )
+    params = data_step.Params(dataset="csv", data_dir=str(source), label_column="income")
     data_step.run(folder, params, verbose=False)
     trained = train.run(
         folder, train.Params(epochs=6, batch_size=64, learning_rate=0.002), verbose=False

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import tomllib
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 from conftest import Baked
 from test_bake import assert_ruff_clean
+from test_default_project import make
 
 TABULAR = {"project_name": "Income Rows", "task": "tabular_classification"}
 # sha256 of the UCI files as the census README quotes them (../shared/data/README.md).
@@ -71,3 +74,53 @@ def test_a_near_miss_of_the_tabular_task_is_refused(pre_gen: ModuleType, task: s
     found = pre_gen.check_task({"task": task})
     assert len(found) == 1 and "tabular_classification" in found[0] and repr(task) in found[0]
     assert pre_gen.check_task({"task": "tabular_classification"}) == []
+
+
+@pytest.fixture(scope="module")
+def tabular_project(bake: Callable[[dict], Baked]) -> Path:
+    """The tabular bake, installed (editable, with its dev extra) into this environment beside the
+    default bake: another package name, no second TensorFlow."""
+    root = bake(TABULAR).root
+    make(root, "setup")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tabular_smoke_run(tabular_project: Path) -> Path:
+    """`make run PROFILE=smoke` in the tabular bake, as its README says: the chain on census."""
+    run_dir = tabular_project / "artifacts" / "template-test"
+    make(tabular_project, "run", "PROFILE=smoke", f"ARGS=--run-dir {run_dir}")
+    return run_dir
+
+
+@pytest.mark.slow
+@pytest.mark.full
+def test_the_tabular_smoke_chain_runs_every_notebook(tabular_smoke_run: Path) -> None:
+    """Every notebook ran on census income; the report sets the model's ROC AUC beside both
+    baselines and says which wins."""
+    names = ("environment", "data", "tune", "train", "export", "optimize")
+    metrics = {
+        n: json.loads((tabular_smoke_run / "metrics" / f"{n}.json").read_text()) for n in names
+    }
+    assert metrics["data"]["task"] == "tabular_classification"
+    assert metrics["train"]["test_roc_auc"] > 0.85
+    assert len(metrics["train"]["baseline"]["others"]) == 1
+    assert metrics["export"]["top1_agreement"] == 1.0
+    headline = (tabular_smoke_run / "report.md").read_text(encoding="utf-8").split("## Steps")[0]
+    assert "ROC AUC" in headline and " wins by " in headline, headline
+
+
+@pytest.mark.slow
+@pytest.mark.full
+def test_the_tabular_bakes_own_tests_and_nbval_pass(
+    tabular_project: Path, tabular_smoke_run: Path
+) -> None:
+    """`make test MARKERS="not slow"` in the tabular bake: its unit tests, then nbval on its
+    notebooks (the tabular 01 and the shared 00, 02-05 rendered for tables)."""
+    done = make(
+        tabular_project,
+        "test",
+        "MARKERS=not slow",
+        env={"SHARED_SMOKE_RUN": str(tabular_smoke_run)},
+    )
+    assert " passed" in done.stdout and " failed" not in done.stdout, done.stdout[-3000:]

@@ -118,6 +118,7 @@ TASK_FILES = {
         "tests/test_train_recipe.py",
         "tests/test_train_recipe_gpu.py",
         "tests/test_tune.py",
+        "tests/test_tune_workers.py",
         "tests/test_write_failures.py",
     ],
     "text_classification": [

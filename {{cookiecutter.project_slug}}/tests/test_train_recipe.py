@@ -327,7 +327,7 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
 
     fake = SimpleNamespace(
         make_dataset=make_dataset,
-        test_extras=lambda *args: {},
+        test_extras=lambda *args, **_: {},
         baseline=lambda folder: None,
         NOUN="images",
     )

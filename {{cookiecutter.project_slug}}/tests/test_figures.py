@@ -143,6 +143,42 @@ def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]
     assert_png(path)
 
 
+TWO_ROWS = {  # a benchmark of two rows, as the tables' Parquet-against-CSV reading writes it
+    **DATA,
+    "steps": [  # census income's rows/s, as 01 measured them: bars of nearly one length
+        {**DATA["steps"][0], "label": "CSV text", "examples_per_sec": 2.17e6},
+        {**DATA["steps"][-1], "name": "configured", "label": "Parquet", "examples_per_sec": 2.64e6},
+    ],
+    "figure_title": "Reading the training split: Parquet 1.2× CSV text",
+}
+
+
+@pytest.mark.parametrize("metrics", [DATA, TWO_ROWS], ids=["pipeline", "two_rows"])
+def test_the_throughput_legend_covers_no_label(
+    tmp_path: Path, monkeypatch, metrics: dict[str, Any]
+) -> None:
+    """Issue 33: the legend sat over the value labels written past the bars. Every text of the
+    axes (labels, ticks, the title) stays clear of it, and a row's label names it."""
+    drawn: list[Figure] = []
+    monkeypatch.setattr(data_figures.style, "write", lambda fig, path: drawn.append(fig) or path)
+    data_figures.plot_throughput(metrics, tmp_path / "throughput.png")
+    (fig,) = drawn
+    fig.draw_without_rendering()  # lays the constrained layout out, as saving does
+    renderer = fig._get_renderer()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    (legend,) = legends
+    box = legend.get_window_extent(renderer)
+    (ax,) = fig.axes
+    texts = [*ax.texts, *ax.get_yticklabels(), *ax.get_xticklabels(), fig._suptitle]
+    shown = [text for text in texts if text.get_text()]
+    assert shown, "no text drawn"
+    for text in shown:
+        assert not box.overlaps(text.get_window_extent(renderer)), text.get_text()
+    names = [label.get_text() for label in ax.get_yticklabels()]
+    wanted = [step.get("label", step["name"]) for step in metrics["steps"]]
+    assert sorted(names) == sorted(wanted)
+
+
 @pytest.mark.parametrize(("classes", "channels"), [(3, 1), (25, 3)])
 def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> None:
     names = [f"class {index}" for index in range(classes)]  # 25: the first 20 rows are shown

@@ -80,6 +80,9 @@ def test_lab_shows_no_news_or_update_toasts(lab: Lab) -> None:
     start = page.index('id="jupyter-config-data"')
     config = json.loads(page[page.index(">", start) + 1 : page.index("</script>", start)])
     assert config["news"] == {"disabled": True}
+    # The flags alone left the consent toast ("Would you like to get notified…") over the figures,
+    # seen in Chromium: the plugin that shows it is off.
+    assert set(lab_off()) <= set(config["disabledExtensions"]), config["disabledExtensions"]
 
 
 def lab_quiet() -> list[str]:
@@ -90,6 +93,14 @@ def lab_quiet() -> list[str]:
     pytest.fail("the Makefile has no LAB_QUIET line: make lab would show JupyterLab's toasts")
 
 
+def lab_off() -> list[str]:
+    """The JupyterLab plugins the Makefile's lab target disables in the venv (LAB_OFF)."""
+    for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("LAB_OFF :="):
+            return line.split(":=", 1)[1].split()
+    pytest.fail("the Makefile has no LAB_OFF line: make lab would ask about Jupyter news")
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The project's JupyterLab, as `make lab` starts it, on a free port with a random token."""
@@ -98,6 +109,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     home = tmp_path_factory.mktemp("jupyter")
     token = secrets.token_hex(16)
     port = _free_port()
+    disable = [sys.executable, "-m", "jupyter", "labextension", "disable", "--level=sys_prefix"]
+    subprocess.run([*disable, *lab_off()], check=True, capture_output=True, timeout=120)
     command = [
         sys.executable,
         "-m",

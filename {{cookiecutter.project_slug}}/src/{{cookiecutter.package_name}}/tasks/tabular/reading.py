@@ -40,10 +40,13 @@ def time_reading(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     configured = _row(
         "configured", CONFIGURED, rows / parquet, rows / max(first, 1e-9), csv / parquet
     )
+    naive["label"], configured["label"] = "CSV text", "Parquet"
     speedup = csv / parquet
+    # Small files read faster as text: Parquet's footer and column set-up cost more than they save.
+    faster = f"Parquet {speedup:.1f}×" if speedup >= 1 else f"CSV {1 / speedup:.1f}× at this size"
     verdict = (
         f"Reading the {rows:,} training rows takes {parquet * 1e3:.0f} ms from Parquet against "
-        f"{csv * 1e3:.0f} ms as CSV text ({speedup:.1f}× faster, median of {ROUNDS}); the "
+        f"{csv * 1e3:.0f} ms as CSV text ({faster} faster, median of {ROUNDS}); the "
         f"data folder was written in {(meta.get('write') or {}).get('seconds', 0):.1f} s."
     )
     return {
@@ -64,6 +67,10 @@ def time_reading(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "too_short": False,
         "steps": [naive, configured],
+        "figure_title": (
+            f"Reading the training split: Parquet {speedup:.1f}× CSV text "
+            f"({rows:,} rows, median of {ROUNDS}, {os.cpu_count()} CPU cores)"
+        ),
         "verdict": verdict,
     }
 

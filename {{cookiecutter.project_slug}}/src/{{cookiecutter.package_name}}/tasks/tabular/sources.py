@@ -250,9 +250,10 @@ def _check_mixed(values: pd.Series, name: str, unit: str) -> list[str]:
     column = values.name
     if count * 2 >= total:
         odd = values[present][~numbers]
+        verb = "is" if len(odd) == 1 else "are"
         raise TableError(
             f"{name}, {unit} {odd.index[0]}, column {column!r}: {odd.iloc[0]!r} is not a number, "
-            f"though {count:,} of the column's {total:,} values are ({len(odd):,} are not); fix "
+            f"though {count:,} of the column's {total:,} values are ({len(odd):,} {verb} not); fix "
             f"it, mark it missing with '?', or declare categorical_columns={column}."
         )
     first = values[present][numbers].index[0]

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from {{ cookiecutter.package_name }} import progress, quiet
 
@@ -33,6 +36,31 @@ def test_stderr_reaches_the_terminal_again_after_tensorflow_loads() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
     assert done.stderr.splitlines() == ["fd2 after the import", "python stderr after the import"]
+
+
+@pytest.mark.parametrize(("raised", "shown"), [("KeyboardInterrupt", False), ("ImportError", True)])
+def test_a_ctrl_c_while_tensorflow_loads_shows_none_of_its_lines(
+    tmp_path: Path, raised: str, shown: bool
+) -> None:
+    """Issue 33: Ctrl-C during the run's pre-flight printed TensorFlow's C++ load-time lines above
+    the one-line answer. They are shown when loading fails (they may say why), not on a Ctrl-C."""
+    fake = tmp_path / "tensorflow"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        f"import os\nos.write(2, b'I0000 oneDNN chatter\\n')\nraise {raised}\n", encoding="utf-8"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r}); from {PACKAGE} import quiet\n"
+        f"try:\n    quiet.import_tensorflow()\nexcept {raised}:\n    print('raised')\n"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"TF_CPP_MIN_LOG_LEVEL", quiet.VERBOSE_ENV}
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.stdout.strip() == "raised", done.stderr
+    assert ("oneDNN chatter" in done.stderr) is shown, done.stderr
 
 
 def _lines(capsys) -> list[str]:

@@ -638,3 +638,40 @@ def test_the_cli_prints_a_step_error_no_command_caught_as_its_sentence(monkeypat
     monkeypatch.setattr(cli, "_parser", lambda chosen=None: parser)
     assert cli.main(["report"]) == 2
     assert capsys.readouterr().err == "{{ cookiecutter.package_name }}: The value x is not allowed: use y.\n"
+
+
+def test_ctrl_c_while_papermill_loads_is_one_line_not_a_traceback(
+    project: Path, monkeypatch, capsys
+) -> None:
+    """Issue 33: a Ctrl-C inside papermill's import left runner.execute half-loaded, and the
+    except clause that named runner.NotebookFailed imported it again, so the user got an
+    AttributeError traceback. No clause imports now: one line, exit 130."""
+    import argparse
+
+    from {{ cookiecutter.package_name }}.runner import commands
+
+    def interrupted(**_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_chain", interrupted)
+    # As a half-imported module answers: runner.NotebookFailed now raises AttributeError.
+    monkeypatch.setitem(runner._HOMES, "NotebookFailed", "profile")
+    args = argparse.Namespace(
+        param=[], only=None, profile="test", project_dir=project, plan=False, run_dir=None
+    )
+    assert commands.run(args, "prog") == 130
+    assert capsys.readouterr().err == "prog: interrupted before any notebook started.\n"
+
+
+def test_a_stopped_task_does_not_say_done(capsys) -> None:
+    """`» Loading TensorFlow: done in 3.3 s` followed the Ctrl-C that stopped the loading."""
+    from {{ cookiecutter.package_name }} import progress
+
+    with pytest.raises(KeyboardInterrupt), progress.task("Loading TensorFlow", unit=""):
+        raise KeyboardInterrupt
+    with pytest.raises(ValueError), progress.task("Loading TensorFlow", unit=""):
+        raise ValueError("broken")
+    with progress.task("Loading TensorFlow", unit=""):
+        pass
+    said = re.findall(r"Loading TensorFlow: (\w+) in", capsys.readouterr().out)
+    assert said == ["stopped", "failed", "done"]

@@ -126,8 +126,9 @@ class Task:
         if self.bar is not None:
             self.bar.set_postfix_str(text[:60], refresh=True)
 
-    def close(self) -> None:
-        """Stop the clock and the bar; print the summary line."""
+    def close(self, ended: str = "done") -> None:
+        """Stop the clock and the bar; print the summary line (`ended`: what an uncounted task
+        says of itself, "stopped" or "failed" when the block ended in an exception)."""
         if not self.shown or self._stop.is_set():
             return
         self._stop.set()
@@ -138,7 +139,7 @@ class Task:
         if not self.summary:
             return
         seconds = time.perf_counter() - self.started
-        counted = f"{_fraction(self.count, self.total)} {self.unit}(s)" if self.unit else "done"
+        counted = f"{_fraction(self.count, self.total)} {self.unit}(s)" if self.unit else ended
         line(f"{self.what}: {counted} in {seconds:.1f} s" + (f"; {self.done}" if self.done else ""))
 
     def status(self) -> str:
@@ -167,8 +168,12 @@ class Task:
     def __enter__(self) -> Task:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        # "Loading TensorFlow: done" after a Ctrl-C that stopped the loading said the opposite.
+        if kind is None:
+            self.close()
+        else:
+            self.close("stopped" if issubclass(kind, KeyboardInterrupt) else "failed")
 
 
 def task(

@@ -97,10 +97,12 @@ def import_tensorflow() -> None:
         os.dup2(caught.fileno(), 2)
         try:
             import tensorflow
-        except BaseException:
+        except BaseException as error:
             os.dup2(saved, 2)
+            os.close(saved)
             caught.seek(0)
-            sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
+            if not isinstance(error, KeyboardInterrupt):  # a Ctrl-C needs no load-time lines
+                sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
             raise
         loaded = os.lseek(caught.fileno(), 0, os.SEEK_CUR)
         try:

@@ -18,6 +18,14 @@ from typing import Any
 
 from ..artifacts import METRICS_DIR, RUN_RECORD, StepError, project_root
 from .console import announce, closing_lines, plan_lines
+from .profile import RunnerInputError
+
+
+def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
+    """A class of a module of this package only if that module is loaded (else nothing can be
+    one of its instances): a test in an except clause that imports nothing."""
+    loaded = sys.modules.get(f"{__package__}{module}")
+    return getattr(loaded, name, ()) if loaded is not None else ()
 
 
 def run(args: argparse.Namespace, prog: str) -> int:
@@ -42,19 +50,24 @@ def run(args: argparse.Namespace, prog: str) -> int:
             only=only,
             announced=True,
         )
-    except (runner.RunnerInputError, StepError) as error:
+    # No clause below may import: a Ctrl-C inside papermill's import leaves it half-loaded, and
+    # naming runner.NotebookFailed there imported it again, ending in an AttributeError traceback.
+    except (RunnerInputError, StepError) as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
-    except runner.NotebookFailed as error:
-        _close(error.run_dir, started)
-        print(f"{prog}: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt as interrupted:  # runner.RunInterrupted names the record
-        if isinstance(interrupted, runner.RunInterrupted):
-            _close(interrupted.run_dir, started)
+        run_dir = getattr(interrupted, "run_dir", None)
+        if run_dir is not None:
+            _close(run_dir, started)
         message = str(interrupted) or "interrupted before any notebook started."
         print(f"{prog}: {message}", file=sys.stderr)
         return getattr(interrupted, "exit_status", 130)  # 143 when SIGTERM stopped the run
+    except Exception as error:
+        if not isinstance(error, _loaded(".execute", "NotebookFailed")):
+            raise
+        _close(error.run_dir, started)
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 1
     _close(result.run_dir, started, result.record)
     return 0
 

@@ -42,6 +42,8 @@ TRAINING_METRICS = {
     "gpu_memory_total_bytes",
     "gpu_temperature_celsius",
     "gpu_power_watts",
+    "tf_gpu_memory_in_use_bytes",
+    "tf_gpu_memory_peak_bytes",
 }
 OTHER_PREFIXES = ({% if cookiecutter.include_serving %}":tensorflow:serving:",{% endif %})  # TF Serving's
 ALERTS = {"GpuUnderutilized", "TrainingInputBound", "TrainingStalled", "GpuMemoryNearFull"}

@@ -65,7 +65,7 @@ def _boundary_tests() -> list[dict]:
 AT_THRESHOLD = {
     "GpuUnderutilized": {"gpu_utilization_ratio": "0.3x20"},
     "TrainingInputBound": {"train_input_wait_ratio": "0.3x20"},
-    "GpuMemoryNearFull": {"gpu_memory_used_bytes": "76e9x20"},  # of 80e9: 0.95 exactly
+    "GpuMemoryNearFull": {"tf_gpu_memory_peak_bytes": "76e9x20"},  # of 80e9: 0.95 exactly
 }
 
 

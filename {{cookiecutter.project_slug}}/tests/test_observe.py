@@ -7,6 +7,7 @@ Training with all of it switched on is in test_train_watch.py.
 from __future__ import annotations
 
 import socket
+import sys
 import urllib.request
 from types import SimpleNamespace
 
@@ -380,3 +381,75 @@ def test_only_the_gpus_this_process_may_use_are_reported() -> None:
     assert visible_indices(3, "GPU-8a7c,GPU-11f2") == [0, 1, 2]
     collector = GpuCollector(FakeNvml(), {"run": "R", "task": "chief/0"}, lambda: None)
     assert collector.nvml.nvmlDeviceGetCount() == 2
+
+
+class FakeAllocator:
+    """TensorFlow's get_memory_info / reset_memory_stats for two GPUs; GPU:2 is gone."""
+
+    def __init__(self) -> None:
+        self.info = {
+            "GPU:0": {"current": 30e9, "peak": 70e9},
+            "GPU:1": {"current": 5e9, "peak": 9e9},
+        }
+
+    def memory_info(self, device: str) -> dict[str, float]:
+        if device not in self.info:
+            raise ValueError(f"No such device: {device}")
+        return dict(self.info[device])
+
+    def reset(self, device: str) -> None:
+        self.info[device]["peak"] = self.info[device]["current"]
+
+
+def test_tensorflows_own_memory_count_is_served_and_its_peak_resets_per_scrape(
+    monkeypatch,
+) -> None:
+    """Issue 33: GpuMemoryNearFull read NVML's used memory, which memory growth never gives back,
+    so it fired on every batch_size=auto run. The allocator's count is served per GPU: its peak
+    since the last scrape, then the current count after the reset; a GPU that raises is left out."""
+    allocator = FakeAllocator()
+    monkeypatch.setattr(exporter_module, "load_nvml", lambda: None)
+    monkeypatch.setattr(
+        exporter_module,
+        "tensorflow_memory",
+        lambda labels: gpu_module.TensorFlowMemoryCollector(
+            labels, ["GPU:0", "GPU:1", "GPU:2"], allocator.memory_info, allocator.reset
+        ),
+    )
+    exporter = Exporter(free_port(), "127.0.0.1", run="R", task="chief/0", chief=True)
+    exporter.start({"model": "m", "strategy": "S", "precision": "p"}, epochs=1, epoch=0)
+    try:
+        first, second = scrape(exporter.url), scrape(exporter.url)
+    finally:
+        exporter.close()
+
+    def by_gpu(samples: dict, name: str) -> dict[str, float]:
+        return {sample.labels["gpu"]: sample.value for sample in samples[name]}
+
+    assert by_gpu(first, "tf_gpu_memory_peak_bytes") == {"0": 70e9, "1": 9e9}
+    assert by_gpu(second, "tf_gpu_memory_peak_bytes") == {"0": 30e9, "1": 5e9}
+    assert by_gpu(second, "tf_gpu_memory_in_use_bytes") == {"0": 30e9, "1": 5e9}
+    assert first["tf_gpu_memory_peak_bytes"][0].labels["run"] == "R"
+
+
+def test_tensorflow_memory_is_asked_only_of_a_loaded_tensorflow_with_gpus(monkeypatch) -> None:
+    """Never imports TensorFlow (the exporter is built in processes that may not have it), and a
+    CPU-only TensorFlow gives no series rather than zeros."""
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    assert gpu_module.tensorflow_memory({"run": "R"}) is None
+    assert "tensorflow" not in sys.modules
+    allocator = FakeAllocator()
+    names = ["/job:localhost/replica:0/task:0/device:GPU:0", "/device:GPU:1"]
+    fake = SimpleNamespace(
+        config=SimpleNamespace(
+            list_logical_devices=lambda kind: [SimpleNamespace(name=n) for n in names],
+            experimental=SimpleNamespace(
+                get_memory_info=allocator.memory_info, reset_memory_stats=allocator.reset
+            ),
+        )
+    )
+    monkeypatch.setitem(sys.modules, "tensorflow", fake)
+    collector = gpu_module.tensorflow_memory({"run": "R"})
+    assert collector is not None and collector.devices == ["GPU:0", "GPU:1"]
+    fake.config.list_logical_devices = lambda kind: []
+    assert gpu_module.tensorflow_memory({"run": "R"}) is None

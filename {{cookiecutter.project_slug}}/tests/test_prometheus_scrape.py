@@ -28,8 +28,9 @@ from {{ cookiecutter.package_name }}.train import Params
 ROOT = Path(__file__).resolve().parents[1]
 MONITORING = ROOT / "docker" / "monitoring"
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "training.json"
-# Series that exist only on a GPU machine (NVML) or with TF Serving running: not asked here.
-ELSEWHERE = re.compile(r"\bgpu_\w+|:tensorflow:serving:")
+# Series that exist only on a GPU machine (NVML, TensorFlow's GPU allocator) or with TF Serving
+# running: not asked here.
+ELSEWHERE = re.compile(r"\b(?:tf_)?gpu_\w+|:tensorflow:serving:")
 PROMETHEUS = shutil.which("prometheus")
 
 pytestmark = pytest.mark.skipif(

@@ -18,7 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info, start_http_server
 
-from .gpu import GpuCollector, load_nvml
+from .gpu import GpuCollector, load_nvml, tensorflow_memory
 from .profiler import ObserveError
 
 LABELS = ("run", "task")
@@ -95,6 +95,9 @@ class Exporter:
         self.gpus = nvml is not None
         if nvml is not None:
             self.registry.register(GpuCollector(nvml, self._labels))
+        allocator = tensorflow_memory(self._labels)
+        if allocator is not None:
+            self.registry.register(allocator)
 
     def _gauge(self, name: str, documentation: str) -> _Series:
         """A gauge with this process's run and task labels, in this exporter's registry."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -34,6 +35,13 @@ METRICS = {
     "gpu_memory_total_bytes": "GPU memory in all",
     "gpu_temperature_celsius": "GPU core temperature",
     "gpu_power_watts": "GPU power draw",
+}
+
+
+# TensorFlow's own count, beside NVML's: what its tensors hold, not what the process reserved.
+TF_METRICS = {
+    "tf_gpu_memory_in_use_bytes": "GPU memory TensorFlow's tensors hold now (allocator count)",
+    "tf_gpu_memory_peak_bytes": "Most GPU memory TensorFlow's tensors held since the last scrape",
 }
 
 
@@ -163,3 +171,55 @@ class GpuCollector(Collector):
 
 def _decode(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
+
+
+class TensorFlowMemoryCollector(Collector):
+    """TF_METRICS for each GPU TensorFlow uses (GPU:N, labelled gpu="N" as GpuCollector's).
+
+    NVML counts what the process reserved. With memory growth TensorFlow keeps every block it
+    once took, so after batch_size=auto's probes (the largest batch that fit) NVML reads the GPU
+    as full for the rest of the run, and an alert on it fired on every such run. The allocator's
+    count says what the model and batch use; its peak, reset at each scrape, the most they used
+    between two scrapes (so with two Prometheus servers scraping, each sees a shorter window).
+    """
+
+    def __init__(
+        self,
+        labels: dict[str, str],
+        devices: list[str],
+        memory_info: Callable[[str], dict[str, int]],
+        reset: Callable[[str], None],
+    ) -> None:
+        self.labels, self.devices = labels, devices
+        self.memory_info, self.reset = memory_info, reset
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        names = [*self.labels, "gpu"]
+        families = {
+            key: GaugeMetricFamily(key, doc, labels=names) for key, doc in TF_METRICS.items()
+        }
+        for device in self.devices:
+            try:
+                info = self.memory_info(device)
+                self.reset(device)
+            except (ValueError, RuntimeError):  # a device TensorFlow no longer answers for
+                continue
+            values = [*self.labels.values(), device.rsplit(":", 1)[-1]]
+            families["tf_gpu_memory_in_use_bytes"].add_metric(values, float(info["current"]))
+            families["tf_gpu_memory_peak_bytes"].add_metric(values, float(info["peak"]))
+        yield from families.values()
+
+
+def tensorflow_memory(labels: dict[str, str]) -> TensorFlowMemoryCollector | None:
+    """The collector for the GPUs of the TensorFlow this process has loaded; None without one
+    (not loaded: this never imports it, or no GPU)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return None
+    devices = [device.name.split("device:")[-1] for device in tf.config.list_logical_devices("GPU")]
+    if not devices:
+        return None
+    memory = tf.config.experimental
+    return TensorFlowMemoryCollector(
+        labels, devices, memory.get_memory_info, memory.reset_memory_stats
+    )

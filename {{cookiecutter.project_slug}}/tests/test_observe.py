@@ -374,6 +374,39 @@ def test_gpus_named_by_uuid_are_looked_up_by_uuid(monkeypatch) -> None:
     }
 
 
+def test_a_mig_instance_is_reported_as_itself_not_as_its_parent_gpu() -> None:
+    """Issue 33: under MIG a CUDA device has its parent's PCI bus id, so by bus id the series
+    described the whole GPU. It is looked up by its MIG UUID first; a whole GPU (no MIG entry,
+    or a UUID NVML does not know as a MIG) still by bus id."""
+
+    class MigNvml(FakeNvml):
+        def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
+            if uuid == "MIG-5e1f":
+                return 3  # the instance's own handle: its memory, no utilisation
+            raise self.NVMLError("Not Found")
+
+        def nvmlDeviceGetUtilizationRates(self, handle: int):
+            if handle == 3:
+                raise self.NVMLError("Not Supported")
+            return super().nvmlDeviceGetUtilizationRates(handle)
+
+    nvml = MigNvml(count=2)
+    parent = nvml.bus_ids[0]  # both instances of GPU 0 share its bus id
+    collector = GpuCollector(
+        nvml,
+        {"run": "R"},
+        find_bus_ids=lambda: [parent, nvml.bus_ids[1]],
+        find_mig_uuids=lambda: ["MIG-5e1f", "MIG-0000"],
+    )
+    families = {family.name: family for family in collector.collect()}
+    memory = {s.labels["gpu"]: s.value for s in families["gpu_memory_used_bytes"].samples}
+    assert memory == {"0": 30 * 2**30, "1": 10 * 2**30}  # the instance's 30, not GPU 0's 60
+    busy = {s.labels["gpu"]: s.value for s in families["gpu_utilization_ratio"].samples}
+    assert busy == {"1": pytest.approx(0.12)}  # an instance's utilisation is not the parent's
+    uuids = {s.labels["gpu"]: s.labels["uuid"] for s in families["gpu_memory_used_bytes"].samples}
+    assert uuids == {"0": "GPU-8a7c-3", "1": "GPU-8a7c-1"}
+
+
 def test_only_the_gpus_this_process_may_use_are_reported() -> None:
     assert visible_indices(4, "2,0") == [2, 0]
     assert visible_indices(2, "0,5") == [0]

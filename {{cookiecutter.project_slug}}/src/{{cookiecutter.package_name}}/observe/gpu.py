@@ -15,6 +15,10 @@ visible device's PCI bus id and NVML is asked by that id (NVIDIA's advice: look 
 PCI id or UUID). Where the CUDA driver cannot be asked, CUDA_VISIBLE_DEVICES is read: UUIDs are
 looked up by UUID, numbers taken as NVML indices (right where CUDA orders by PCI bus, as on
 machines of one GPU model). Series are labelled gpu (the index TensorFlow's GPU:N uses) and uuid.
+Under MIG a CUDA device is an instance of a GPU, with its parent's PCI bus id: it is looked up by
+its own UUID (cuDeviceGetUuid_v2) first, so its series are the instance's (its memory; NVML does
+not report utilisation, temperature or power of an instance, so those are left out), not the
+parent GPU's. Never run on a MIG GPU here: the tests give NVML and the driver as fakes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
+from uuid import UUID
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -98,6 +103,31 @@ def cuda_bus_ids() -> list[str] | None:
         return None
 
 
+def cuda_mig_uuids() -> list[str | None] | None:
+    """NVML's names of the MIG instances this process's CUDA sees, in CUDA's order ("MIG-<uuid>"
+    from cuDeviceGetUuid_v2, which gives a MIG instance's own UUID), None for a whole GPU's entry
+    as well: NVML looks each name up and a whole GPU is not found under MIG-. None where the
+    driver cannot be asked (no libcuda, or a driver older than cuDeviceGetUuid_v2)."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        if cuda.cuInit(0) != 0:
+            return None
+        count = ctypes.c_int()
+        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return None
+        names: list[str | None] = []
+        for index in range(count.value):
+            device, raw = ctypes.c_int(), ctypes.create_string_buffer(16)
+            if cuda.cuDeviceGet(ctypes.byref(device), index) != 0:
+                return None
+            if cuda.cuDeviceGetUuid_v2(raw, device) != 0:
+                return None
+            names.append(f"MIG-{UUID(bytes=raw.raw)}")
+        return names
+    except (OSError, AttributeError):
+        return None
+
+
 class GpuCollector(Collector):
     """Collects METRICS for every visible GPU, labelled with the run's labels, gpu, uuid, name."""
 
@@ -106,9 +136,11 @@ class GpuCollector(Collector):
         nvml: ModuleType,
         labels: dict[str, str],
         find_bus_ids: Callable[[], list[str] | None] = cuda_bus_ids,
+        find_mig_uuids: Callable[[], list[str | None] | None] = cuda_mig_uuids,
     ) -> None:
         self.nvml, self.labels = nvml, labels
         self.bus_ids = find_bus_ids()  # once: CUDA's devices do not change during a run
+        self.mig_uuids = find_mig_uuids() if self.bus_ids else None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         names = [*self.labels, "gpu", "uuid", "name"]
@@ -126,8 +158,14 @@ class GpuCollector(Collector):
         """(gpu label, NVML handle) of each visible GPU that answers; the others are left out."""
         nvml, found = self.nvml, []
         if self.bus_ids is not None:  # CUDA's own list: index i is TensorFlow's GPU:i
+            migs = self.mig_uuids or []
             for index, bus_id in enumerate(self.bus_ids):
-                handle = self._ask(nvml.nvmlDeviceGetHandleByPciBusId, bus_id)
+                # A MIG instance shares its parent's PCI bus id: by bus id the series would
+                # describe the whole GPU (its memory, all instances' use), not this process's part.
+                mig = migs[index] if index < len(migs) else None
+                handle = self._ask(nvml.nvmlDeviceGetHandleByUUID, mig) if mig else None
+                if handle is None:
+                    handle = self._ask(nvml.nvmlDeviceGetHandleByPciBusId, bus_id)
                 if handle is not None:
                     found.append((str(index), handle))
             return found

@@ -156,14 +156,15 @@ def assert_each_trial_once(trials: list[dict], count: int) -> None:
     assert all(trial["status"] == "COMPLETED" for trial in trials), trials
 
 
-def wait_for_runner(run: Path, trial_id: str) -> dict:
-    """The process that started trial `trial_id`, once it has (tuning/tuner/trial_N/ran_by.json)."""
+def wait_for_runner(run: Path, trial_id: str, settle: float = 1.0) -> dict:
+    """The process that started trial `trial_id`, once it has (tuning/tuner/trial_N/ran_by.json),
+    `settle` seconds later (well into its first epoch)."""
     path = run / tune.TUNER_DIR / f"trial_{trial_id}" / "ran_by.json"
     deadline = time.monotonic() + TIMEOUT
     while not path.is_file():
         assert time.monotonic() < deadline, f"no {path}"
-        time.sleep(0.2)
-    time.sleep(1)  # well into its first epoch
+        time.sleep(0.05)
+    time.sleep(settle)
     return json.loads(path.read_text(encoding="utf-8"))[-1]
 
 
@@ -217,13 +218,18 @@ def test_a_worker_killed_mid_trial_is_started_again_and_its_trial_counted_once(
 def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Path) -> None:
     """SIGKILL to the chief mid-search: its workers end too, and the same command again trains
     only the trials left (those running are trained again), each recorded once."""
-    command = tune_command(run_dir, "workers=2", "max_trials=4", "epochs=2")
+    # Six trials, the chief killed the moment trial 2 starts: with four, and a second's wait per
+    # trial seen, a quiet machine (digits trials of ~3 s) finished the search before the kill, and
+    # the same command then started a new one instead of resuming.
+    command = tune_command(run_dir, "workers=2", "max_trials=6", "epochs=2")
     with subprocess.Popen(
         command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as chief:
         # trial 2 starts once trial 0 or 1 has ended: one trial done, two running
-        workers = {wait_for_runner(run_dir, tid)["pid"] for tid in ("2", "1", "0")}
+        workers = {wait_for_runner(run_dir, tid, settle=0)["pid"] for tid in ("2", "1", "0")}
         chief.kill()
+    request = json.loads((run_dir / tune.TUNER_DIR / REQUEST_FILE).read_text(encoding="utf-8"))
+    assert request["finished"] is False, "the search ended before the chief was killed"
     deadline = time.monotonic() + 30
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, f"workers {workers} outlived their chief"
@@ -233,9 +239,9 @@ def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Pa
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Resuming the unfinished search" in done.stdout
-    assert_each_trial_once(trials_json(run_dir), 4)
+    assert_each_trial_once(trials_json(run_dir), 6)
     metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
-    assert metrics["trials_run"] < 4 and metrics["overwrite"] is False
+    assert metrics["trials_run"] < 6 and metrics["overwrite"] is False
 
 
 def _alive(pid: int) -> bool:

@@ -145,7 +145,7 @@ def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]
 
 TWO_ROWS = {  # a benchmark of two rows, as the tables' Parquet-against-CSV reading writes it
     **DATA,
-    "steps": [  # census income's rows/s, as 01 measured them: bars of nearly one length
+    "steps": [  # a 29,305-row table's rows/s, as 01 measured them: bars of nearly one length
         {**DATA["steps"][0], "label": "CSV text", "examples_per_sec": 2.17e6},
         {**DATA["steps"][-1], "name": "configured", "label": "Parquet", "examples_per_sec": 2.64e6},
     ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -188,8 +189,12 @@ def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir:
     assert (metrics["workers"], metrics["trials_run"]) == (2, 4)
     assert (run_dir / "tuning" / "best_hparams.json").is_file()
     assert (run_dir / "figures" / "tune_trials.png").is_file()
+    numbers = []
     for tuner_id in ("worker0", "worker1"):
-        assert (run_dir / "tuning" / "workers" / f"{tuner_id}.log").is_file()
+        log = (run_dir / "tuning" / "workers" / f"{tuner_id}.log").read_text(encoding="utf-8")
+        numbers += re.findall(r"Trial #(\d+) of at most", log)
+    # each worker's log names its trials by their numbers in the search, not its own count
+    assert sorted(numbers, key=int) == ["1", "2", "3", "4"], numbers
 
 
 @pytest.mark.slow

@@ -78,6 +78,7 @@ def search(
     if not params["overwrite"] and not worker:
         _check_same_search(folder, params)
     tuner = make_tuner(kt, params, trials_of.hypermodel, folder)  # overwrite: a new tuner/
+    progress.tuner = tuner
     if worker:  # trials from the chief until it says stop; the chief writes every result
         cluster.follow_chief()
         tuner.search(epochs=epochs, callbacks=[progress], verbose=0)

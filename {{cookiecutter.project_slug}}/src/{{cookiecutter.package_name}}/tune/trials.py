@@ -26,15 +26,20 @@ class Progress(keras.callbacks.Callback):
         self.built: list[dict[str, Any]] = []  # the values of each model built, in order
         self.trial = 0
         self.started = 0.0
+        # The tuner (search.py sets it): its trial_begun is the id of the trial being trained. A
+        # worker's own count said "Trial #1" in every worker's log for trials #1 and #2.
+        self.tuner: Any = None
 
     def __deepcopy__(self, memo: dict) -> Progress:
         return self
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         self.trial += 1
+        begun = getattr(self.tuner, "trial_begun", None)
+        number = self.trial if begun is None else trial_number(begun)
         if self.verbose:
             values = ", ".join(f"{key}={shown(value)}" for key, value in self.built[-1].items())
-            line(f"Trial #{self.trial} of at most {self.max_trials}: {values}")
+            line(f"Trial #{number} of at most {self.max_trials}: {values}")
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self.started = time.perf_counter()

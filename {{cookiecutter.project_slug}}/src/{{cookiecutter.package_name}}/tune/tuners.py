@@ -68,6 +68,7 @@ def recording(base: type) -> type:
     class Recording(base):
         def on_trial_begin(self, trial: Any) -> None:
             super().on_trial_begin(trial)
+            self.trial_begun = trial.trial_id  # trials.Progress numbers its lines by it
             note_runner(Path(self.get_trial_dir(trial.trial_id)), self.tuner_id)
 
     return Recording

@@ -181,6 +181,36 @@ def test_augmentation_changes_training_images_and_strong_mixes_labels() -> None:
     assert augment.make_augmenter("none", 3, seed=1) is None
 
 
+@pytest.mark.parametrize(("task_type", "index", "has_chief", "rank"), [
+    ("chief", 0, True, 0), ("worker", 0, True, 1), ("worker", 1, False, 1), ("worker", 2, True, 3),
+])  # fmt: skip
+def test_each_worker_augments_with_its_own_seed(
+    monkeypatch, run_dir: Path, task_type: str, index: int, has_chief: bool, rank: int
+) -> None:
+    """Issue 33: every worker augmented with the run's seed, so all drew the same flips, crops
+    and mixes for their i-th batches. The chief keeps the seed; each other worker shifts it by
+    its rank."""
+    from {{ cookiecutter.package_name }}.tasks import current
+    from {{ cookiecutter.package_name }}.train import loop as loop_module
+    from {{ cookiecutter.package_name }}.train.cluster import Cluster
+
+    class Built(Exception):
+        pass
+
+    seeds = []
+
+    def record(level: str, classes: int, seed: int) -> None:
+        seeds.append(seed)
+        raise Built  # the seed is all this test needs: no training
+
+    role = Cluster(workers=3, task_type=task_type, task_index=index, has_chief=has_chief)
+    monkeypatch.setattr(loop_module, "worker_role", lambda strategy: role)
+    monkeypatch.setattr(current(), "make_augmenter", record)
+    with pytest.raises(Built):
+        train.run(run_dir, Params(epochs=1, augment="light", seed=42), verbose=False)
+    assert seeds == [42 + loop_module.AUGMENT_SEED_STRIDE * rank]
+
+
 def test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images() -> None:
     """Keras's RandAugment runs all 11 transforms per pick (22 a batch for 2 ops) and keeps one;
     the package's runs the 2 it picked, and with the same seed makes the same images."""

@@ -37,6 +37,8 @@ from .sources import Resolved
 from .state import RESUME, Checkpoints
 from .watch import Watch
 
+AUGMENT_SEED_STRIDE = 1_000_003  # worker k augments with seed + k * this (the chief: the seed)
+
 
 class Loop:
     """The model, optimizer and step functions of one training run, built inside the strategy."""
@@ -61,9 +63,13 @@ class Loop:
         self.steps_per_epoch = int(meta["splits"]["train"]["count"]) // self.global_batch
         self.learning_rate = effective_learning_rate(self.params.learning_rate, self.global_batch)
         self.plan = phases.plan(self)  # the schedule: warmup, cosine, the fine-tuning factor
-        # Outside the scope: its seed generators stay plain variables (augment.py).
+        # Outside the scope: its seed generators stay plain variables (augment.py). One seed per
+        # worker: with the run's seed in every worker, all drew the same flips, crops and mixes
+        # for their i-th batches in lockstep (replicas inside one worker still share a generator).
         self.augment = task().make_augmenter(
-            self.params.augment, int(meta["num_classes"]), self.params.seed
+            self.params.augment,
+            int(meta["num_classes"]),
+            self.params.seed + AUGMENT_SEED_STRIDE * self.role.rank,
         )
         with distribution.scope():
             self.model = task().build_model(

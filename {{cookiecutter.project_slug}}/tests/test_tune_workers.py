@@ -198,6 +198,26 @@ def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir:
 
 
 @pytest.mark.slow
+def test_hyperband_hands_its_brackets_to_two_workers(run_dir: Path) -> None:
+    """Hyperband's oracle under the chief: both workers train its trials, the short ones of the
+    first round and the promoted ones at the full budget, each recorded once."""
+    done = subprocess.run(
+        tune_command(run_dir, "workers=2", "algorithm=hyperband", "max_trials=6", "epochs=3"),
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = trials_json(run_dir)
+    assert_each_trial_once(trials, len(trials))
+    assert 2 <= len(trials) <= 6
+    assert {trial["worker"] for trial in trials} == {"worker0", "worker1"}
+    budgets = {trial["epochs"] for trial in trials}
+    assert max(budgets) == 3 and min(budgets) < 3, budgets  # a round cut short, then promoted
+
+
+@pytest.mark.slow
 def test_a_worker_killed_mid_trial_is_started_again_and_its_trial_counted_once(
     run_dir: Path,
 ) -> None:

@@ -461,3 +461,26 @@ def test_a_model_made_from_replaced_tuning_is_stale_naming_the_tune_step(tmp_pat
 def test_the_unknown_artifact_sentence_names_tuning_among_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="use data, tuning, model or export/<version>"):
         lineage.fingerprint(tmp_path, "weights")
+
+
+def test_the_report_says_which_worker_ran_which_trials_only_for_several() -> None:
+    """The report's tune rows name each worker process and its trials when workers ran them, and
+    leave the row out for a search in one process (issue 34)."""
+    from {{ cookiecutter.package_name }}.parts.tune import key_numbers
+
+    trials = [
+        {"trial": 1, "worker": "worker1", "pid": 42},
+        {"trial": 2, "worker": "worker0", "pid": 41},
+        {"trial": 3, "worker": "worker1", "pid": 42},
+    ]
+    metrics = {
+        "best_hparams": {"learning_rate": 0.0031, "width": 56},
+        "best_score": 0.93,
+        "objective": "val_accuracy",
+        "best_trial": 3,
+        "trials_run": 3,
+        "trials": trials,
+    }
+    rows = dict(key_numbers({**metrics, "workers": 2}))
+    assert rows["ran by"] == "worker0 (pid 41) #2; worker1 (pid 42) #1, #3"
+    assert "ran by" not in dict(key_numbers({**metrics, "workers": 1}))

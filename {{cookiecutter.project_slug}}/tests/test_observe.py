@@ -407,6 +407,49 @@ def test_a_mig_instance_is_reported_as_itself_not_as_its_parent_gpu() -> None:
     assert uuids == {"0": "GPU-8a7c-3", "1": "GPU-8a7c-1"}
 
 
+class FakeLibcuda:
+    """The five libcuda calls the GPU series ask, for two devices; `status` is cuInit's answer."""
+
+    def __init__(self, status: int = 0, uuids: bool = True) -> None:
+        self.status = status
+        if uuids:
+            self.cuDeviceGetUuid_v2 = self._uuid
+
+    def cuInit(self, flags: int) -> int:
+        return self.status
+
+    def cuDeviceGetCount(self, count) -> int:
+        count._obj.value = 2
+        return 0
+
+    def cuDeviceGet(self, device, index: int) -> int:
+        device._obj.value = index
+        return 0
+
+    def cuDeviceGetPCIBusId(self, text, size: int, device) -> int:
+        text.value = f"00000000:{0x19 + 0x20 * device.value:02X}:00.0".encode()
+        return 0
+
+    def _uuid(self, raw, device) -> int:
+        raw.raw = bytes([device.value + 1]) * 16
+        return 0
+
+
+def test_cuda_devices_are_asked_in_cudas_order_through_one_walk(monkeypatch) -> None:
+    """Bus ids and MIG names come from the same walk over CUDA's devices: in its order, none on a
+    machine without a device, None where the driver lacks the call (an old driver: no MIG)."""
+    monkeypatch.setattr(gpu_module.ctypes, "CDLL", lambda name: FakeLibcuda())
+    assert gpu_module.cuda_bus_ids() == ["00000000:19:00.0", "00000000:39:00.0"]
+    assert gpu_module.cuda_mig_uuids() == [
+        "MIG-01010101-0101-0101-0101-010101010101",
+        "MIG-02020202-0202-0202-0202-020202020202",
+    ]
+    monkeypatch.setattr(gpu_module.ctypes, "CDLL", lambda name: FakeLibcuda(status=100))
+    assert gpu_module.cuda_bus_ids() == []
+    monkeypatch.setattr(gpu_module.ctypes, "CDLL", lambda name: FakeLibcuda(uuids=False))
+    assert gpu_module.cuda_mig_uuids() is None
+
+
 def test_only_the_gpus_this_process_may_use_are_reported() -> None:
     assert visible_indices(4, "2,0") == [2, 0]
     assert visible_indices(2, "0,5") == [0]

@@ -142,6 +142,19 @@ def tune_command(run: Path, *params: str) -> list[str]:
     return [sys.executable, "-m", PACKAGE, "tune", "--run-dir", str(run), *values]
 
 
+def tune_ok(run: Path, *params: str) -> str:
+    """Run `tune` with these parameters to its end; it must succeed. What it printed."""
+    done = subprocess.run(
+        tune_command(run, *params),
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def environment() -> dict[str, str]:
     kept = {k: v for k, v in os.environ.items() if not k.startswith(("KERASTUNER_", "SLURM_"))}
     return {**kept, "PYTHONPATH": str(PROJECT / "src"), "CUDA_VISIBLE_DEVICES": ""}
@@ -173,14 +186,7 @@ def wait_for_runner(run: Path, trial_id: str, settle: float = 1.0) -> dict:
 def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir: Path) -> None:
     """A chief (this command) and two workers: four trials, each once, run by both workers (their
     tuner ids and pids in trials.json, neither the chief's); the chief wrote the results."""
-    done = subprocess.run(
-        tune_command(run_dir, "workers=2", "max_trials=4", "epochs=1"),
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    tune_ok(run_dir, "workers=2", "max_trials=4", "epochs=1")
     trials = trials_json(run_dir)
     assert_each_trial_once(trials, 4)
     assert {trial["worker"] for trial in trials} == {"worker0", "worker1"}
@@ -201,14 +207,7 @@ def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir:
 def test_hyperband_hands_its_brackets_to_two_workers(run_dir: Path) -> None:
     """Hyperband's oracle under the chief: both workers train its trials, the short ones of the
     first round and the promoted ones at the full budget, each recorded once."""
-    done = subprocess.run(
-        tune_command(run_dir, "workers=2", "algorithm=hyperband", "max_trials=6", "epochs=3"),
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    tune_ok(run_dir, "workers=2", "algorithm=hyperband", "max_trials=6", "epochs=3")
     trials = trials_json(run_dir)
     assert_each_trial_once(trials, len(trials))
     assert 2 <= len(trials) <= 6
@@ -246,7 +245,8 @@ def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Pa
     # Six trials, the chief killed the moment trial 2 starts: with four, and a second's wait per
     # trial seen, a quiet machine (digits trials of ~3 s) finished the search before the kill, and
     # the same command then started a new one instead of resuming.
-    command = tune_command(run_dir, "workers=2", "max_trials=6", "epochs=2")
+    params = ("workers=2", "max_trials=6", "epochs=2")
+    command = tune_command(run_dir, *params)
     with subprocess.Popen(
         command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as chief:
@@ -259,11 +259,7 @@ def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Pa
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, f"workers {workers} outlived their chief"
         time.sleep(0.5)
-    done = subprocess.run(
-        command, env=environment(), capture_output=True, text=True, timeout=TIMEOUT
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Resuming the unfinished search" in done.stdout
+    assert "Resuming the unfinished search" in tune_ok(run_dir, *params)
     assert_each_trial_once(trials_json(run_dir), 6)
     metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
     assert metrics["trials_run"] < 6 and metrics["overwrite"] is False

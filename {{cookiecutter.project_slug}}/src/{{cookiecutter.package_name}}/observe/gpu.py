@@ -76,10 +76,35 @@ def visible_indices(count: int, value: str | None = None) -> list[int]:
 
 
 def cuda_bus_ids() -> list[str] | None:
-    """The PCI bus ids of the GPUs this process's CUDA sees, in CUDA's order, from the CUDA
-    driver (libcuda: cuInit, cuDeviceGet, cuDeviceGetPCIBusId); None where it cannot be asked.
+    """The PCI bus ids of the GPUs this process's CUDA sees, in CUDA's order (libcuda's
+    cuDeviceGetPCIBusId); None where the driver cannot be asked."""
 
-    Written with ctypes: four calls of the driver's stable C API, where NVIDIA's Python bindings
+    def bus_id(cuda: Any, device: ctypes.c_int) -> str | None:
+        text = ctypes.create_string_buffer(64)
+        ok = cuda.cuDeviceGetPCIBusId(text, len(text), device) == 0
+        return text.value.decode() if ok else None
+
+    return each_cuda_device(bus_id)
+
+
+def cuda_mig_uuids() -> list[str] | None:
+    """The name "MIG-<uuid>" of each device this process's CUDA sees, in CUDA's order: libcuda's
+    cuDeviceGetUuid_v2 gives a MIG instance its own UUID, which NVML finds under that name; a
+    whole GPU's UUID is not found under MIG-, so it is then looked up by bus id. None where the
+    driver cannot be asked (no libcuda, or one older than cuDeviceGetUuid_v2)."""
+
+    def mig_name(cuda: Any, device: ctypes.c_int) -> str | None:
+        raw = ctypes.create_string_buffer(16)
+        return f"MIG-{UUID(bytes=raw.raw)}" if cuda.cuDeviceGetUuid_v2(raw, device) == 0 else None
+
+    return each_cuda_device(mig_name)
+
+
+def each_cuda_device(ask: Callable[[Any, ctypes.c_int], str | None]) -> list[str] | None:
+    """ask(libcuda, device) for every device CUDA sees, in its order ([] with no device); None if
+    the driver or any answer fails.
+
+    Written with ctypes: a few calls of the driver's stable C API, where NVIDIA's Python bindings
     (cuda-bindings) would be one more package whose major version must match the driver's.
     """
     try:
@@ -90,41 +115,17 @@ def cuda_bus_ids() -> list[str] | None:
         count = ctypes.c_int()
         if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
             return None
-        ids = []
+        answers = []
         for index in range(count.value):
-            device, text = ctypes.c_int(), ctypes.create_string_buffer(64)
+            device = ctypes.c_int()
             if cuda.cuDeviceGet(ctypes.byref(device), index) != 0:
                 return None
-            if cuda.cuDeviceGetPCIBusId(text, len(text), device) != 0:
+            answer = ask(cuda, device)
+            if answer is None:
                 return None
-            ids.append(text.value.decode())
-        return ids
+            answers.append(answer)
+        return answers
     except (OSError, AttributeError):  # no driver library (a CPU machine), or not this API
-        return None
-
-
-def cuda_mig_uuids() -> list[str | None] | None:
-    """NVML's names of the MIG instances this process's CUDA sees, in CUDA's order ("MIG-<uuid>"
-    from cuDeviceGetUuid_v2, which gives a MIG instance's own UUID), None for a whole GPU's entry
-    as well: NVML looks each name up and a whole GPU is not found under MIG-. None where the
-    driver cannot be asked (no libcuda, or a driver older than cuDeviceGetUuid_v2)."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-        if cuda.cuInit(0) != 0:
-            return None
-        count = ctypes.c_int()
-        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
-            return None
-        names: list[str | None] = []
-        for index in range(count.value):
-            device, raw = ctypes.c_int(), ctypes.create_string_buffer(16)
-            if cuda.cuDeviceGet(ctypes.byref(device), index) != 0:
-                return None
-            if cuda.cuDeviceGetUuid_v2(raw, device) != 0:
-                return None
-            names.append(f"MIG-{UUID(bytes=raw.raw)}")
-        return names
-    except (OSError, AttributeError):
         return None
 
 
@@ -136,7 +137,7 @@ class GpuCollector(Collector):
         nvml: ModuleType,
         labels: dict[str, str],
         find_bus_ids: Callable[[], list[str] | None] = cuda_bus_ids,
-        find_mig_uuids: Callable[[], list[str | None] | None] = cuda_mig_uuids,
+        find_mig_uuids: Callable[[], list[str] | None] = cuda_mig_uuids,
     ) -> None:
         self.nvml, self.labels = nvml, labels
         self.bus_ids = find_bus_ids()  # once: CUDA's devices do not change during a run

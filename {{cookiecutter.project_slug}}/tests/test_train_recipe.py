@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -209,6 +211,57 @@ def test_each_worker_augments_with_its_own_seed(
     with pytest.raises(Built):
         train.run(run_dir, Params(epochs=1, augment="light", seed=42), verbose=False)
     assert seeds == [42 + loop_module.AUGMENT_SEED_STRIDE * rank]
+
+
+def test_the_augmenter_is_built_outside_the_strategys_scope(monkeypatch, run_dir: Path) -> None:
+    """Built inside a Mirrored scope, its seed generators become mirrored variables: every replica
+    reads its own copy of one state and draws the same flips and crops as the others (the next
+    test shows the replicas drawing their own). Mirrored over this process's one CPU is enough to
+    see where it is built."""
+    from {{ cookiecutter.package_name }}.tasks import current
+
+    class Built(Exception):
+        pass
+
+    inside = []
+
+    def record(level: str, classes: int, seed: int) -> None:
+        inside.append(tf.distribute.has_strategy())
+        raise Built
+
+    monkeypatch.setattr(current(), "make_augmenter", record)
+    with pytest.raises(Built):
+        train.run(run_dir, Params(epochs=1, augment="light", strategy="mirrored"), verbose=False)
+    assert inside == [False]
+
+
+REPLICAS_DRAW = """
+import numpy as np, tensorflow as tf
+from {{ cookiecutter.package_name }}.tasks.image.augment import make_augmenter
+from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
+configure_devices(2)
+strategy = make_strategy("mirrored", 2)
+images = np.tile((np.arange(16 * 16) % 251).astype(np.uint8).reshape(1, 16, 16, 1), (4, 1, 1, 3))
+batch = tf.data.Dataset.from_tensors((images, np.arange(4) % 3)).repeat(2).unbatch().batch(4)
+for level in ("light", "strong"):
+    augment = make_augmenter(level, 3, seed=7)  # as train/loop.py builds it: outside the scope
+    step = tf.function(lambda x, y: strategy.run(augment, args=(x, y)))
+    for x, y in strategy.experimental_distribute_dataset(batch):
+        first, second = strategy.experimental_local_results(step(x, y)[0])
+        print(level, first.shape[0], second.shape[0], np.array_equal(first, second))
+"""
+
+
+def test_the_replicas_of_one_worker_draw_their_own_augmentations() -> None:
+    """Two replicas given the same two images each: every replica must flip, crop and mix its
+    own way (one generator shared, its draws serialized in the step's graph), or a replica's
+    batch is a copy of another's and N replicas see one augmentation."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPLICAS_DRAW], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert rows == [[level, "2", "2", "False"] for level in ("light", "light", "strong", "strong")]
 
 
 def test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images() -> None:

@@ -63,9 +63,10 @@ class Loop:
         self.steps_per_epoch = int(meta["splits"]["train"]["count"]) // self.global_batch
         self.learning_rate = effective_learning_rate(self.params.learning_rate, self.global_batch)
         self.plan = phases.plan(self)  # the schedule: warmup, cosine, the fine-tuning factor
-        # Outside the scope: its seed generators stay plain variables (augment.py). One seed per
-        # worker: with the run's seed in every worker, all drew the same flips, crops and mixes
-        # for their i-th batches in lockstep (replicas inside one worker still share a generator).
+        # Outside the scope: its seed generators stay plain variables (augment.py) that the
+        # worker's replicas advance one after another in the step's graph, so each replica draws
+        # its own flips, crops and mixes (mirrored ones would give every replica the same). One
+        # seed per worker: with the run's seed in every worker, all drew the same in lockstep.
         self.augment = task().make_augmenter(
             self.params.augment,
             int(meta["num_classes"]),

@@ -68,8 +68,8 @@ GROUPS = {
     "observe": (
         ["observe/exporter.py", "observe/gpu.py", "observe/input_wait.py", "observe/profiler.py"],
         ["test_observe.py", "test_mutants_ports.py", "test_mutants_observe.py"],
-        # not load_nvml, cuda_bus_ids, cuda_mig_uuids, each_cuda_device: they ask a GPU driver,
-        # which a CPU machine has not
+        # not load_nvml, cuda_bus_ids, cuda_mig_uuids, cuda_memory_bytes, each_cuda_device: they
+        # ask a GPU driver, which a CPU machine has not
         ["observe.exporter.*", "observe.gpu.x_visible_*", "observe.gpu.xǁ*", "observe.gpu.x__*"]
         + ["observe.gpu.x_tensorflow_memory*"]
         + ["observe.input_wait.*", "observe.profiler.*"],

@@ -8,6 +8,7 @@ The real probes on the digits data are in test_train_finders.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -78,6 +79,96 @@ def test_gpu_finds_the_largest_batch_that_fits_and_keeps_a_margin(fits, replicas
     assert "10 % memory margin" in choice.reason and str(largest) in choice.reason
     assert_one_sentence(choice.reason[0].upper() + choice.reason[1:])
     assert [p.batch for p in choice.probes] == device.calls
+
+
+class LinearGpu(FakeDevice):
+    """A GPU of `size` bytes whose step takes `fixed` bytes plus `per` for each example (the
+    model, its optimizer and workspaces, then the activations): a batch fits while that sum does;
+    each probe reports it as its peak."""
+
+    def __init__(self, size: int, fixed: int, per: int):
+        super().__init__(fits=(size - fixed) // per)
+        self.fixed, self.per = fixed, per
+
+    def probe(self, batch: int) -> Probe:
+        probed = super().probe(batch)
+        return dataclasses.replace(probed, peak_bytes=self.fixed + self.per * batch)
+
+
+# (GPU bytes, fixed bytes, bytes per example, replicas): the largest batch that fits, found by
+# doubling from 32, and by the line through the peaks when the GPU's size is given.
+GIB = 2**30
+LINES = [
+    (80 * GIB, 3 * GIB, 70 * 2**20, 1),  # an 80 GB GPU, ResNet50-like: fits 1126
+    (80 * GIB, 3 * GIB, 70 * 2**20, 8),
+    (8 * GIB, 1 * GIB, 9 * 2**20, 1),  # a laptop GPU: fits 796
+    (24 * GIB, 2 * GIB, 3 * 2**20, 2),  # a small model on a 24 GB GPU: fits 7509
+]
+
+
+@pytest.mark.parametrize(("size", "fixed", "per", "replicas"), LINES)
+def test_a_gpus_size_sends_the_search_near_the_edge_in_fewer_probes(size, fixed, per, replicas):
+    """The same largest fit, to the same resolution, in fewer probes (each one a compile)."""
+    doubled, lined = LinearGpu(size, fixed, per), LinearGpu(size, fixed, per)
+    by_doubling = find(doubled, replicas=replicas)
+    by_line = find(lined, replicas=replicas, device_bytes=size)
+    largest = [max(p.batch for p in choice.probes if p.ok) for choice in (by_doubling, by_line)]
+    fits = lined.fits
+    assert all(fits >= batch >= fits * 0.97 - replicas for batch in largest), (largest, fits)
+    assert len(lined.calls) <= len(doubled.calls) - 4, (lined.calls, doubled.calls)
+    assert lined.calls[:2] == doubled.calls[:2]  # the line needs two probes that fit
+    assert lined.calls[2] > 2 * lined.calls[1]  # then jumps past the doubling
+    assert len(lined.calls) == len(set(lined.calls))
+    assert all(batch % replicas == 0 for batch in lined.calls)
+    assert by_line.batch == max(replicas, int(largest[1] * 0.9) // replicas * replicas)
+
+
+def test_a_line_that_aims_past_the_edge_is_bisected_back():
+    """A model whose memory grows faster than its first two probes say (a bigger workspace at a
+    larger batch): the aim runs out of memory, and the bisection finds the edge below it."""
+    device = LinearGpu(16 * GIB, GIB, 2**20)
+
+    def probe(batch: int) -> Probe:
+        probed = device.probe(batch)
+        if batch > 64:  # out of memory from 3,000 on, though the line says 14,745 fit
+            ok = batch <= 3000
+            return dataclasses.replace(probed, ok=ok, peak_bytes=None if not ok else 1)
+        return probed
+
+    choice = find_batch(probe, device="gpu", replicas=1, train_count=60_000, clock=device.clock,
+                        device_bytes=16 * GIB)  # fmt: skip
+    assert device.calls[2] == int((16 * GIB * 0.9 - GIB) / 2**20)
+    assert 3000 >= max(p.batch for p in choice.probes if p.ok) >= 2910
+
+
+def test_a_gpu_larger_than_the_line_says_resumes_doubling():
+    """A size that understates the GPU (another process's share was counted): two steps past the
+    line's edge the search doubles again, and finds the edge in no more probes than doubling."""
+    device, plain = LinearGpu(16 * GIB, GIB, 2**20), LinearGpu(16 * GIB, GIB, 2**20)
+    choice = find(device, device_bytes=2 * GIB)
+    find(plain)
+    largest = max(p.batch for p in choice.probes if p.ok)
+    assert device.fits >= largest >= device.fits * 0.97
+    assert device.calls[2:6] == [819, 868, 920, 975]  # the line's edge, then steps past it
+    assert device.calls[6] == 2 * 975 and len(device.calls) <= len(plain.calls)
+
+
+def test_without_growing_peaks_the_search_doubles():
+    """Peaks that do not grow with the batch (a device that reports none) draw no line."""
+    device = FakeDevice(fits=1000)
+    flat = find_batch(
+        lambda b: dataclasses.replace(device.probe(b), peak_bytes=5),
+        device="gpu", replicas=1, train_count=60_000, device_bytes=GIB, clock=device.clock,
+    )  # fmt: skip
+    assert device.calls[:6] == [32, 64, 128, 256, 512, 1024]
+    assert max(p.batch for p in flat.probes if p.ok) >= 970
+
+
+def test_a_cpu_search_ignores_a_gpus_size():
+    device, other = FakeDevice(), FakeDevice()
+    find(device, "cpu", device_bytes=GIB)
+    find(other, "cpu")
+    assert device.calls == other.calls
 
 
 def test_a_slow_model_finds_its_memory_limit_within_the_budget() -> None:

@@ -146,6 +146,7 @@ def test_the_defaults_are_recorded_as_used() -> None:
         "max_seconds": 60.0,
         "host_budget_bytes": None,
         "bytes_per_example": None,
+        "device_bytes": None,
         "knee_tolerance": 0.05,
         "memory_margin": 0.1,
         "resolution": 0.03,
@@ -245,6 +246,7 @@ def test_a_batch_probed_twice_is_a_bug_said_by_its_number() -> None:
         {"resolution": 0.0},
         {"host_budget_bytes": 1, "bytes_per_example": 1},
         {"host_budget_bytes": 2000, "bytes_per_example": 1000, "replicas": 2},
+        {"device_bytes": 1},
     ],
 )
 def test_the_edges_of_the_allowed_values_are_allowed(options: dict) -> None:
@@ -266,6 +268,10 @@ def test_the_edges_of_the_allowed_values_are_allowed(options: dict) -> None:
         (
             {"host_budget_bytes": 1000, "bytes_per_example": 0},
             "The host budget and bytes per example must be positive, not 1000 and 0.",
+        ),
+        (
+            {"device_bytes": 0},
+            "The GPU's memory must be a positive number of bytes, not 0.",
         ),
         (
             {"host_budget_bytes": 3, "bytes_per_example": 2, "replicas": 2},

@@ -408,7 +408,8 @@ def test_a_mig_instance_is_reported_as_itself_not_as_its_parent_gpu() -> None:
 
 
 class FakeLibcuda:
-    """The five libcuda calls the GPU series ask, for two devices; `status` is cuInit's answer."""
+    """The six libcuda calls the GPU series and the batch finder ask, for two devices; `status`
+    is cuInit's answer."""
 
     def __init__(self, status: int = 0, uuids: bool = True) -> None:
         self.status = status
@@ -434,6 +435,10 @@ class FakeLibcuda:
         raw.raw = bytes([device.value + 1]) * 16
         return 0
 
+    def cuDeviceTotalMem_v2(self, size, device) -> int:
+        size._obj.value = (80 - 40 * device.value) * 2**30
+        return 0
+
 
 def test_cuda_devices_are_asked_in_cudas_order_through_one_walk(monkeypatch) -> None:
     """Bus ids and MIG names come from the same walk over CUDA's devices: in its order, none on a
@@ -444,8 +449,10 @@ def test_cuda_devices_are_asked_in_cudas_order_through_one_walk(monkeypatch) -> 
         "MIG-01010101-0101-0101-0101-010101010101",
         "MIG-02020202-0202-0202-0202-020202020202",
     ]
+    assert gpu_module.cuda_memory_bytes() == [80 * 2**30, 40 * 2**30]
     monkeypatch.setattr(gpu_module.ctypes, "CDLL", lambda name: FakeLibcuda(status=100))
     assert gpu_module.cuda_bus_ids() == []
+    assert gpu_module.cuda_memory_bytes() == []
     monkeypatch.setattr(gpu_module.ctypes, "CDLL", lambda name: FakeLibcuda(uuids=False))
     assert gpu_module.cuda_mig_uuids() is None
 

@@ -126,10 +126,11 @@ def test_out_of_memory_above_a_batch_caps_the_choice_and_training_goes_on(
     monkeypatch.setattr(probes.Trainer, "__init__", init)
     monkeypatch.setattr(probes.Trainer, "run", run)
     monkeypatch.setattr(probes, "device_kind", lambda: "gpu")
+    monkeypatch.setattr(probes, "device_bytes", lambda: 8 * 2**30)  # aims the search (batch.py)
     monkeypatch.setattr(tf.config.experimental, "reset_memory_stats", lambda device: None)
     metrics = train.run(run_dir, Params(batch_size="auto", epochs=1), verbose=False)
     found = record(run_dir, "batch_finder")
-    assert found["limited_by"] == "memory"
+    assert found["limited_by"] == "memory" and found["settings"]["device_bytes"] == 8 * 2**30
     assert 1 <= metrics["global_batch_size"] <= OOM_ABOVE
     assert any(not probe["ok"] and probe["note"] for probe in found["probes"])
     assert max(p["batch"] for p in found["probes"] if p["ok"]) <= OOM_ABOVE

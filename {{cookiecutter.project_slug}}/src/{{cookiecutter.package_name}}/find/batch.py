@@ -7,10 +7,14 @@ fits, bisect between the last batch that fit and the first that did not until th
 `resolution` of the batch (3 %, at least one batch per replica), then keep a margin below the
 largest that fit, as a batch at the edge of memory fails on the next fragmented allocation.
 Bisecting to the last image would cost 13-17 probes, each building and tracing the model (XLA
-compiles each anew), for a precision the 10 % margin throws away. On a CPU throughput saturates
-first: the choice is the smallest batch within `knee_tolerance` of the best examples/s, as a
-larger one makes fewer updates per epoch for no gain in speed (the throughput knee). A time
-budget ends the search; what ran decides.
+compiles each anew), for a precision the 10 % margin throws away. Where the GPU's memory is
+known (`device_bytes`), two probes that fit draw a line through their peak memory: the search
+goes straight to the batch where the line fills FILL of the GPU, then steps by twice the
+resolution to find the edge, instead of doubling to it (ResNet50 on a large GPU: each doubling
+is a compile that the time budget cannot spare; tests/test_find.py counts the probes saved). On
+a CPU throughput saturates first: the choice is the smallest batch within `knee_tolerance` of the
+best examples/s, as a larger one makes fewer updates per epoch for no gain in speed (the
+throughput knee). A time budget ends the search; what ran decides.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from typing import Any
 from ..artifacts import StepError
 
 HOST_NOTE = "over the host-memory budget"
+# Where the line through two probes' peak memory is aimed: CUDA's context, cuDNN's workspaces and
+# other processes take part of a GPU, and an aim past the edge costs a bisection from far below.
+FILL = 0.9
 
 
 class FindError(StepError):
@@ -65,6 +72,7 @@ def find_batch(
     max_seconds: float = 60.0,
     host_budget_bytes: int | None = None,
     bytes_per_example: int | None = None,
+    device_bytes: int | None = None,
     knee_tolerance: float = 0.05,
     memory_margin: float = 0.10,
     resolution: float = 0.03,
@@ -95,7 +103,10 @@ def find_batch(
         elif batch >= cap:
             stop = "training_set"
         else:
-            following = min(batch * 2, cap)
+            following = batch * 2
+            if device == "gpu":
+                following = search.upward(batch, device_bytes, replicas, resolution)
+            following = min(following, cap)
             if following > host_cap:
                 search.probes.append(Probe(following, False, None, None, 0.0, HOST_NOTE))
                 stop = "host_memory"
@@ -165,6 +176,23 @@ class _Search:
         self.probes.append(self.probe(batch))
         return self.probes[-1]
 
+    def upward(self, batch: int, device_bytes: int | None, replicas: int, resolution: float) -> int:
+        """The next batch up from `batch`, the largest that fit. Doubled, unless a line through
+        the peak memory of the last two probes that fit says where it fills FILL of
+        `device_bytes`: that batch when it is a step or more away (a jump past the doubling, or a
+        nearer try), one step up when the line puts `batch` at the edge. A line the probes outran
+        by over two steps is wrong about this model: doubled."""
+        grown = sorted((p.batch, p.peak_bytes) for p in self.probes if p.ok and p.peak_bytes)
+        if device_bytes is None or len(grown) < 2 or grown[-1][1] <= grown[-2][1]:
+            return batch * 2
+        (b1, m1), (b2, m2) = grown[-2:]
+        room = device_bytes * FILL - m2
+        aim = int(b2 + room * (b2 - b1) / (m2 - m1)) // replicas * replicas
+        step = max(replicas, -(-int(batch * 2 * resolution) // replicas) * replicas)
+        if aim >= batch + step:
+            return aim
+        return batch + step if aim >= batch - 2 * step else batch * 2
+
     def fits(self) -> bool:
         return any(probe.ok for probe in self.probes)
 
@@ -228,6 +256,7 @@ def _problem(
     max_seconds: float,
     host_budget_bytes: int | None,
     bytes_per_example: int | None,
+    device_bytes: int | None,
     knee_tolerance: float,
     memory_margin: float,
     resolution: float,
@@ -252,6 +281,8 @@ def _problem(
         )
     if not 0 <= resolution < 1:
         return f"The bisection's resolution must be in [0, 1), not {resolution}."
+    if device_bytes is not None and device_bytes < 1:
+        return f"The GPU's memory must be a positive number of bytes, not {device_bytes}."
     if (budget is not None and budget < 1) or (size is not None and size < 1):
         return f"The host budget and bytes per example must be positive, not {budget} and {size}."
     if budget and size and budget // size < replicas:

@@ -242,6 +242,15 @@ def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int
     return max(1, values) * 4 * 2
 
 
+def device_bytes() -> int | None:
+    """The memory of the smallest GPU this process's CUDA sees (a probe runs on the first, every
+    replica holds the same): the batch finder aims its search with it. None without a GPU."""
+    from ..observe.gpu import cuda_memory_bytes
+
+    sizes = cuda_memory_bytes()
+    return min(sizes) if sizes else None
+
+
 def host_budget_bytes() -> int | None:
     """HOST_SHARE of the memory available now (Linux and macOS), or None where unknown."""
     try:

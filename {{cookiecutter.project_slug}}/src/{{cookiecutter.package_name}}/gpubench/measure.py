@@ -67,7 +67,7 @@ def _train_rate(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
 
 def _max_batch(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
     from ..find.batch import find_batch
-    from ..find.probes import batch_probe
+    from ..find.probes import batch_probe, device_bytes
 
     folder, meta, params = _inputs(spec)
     loss_scaling = spec["precision"] == "mixed_float16"
@@ -85,6 +85,7 @@ def _max_batch(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
         train_count=spec["max_batch_cap"],
         start=spec["batch"],
         max_seconds=spec["max_seconds"],
+        device_bytes=device_bytes(),
     )
     fitted = [p.batch for p in choice.probes if p.ok]
     return {

@@ -100,7 +100,18 @@ def cuda_mig_uuids() -> list[str] | None:
     return each_cuda_device(mig_name)
 
 
-def each_cuda_device(ask: Callable[[Any, ctypes.c_int], str | None]) -> list[str] | None:
+def cuda_memory_bytes() -> list[int] | None:
+    """The memory of each device this process's CUDA sees, in bytes and CUDA's order (libcuda's
+    cuDeviceTotalMem_v2; a MIG instance's own share); None where the driver cannot be asked."""
+
+    def total(cuda: Any, device: ctypes.c_int) -> int | None:
+        size = ctypes.c_size_t()
+        return size.value if cuda.cuDeviceTotalMem_v2(ctypes.byref(size), device) == 0 else None
+
+    return each_cuda_device(total)
+
+
+def each_cuda_device(ask: Callable[[Any, ctypes.c_int], Any]) -> list[Any] | None:
     """ask(libcuda, device) for every device CUDA sees, in its order ([] with no device); None if
     the driver or any answer fails.
 

@@ -103,6 +103,7 @@ def find(
         )
         device = probes.device_kind()
         budget = probes.host_budget_bytes() if device == "cpu" else None
+        size = probes.device_bytes() if device == "gpu" else None
         with _task(shown, "Batch-size finder", None, "probe") as work:
             choice = batch_finder.find_batch(
                 _counted(probe, work, "batch"),
@@ -114,6 +115,7 @@ def find(
                 bytes_per_example=probes.bytes_per_example(params.model, meta, params)
                 if budget
                 else None,
+                device_bytes=size,
             )
         record = {
             **batch_finder.choice_record(choice),
@@ -224,6 +226,7 @@ def _float32_cap(
             replicas=replicas,
             train_count=train_count,
             max_seconds=params.finder_seconds,
+            device_bytes=probes.device_bytes(),
         )
     ratio = mixed_batch / choice.batch
     return {

@@ -1,0 +1,444 @@
+"""What a user's photo file becomes (photo_io), tested file by file in this process: transparent
+parts turned white, EXIF orientations turned upright with their sides swapped, the JPEG quality
+meta.json states, the header check's sentences, and the workers that leave __main__ as it was."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image, ImageOps
+
+from {{ cookiecutter.package_name }}.data import decode, image_folder, photo_io, shards, split
+from {{ cookiecutter.package_name }}.data.base import DataError, Source
+
+WHITE, RED = (255, 255, 255), (255, 0, 0)
+
+
+def save(path: Path, image: Image.Image, kind: str = "PNG", **options) -> str:
+    image.save(path, kind, **options)
+    return str(path)
+
+
+def pixels(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image)
+
+
+def exif(orientation: int) -> bytes:
+    tags = Image.Exif()
+    tags[photo_io.ORIENTATION] = orientation
+    return tags.tobytes()
+
+
+def halves(height: int, width: int) -> np.ndarray:
+    """RGB, white top half over a black bottom half: which way is up shows after any turn."""
+    image = np.zeros((height, width, 3), np.uint8)
+    image[: height // 2] = 255
+    return image
+
+
+def test_transparent_parts_become_white_and_opaque_parts_keep_their_colour(tmp_path) -> None:
+    """RGBA and LA: an opaque pixel keeps its colour, a transparent one is white, never black."""
+    rgba = np.zeros((4, 8, 4), np.uint8)
+    rgba[:, :4] = (255, 0, 0, 255)  # opaque red
+    rgba[:, 4:] = (0, 0, 255, 0)  # transparent blue
+    path = save(tmp_path / "rgba.png", Image.fromarray(rgba, "RGBA"))
+    data, why, kept = photo_io.encode((path, 4, 8, 3, "png", 95))
+    assert (why, kept) == ("", False)
+    out = pixels(data)
+    assert (out[:, :4] == RED).all() and (out[:, 4:] == WHITE).all()
+    la = np.zeros((4, 8, 2), np.uint8)
+    la[:, :4] = (100, 255)
+    la[:, 4:] = (30, 0)
+    path = save(tmp_path / "la.png", Image.fromarray(la, "LA"))
+    out = pixels(photo_io.encode((path, 4, 8, 1, "png", 95))[0])
+    assert out.shape == (4, 8) and (out[:, :4] == 100).all() and (out[:, 4:] == 255).all()
+
+
+def test_a_palette_image_with_a_transparent_colour_is_white_there(tmp_path) -> None:
+    """A GIF-style palette whose colour 0 is transparent: those pixels are white, not black."""
+    image = Image.fromarray(np.repeat([[1, 1, 0, 0]], 3, axis=0).astype(np.uint8), "P")
+    image.putpalette([0, 0, 0, 255, 0, 0] + [0] * 762)
+    path = save(tmp_path / "palette.png", image, transparency=0)
+    out = pixels(photo_io.encode((path, 3, 4, 3, "png", 95))[0])
+    assert (out[:, :2] == RED).all() and (out[:, 2:] == WHITE).all()
+
+
+def test_a_jpeg_with_an_exif_turn_is_decoded_upright_not_kept(tmp_path) -> None:
+    """Orientation 3 (upside down) keeps the size, but the bytes are not the upright photo."""
+    stored = Image.fromarray(halves(48, 64)).transpose(Image.Transpose.ROTATE_180)
+    path = save(tmp_path / "turned.jpg", stored, "JPEG", quality=95, exif=exif(3))
+    data, why, kept = photo_io.encode((path, 48, 64, 3, "jpeg", 95))
+    assert (why, kept) == ("", False) and data != Path(path).read_bytes()
+    out = pixels(data).astype(int)
+    assert out[:24].mean() > 240 and out[24:].mean() < 15
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientations_5_to_8_swap_width_and_height(tmp_path, orientation: int) -> None:
+    """A photo stored 48 wide, 64 high: orientations 5-8 (turned a quarter) are 64 wide, 48 high."""
+    stored = Image.fromarray(halves(64, 48))
+    path = save(tmp_path / "phone.jpg", stored, "JPEG", quality=90, exif=exif(orientation))
+    found = photo_io.probe(path)
+    swapped = orientation >= 5
+    assert (found.height, found.width) == ((48, 64) if swapped else (64, 48))
+    assert (found.format, found.mode, found.orientation, found.error) == (
+        "JPEG",
+        "RGB",
+        orientation,
+        "",
+    )
+    data, _, kept = photo_io.encode((path, found.height, found.width, 3, "jpeg", 95))
+    assert pixels(data).shape == (found.height, found.width, 3)
+    assert kept is (orientation == 1)
+
+
+def test_a_turned_jpeg_is_drafted_by_its_stored_sides_not_its_upright_ones(tmp_path) -> None:
+    """A JPEG may be decoded at 1/2, 1/4 or 1/8 scale (a draft) when that still covers the target.
+    Stored 800 wide and 100 high, turned a quarter (orientation 6) to 80 wide and 10 high: stored,
+    that is 10 wide and 80 high, which 1/8 scale (100x12) does not cover, so the photo is decoded
+    whole; asking with the upright sides would take 1/8 scale and lose detail."""
+    rows, cols = np.mgrid[0:100, 0:800]
+    stored = Image.fromarray(((rows * 7 + cols * 13) % 256).astype(np.uint8)).convert("RGB")
+    path = save(tmp_path / "big.jpg", stored, "JPEG", quality=95, exif=exif(6))
+    with Image.open(path) as image:
+        whole = ImageOps.exif_transpose(image).convert("RGB")
+    reference = io.BytesIO()
+    whole.resize((80, 10), Image.Resampling.BILINEAR).save(reference, "PNG", compress_level=6)
+    assert photo_io.encode((path, 10, 80, 3, "png", 95))[0] == reference.getvalue()
+
+
+def test_a_re_encoded_photo_has_the_jpeg_quality_meta_json_states(tmp_path) -> None:
+    """A PNG written as JPEG at quality 95 has the quantization tables of quality 95 (not 75)."""
+    image = Image.fromarray(halves(32, 32))
+    path = save(tmp_path / "a.png", image)
+    for quality in (95, 60):
+        reference = io.BytesIO()
+        image.save(reference, "JPEG", quality=quality)
+        data, _, kept = photo_io.encode((path, 32, 32, 3, "jpeg", quality))
+        assert data == reference.getvalue() and kept is False
+    reference = io.BytesIO()
+    image.save(reference, "PNG", compress_level=6)
+    assert photo_io.encode((path, 32, 32, 3, "png", 95))[0] == reference.getvalue()
+
+
+def test_greyscale_and_colour_jpegs_are_kept_only_when_their_channels_fit(tmp_path) -> None:
+    """Grey JPEG: kept for 1 or 3 channels; RGB JPEG: kept for 3, made grey for 1."""
+    grey = save(tmp_path / "g.jpg", Image.fromarray(halves(16, 16)[..., 0]), "JPEG")
+    colour = save(tmp_path / "c.jpg", Image.fromarray(halves(16, 16)), "JPEG")
+    assert photo_io.encode((grey, 16, 16, 1, "jpeg", 95))[2] is True
+    assert photo_io.encode((grey, 16, 16, 3, "jpeg", 95))[2] is True
+    assert photo_io.encode((colour, 16, 16, 3, "jpeg", 95))[2] is True
+    data, _, kept = photo_io.encode((colour, 16, 16, 1, "jpeg", 95))
+    assert kept is False and pixels(data).shape == (16, 16)
+    assert photo_io.encode((colour, 16, 16, 3, "png", 95))[2] is False
+    assert photo_io.encode((colour, 8, 16, 3, "jpeg", 95))[2] is False  # another size
+
+
+def test_16_bit_and_float_greyscale_become_8_bit_without_clipping(tmp_path) -> None:
+    ramp = (np.arange(256, dtype=np.uint16).reshape(16, 16) * 257).astype(np.uint16)
+    path = save(tmp_path / "deep.png", Image.fromarray(ramp))
+    out = pixels(photo_io.encode((path, 16, 16, 1, "png", 95))[0])
+    np.testing.assert_array_equal(out, np.arange(256).reshape(16, 16))
+    floats = Image.fromarray(np.array([[-5.0, 0.0, 100.7, 300.0]], np.float32), "F")
+    np.testing.assert_array_equal(np.asarray(photo_io._channels(floats, 1)), [[0, 0, 100, 255]])
+
+
+def test_the_header_check_names_what_is_wrong_in_words(tmp_path) -> None:
+    empty = tmp_path / "empty.jpg"
+    empty.write_bytes(b"")
+    text = tmp_path / "text.jpg"
+    text.write_text("not a photo\n")
+    tiff = save(tmp_path / "scan.jpg", Image.new("RGB", (4, 4)), "TIFF")
+    whole = save(tmp_path / "whole.jpg", Image.fromarray(halves(32, 32)), "JPEG")
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(Path(whole).read_bytes()[:-200])
+    assert photo_io.probe(str(empty)) == photo_io.Probe(error="is empty (0 bytes)")
+    assert photo_io.probe(str(text)).error == (
+        "is not an image (not a JPEG, PNG, BMP, GIF or WebP file's data)"
+    )
+    assert photo_io.probe(tiff).error == "is a TIFF image, not a JPEG, PNG, BMP, GIF or WebP image"
+    assert photo_io.probe(str(cut)).error.startswith("cannot be read (")
+    assert photo_io.probe(str(cut)).error.endswith("), e.g. a truncated download")
+    assert photo_io.encode((str(cut), 32, 32, 3, "png", 95))[0::2] == (None, False)
+    assert photo_io.encode((str(cut), 32, 32, 3, "png", 95))[1].startswith("cannot be decoded (")
+    padded = tmp_path / "padded.jpg"
+    padded.write_bytes(Path(whole).read_bytes() + b"\0" * 100)  # a camera's zero padding
+    assert photo_io.probe(str(padded)) == photo_io.Probe("JPEG", "RGB", 32, 32)
+
+
+def test_a_denied_file_and_a_decompression_bomb_are_said_so(tmp_path, monkeypatch) -> None:
+    path = save(tmp_path / "a.png", Image.new("RGB", (40, 30)))
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(photo_io.Image, "open", denied)
+        assert photo_io.probe(path).error == photo_io.DENIED
+        assert photo_io.encode((path, 30, 40, 3, "png", 95)) == (None, photo_io.DENIED, False)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 500)  # 1,200 pixels: over twice the limit
+    said = "declares 1,200 pixels in its header, more than the 1,000 that Pillow decodes safely"
+    assert photo_io.probe(path).error.startswith(said)
+    assert photo_io.encode((path, 30, 40, 3, "png", 95))[1].startswith(said)
+    assert photo_io._bomb(Image.DecompressionBombError("no number")).startswith(
+        "declares more pixels than that in its header"
+    )
+    assert photo_io._short(ValueError("first line.\nsecond")) == "first line"
+    assert photo_io._short(ValueError("")) == "ValueError"
+
+
+def test_an_animated_gif_has_its_frames_counted_and_a_bmp_is_decoded(tmp_path) -> None:
+    frames = [Image.new("RGB", (8, 8), colour) for colour in (RED, WHITE, (0, 0, 255))]
+    gif = tmp_path / "moving.gif"
+    frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
+    assert (photo_io.probe(str(gif)).frames, photo_io.probe(str(gif)).format) == (3, "GIF")
+    bmp = save(tmp_path / "a.bmp", Image.new("L", (8, 4)), "BMP")
+    assert photo_io.probe(bmp) == photo_io.Probe("BMP", "L", 4, 8)
+    assert photo_io.probe(bmp).grey and not photo_io.Probe(mode="RGB").grey
+
+
+def test_workers_start_with_main_anonymous_and_leave_it_as_it_was(monkeypatch) -> None:
+    """While workers start, __main__ has no __file__ and no __spec__ (a script without a main
+    guard is not re-run); after, both are the script's again, and an interactive one stays so."""
+    script = types.ModuleType("__main__")
+    script.__file__, script.__spec__ = "/home/user/train.py", object()
+    spec = script.__spec__
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    with photo_io._main_hidden():
+        assert "__file__" not in vars(script) and script.__spec__ is None
+    assert script.__file__ == "/home/user/train.py" and script.__spec__ is spec
+    interactive = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", interactive)
+    with photo_io._main_hidden():
+        assert interactive.__spec__ is None
+    assert "__file__" not in vars(interactive) and interactive.__spec__ is None
+    with photo_io.mapper(1) as pmap:
+        assert pmap is map
+
+
+def test_two_workers_map_in_order_and_restore_main(monkeypatch) -> None:
+    script = types.ModuleType("__main__")
+    script.__file__ = "/home/user/train.py"
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    with photo_io.mapper(2) as pmap:
+        assert script.__file__ == "/home/user/train.py"
+        assert list(pmap(abs, range(-20, 0))) == list(range(20, 0, -1))
+
+
+def test_workers_auto_are_the_cores_this_process_may_use(monkeypatch) -> None:
+    assert photo_io.resolve_workers("3") == 3
+    assert photo_io.resolve_workers("auto") == len(os.sched_getaffinity(0))
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert photo_io.resolve_workers("auto") == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert photo_io.resolve_workers("auto") == 6
+
+
+# --- which size, which split, which shard files -------------------------------------------------
+
+
+def probed(tmp_path, found: list[photo_io.Probe], refuse: bool = False):
+    """inspect_image_folder on a two-class folder whose headers say `found` (no files opened)."""
+    files = [tmp_path / f"{index}.jpg" for index in range(len(found))]
+    labels = np.arange(len(found)) % 2
+    scan = image_folder.FolderScan(tmp_path, ["a", "b"], files, labels, "f", ["scanned."])
+    answers = dict(zip(map(str, files), found, strict=True))
+    return image_folder.inspect_image_folder(
+        scan, None, "refuse" if refuse else "resize", lambda _, paths: map(answers.get, paths)
+    )
+
+
+def test_mixed_sizes_are_resized_to_the_most_common_size_not_the_first(tmp_path) -> None:
+    small, big = photo_io.Probe("JPEG", "RGB", 10, 20), photo_io.Probe("PNG", "L", 30, 40)
+    turned = photo_io.Probe("JPEG", "RGB", 30, 40, orientation=6, frames=2)
+    source = probed(tmp_path, [small, big, turned])
+    assert source.image_shape == (30, 40, 3) and source.resized == 1
+    assert source.formats == ["JPEG", "PNG", "JPEG"]
+    assert source.notes == [
+        "scanned.",
+        "1 image(s) resized to 30x40.",
+        "1 image(s) turned upright by their EXIF orientation.",
+        "1 animated image(s): the first frame of each is used.",
+    ]
+    assert probed(tmp_path, [big, big]).image_shape == (30, 40, 1)
+    assert probed(tmp_path, [big, big]).notes == ["scanned."]
+    with pytest.raises(DataError) as refused:
+        probed(tmp_path, [small, big, turned], refuse=True)
+    assert str(refused.value) == (
+        f"Images in {tmp_path} have mixed sizes, e.g. {tmp_path / '0.jpg'} is 10x20 and "
+        f"{tmp_path / '1.jpg'} is 30x40: set image_size to resize them all, or "
+        "mixed_sizes='resize' to resize them to the most common size (30x40)."
+    )
+
+
+def test_a_bad_header_is_named_with_how_many_more_fail(tmp_path) -> None:
+    good, bad = photo_io.Probe("JPEG", "RGB", 8, 8), photo_io.Probe(error="is empty (0 bytes)")
+    with pytest.raises(DataError) as refused:
+        probed(tmp_path, [good, bad, bad])
+    assert str(refused.value) == (
+        f"{tmp_path / '1.jpg'} is not a readable image: it is empty (0 bytes) (1 more file(s) "
+        f"fail too, e.g. {tmp_path / '2.jpg'}); fix or remove it (allowed: JPEG, PNG, BMP, GIF "
+        "and WebP files that open in an image viewer)."
+    )
+
+
+def test_each_class_is_shuffled_before_its_validation_share_is_taken() -> None:
+    """Validation is not each class's first files (folders are listed sorted: a camera's first
+    day would always be validation); the same seed gives the same split, another seed another."""
+    labels = np.repeat([0, 1], 20)
+    firsts = []
+    for seed in range(4):
+        parts = split.split_indices(labels, ["a", "b"], 0.25, seed)
+        assert sorted(np.concatenate(list(parts.values()))) == list(range(40))
+        assert [int(np.sum(labels[parts["validation"]] == k)) for k in (0, 1)] == [5, 5]
+        firsts.append(set(parts["validation"]) == {0, 1, 2, 3, 4, 20, 21, 22, 23, 24})
+        again = split.split_indices(labels, ["a", "b"], 0.25, seed)
+        assert all((again[name] == parts[name]).all() for name in parts)
+    assert not any(firsts)
+    other = split.split_indices(labels, ["a", "b"], 0.25, 9)["validation"]
+    assert set(other) != set(parts["validation"])
+    train = parts["train"]
+    assert list(labels[train]) != sorted(labels[train])  # classes mixed within the split
+
+
+def test_the_test_split_never_takes_a_class_s_last_training_example() -> None:
+    labels = np.repeat([0, 1], 4)  # 4 each: 1 for validation at 0.25
+    parts = split.split_indices(labels, ["a", "b"], 0.25, 0, test_fraction=0.5)
+    assert [len(parts[name]) for name in ("train", "validation", "test")] == [2, 2, 4]
+    assert not set(parts["test"]) & (set(parts["train"]) | set(parts["validation"]))
+    with pytest.raises(DataError) as refused:
+        split.split_indices(labels, ["a", "b"], 0.25, 0, test_fraction=0.75)
+    assert str(refused.value) == (
+        "test_fraction=0.75 leaves class 'a' (4 examples, 1 for validation) without a training "
+        "example: use a smaller test_fraction or val_fraction, or more images of that class."
+    )
+    with pytest.raises(DataError, match=r"test_fraction=0.1 leaves .* without a test example"):
+        split.split_indices(labels, ["a", "b"], 0.25, 0, test_fraction=0.1)
+    assert set(split.split_indices(labels, ["a", "b"], 0.25, 0)) == {"train", "validation"}
+
+
+def test_a_val_fraction_leaving_a_class_empty_is_refused_with_the_range_that_works() -> None:
+    labels = np.repeat([0, 1, 2], [8, 4, 4])
+    with pytest.raises(DataError) as refused:
+        split.split_indices(labels, ["a", "b", "c"], 0.9, 0)
+    assert str(refused.value) == (
+        "val_fraction=0.9 leaves class 'b' (4 examples) without a training example: with 4 "
+        "examples in the smallest class, use a val_fraction of at least 0.125 and below 0.875."
+    )
+    with pytest.raises(DataError, match=r"class 'a' \(8 examples\) without a validation"):
+        split.split_indices(labels, ["a", "b", "c"], 0.05, 0)
+    assert len(split.split_indices(labels, ["a", "b", "c"], 0.125, 0)["validation"]) == 3
+    with pytest.raises(DataError) as refused:
+        split.split_indices(np.array([0, 1, 1]), ["a", "b"], 0.5, 0)
+    assert str(refused.value) == (
+        "Class 'a' has 1 example(s): each class needs at least 2, one for training and one for "
+        "validation."
+    )
+
+
+def test_a_test_fraction_is_a_share_below_what_validation_leaves() -> None:
+    split.check_test_fraction(0)
+    split.check_test_fraction(0.69, 0.3)
+    cases = [(0.7, 0.3, "0.7"), (-0.1, 0.2, "0.8"), (True, 0.2, "0.8"), ("0.1", 0, "1")]
+    for bad, val, room in cases + [(1, "x", "1")]:
+        with pytest.raises(DataError) as refused:
+            split.check_test_fraction(bad, val)
+        assert str(refused.value) == (
+            f"test_fraction={bad!r} is not allowed: use 0 (no test split) or a share below "
+            f"{room} (what val_fraction={val!r} leaves), e.g. 0.1."
+        )
+
+
+def test_clearing_shards_removes_meta_shards_and_half_written_files_only(tmp_path) -> None:
+    names = [
+        "meta.json",
+        "train-00000-of-00002.tfrecord",
+        "test-00001-of-00002.tfrecord",
+        ".validation-00000-of-00001.tfrecord.tmp-k2j4",
+        "notes.txt",
+        "train-0-of-2.tfrecord",
+        "train-00000-of-00002.tfrecord.bak",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("x")
+    shards.clear_shards(tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(names[4:])
+    assert shards.shard_name("validation", 3, 12) == "validation-00003-of-00012.tfrecord"
+
+
+def test_photos_are_written_as_jpeg_and_small_lossless_sources_as_png() -> None:
+    def source(height: int, width: int, formats=None) -> Source:
+        return Source("x", ["a"], np.zeros(1), (height, width, 3), formats=formats)
+
+    assert shards.choose_encoding("auto", source(64, 64)) == "jpeg"
+    assert shards.choose_encoding("auto", source(63, 64)) == "png"
+    assert shards.choose_encoding("auto", source(8, 8, ["PNG", "MPO"])) == "jpeg"
+    assert shards.choose_encoding("auto", source(8, 8, ["PNG"])) == "png"
+    assert shards.choose_encoding("png", source(224, 224, ["JPEG"])) == "png"
+
+
+def test_file_records_come_in_split_order_with_their_labels_and_kept_count(tmp_path) -> None:
+    kept_jpeg = save(tmp_path / "a.jpg", Image.fromarray(halves(8, 8)), "JPEG")
+    png = save(tmp_path / "b.png", Image.fromarray(halves(8, 8)))
+    source = Source("image_folder", ["a", "b"], np.array([0, 1]), (8, 8, 3))
+    source.files = [Path(kept_jpeg), Path(png)]
+    kept = [0]
+    out = list(shards._file_records(source, np.array([1, 0]), "jpeg", 95, map, kept))
+    assert [label for _, label in out] == [1, 0] and kept == [1]
+    assert out[1][0] == Path(kept_jpeg).read_bytes() and out[0][0][:2] == b"\xff\xd8"
+    Path(png).write_bytes(b"")
+    with pytest.raises(DataError) as refused:
+        list(shards._file_records(source, np.array([0, 1]), "jpeg", 95, map, kept))
+    said = str(refused.value)
+    assert said.startswith(f"{png} is not a readable image: it cannot be decoded (cannot ident")
+    assert said.endswith(
+        "); fix or remove it (allowed: JPEG and PNG files that open in an image viewer)."
+    )
+
+
+def test_a_shard_is_renamed_into_place_only_when_every_record_is_in(tmp_path) -> None:
+    png = io.BytesIO()
+    Image.fromarray(halves(4, 6)).save(png, "PNG")
+    path = tmp_path / shards.shard_name("train", 0, 1)
+    shards._write_shard(path, [(png.getvalue(), 1), (png.getvalue(), 0)], 2)
+    read = [shards.parse_record(record) for record in tf.data.TFRecordDataset(str(path))]
+    assert [int(label) for _, label in read] == [1, 0]
+    np.testing.assert_array_equal(read[0][0].numpy(), halves(4, 6))
+    short = tmp_path / shards.shard_name("validation", 0, 1)
+    with pytest.raises(RuntimeError, match="^validation-00000-of-00001.tfrecord: 1 records "):
+        shards._write_shard(short, [(png.getvalue(), 1)], 2)
+    copied = tmp_path / "copy" / "train-00000-of-00001.tfrecord"
+    copied.parent.mkdir()
+    shards._copy_file(path, copied)
+    assert copied.read_bytes() == path.read_bytes()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([path.name, "copy", copied.name])
+
+
+def test_records_decode_to_the_shape_and_label_meta_json_gives() -> None:
+    image = halves(4, 6)
+    example = shards._example(tf.io.encode_png(image).numpy(), 3)
+    jpeg = shards._example(tf.io.encode_jpeg(image, quality=100).numpy(), 2)
+    pixels_, label = decode.record_decoder((4, 6, 3), "png")(tf.constant(example))
+    assert label.dtype == tf.int32 and int(label) == 3
+    np.testing.assert_array_equal(pixels_.numpy(), image)
+    pixels_, label = decode.record_decoder((4, 6, 3), "jpeg")(tf.constant(jpeg))
+    assert int(label) == 2 and np.abs(pixels_.numpy().astype(int) - image).max() < 16
+    images, labels = decode.batch_decoder((4, 6, 3), "png")(tf.constant([example, example]))
+    assert images.shape == (2, 4, 6, 3) and labels.dtype == tf.int32
+    assert list(labels.numpy()) == [3, 3]
+    np.testing.assert_array_equal(images.numpy()[1], image)
+    data, label = decode.parse_bytes(tf.constant(example))
+    assert data.numpy() == tf.io.encode_png(image).numpy() and label.dtype == tf.int32
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+        decode.decode_image(tf.io.encode_png(image), (6, 4, 3))
+    assert decode.read_regime((64, 64, 3)) == "batched"
+    assert decode.read_regime((64, 65, 1)) == "per_record"

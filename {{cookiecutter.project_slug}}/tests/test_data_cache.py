@@ -178,3 +178,18 @@ def test_sizes_are_said_in_the_largest_unit_that_fits() -> None:
         "1.0 GB",
         "2,500.0 GB",
     ]
+
+
+def test_cgroup_paths_with_colons_and_shared_v1_controllers_are_read(tmp_path: Path) -> None:
+    """A containerd cgroup name holds colons; a v1 memory controller may share its hierarchy
+    (memory,hugetlb); 2**60 bytes and more is cgroup v1's "no limit", less is a limit."""
+    path = "/Xkube.slice/cri-containerd:abc:def"
+    proc, groups = machine(tmp_path, 8_000_000, f"0::{path}\n")
+    limit(groups / path.lstrip("/"), {"memory.max": "3000\n", "memory.current": "1000\n"})
+    assert cache.cgroup_room(proc, groups) == 2000
+    (proc / "self" / "cgroup").write_text("7:memory,hugetlb:/job\n")
+    limit(groups / "memory" / "job", {"memory.limit_in_bytes": f"{2**60}\n"})
+    assert cache.cgroup_room(proc, groups) is None
+    limit(groups / "memory" / "job", {"memory.limit_in_bytes": f"{2**60 - 1}\n"})
+    assert cache.cgroup_room(proc, groups) == 2**60 - 1
+    assert cache.meminfo_available("MemAvailable: 7\n") == 7 * 1024  # the unit left out

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps
 
 from {{ cookiecutter.package_name }}.data import decode, image_folder, photo_io, shards, split
 from {{ cookiecutter.package_name }}.data.base import DataError, Source
@@ -35,6 +35,31 @@ def exif(orientation: int) -> bytes:
     tags = Image.Exif()
     tags[photo_io.ORIENTATION] = orientation
     return tags.tobytes()
+
+
+def noisy_jpeg(side: int) -> bytes:
+    """A JPEG of seeded noise (10,431 bytes at side 128): its scan data is most of the file."""
+    rng = np.random.default_rng(0)
+    out = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(out, "JPEG")
+    return out.getvalue()
+
+
+def drafted(path: str, height: int, width: int, channels: int, stored: tuple[int, int]) -> bytes:
+    """What encode should write (PNG): the JPEG decoded at the smallest scale that still covers
+    `stored` (the target's sides as stored, before the EXIF turn), turned upright, resized."""
+    mode = "L" if channels == 1 else "RGB"
+    with Image.open(path) as image:
+        image.draft(mode, stored)
+        image.load()
+        upright = ImageOps.exif_transpose(image).convert(mode)
+    out = io.BytesIO()
+    upright.resize((width, height), Image.Resampling.BILINEAR).save(out, "PNG", compress_level=6)
+    return out.getvalue()
+
+
+def no_pixels(*args, **kwargs):
+    raise AssertionError("pixels decoded where the header was enough")
 
 
 def halves(height: int, width: int) -> np.ndarray:
@@ -69,6 +94,11 @@ def test_a_palette_image_with_a_transparent_colour_is_white_there(tmp_path) -> N
     path = save(tmp_path / "palette.png", image, transparency=0)
     out = pixels(photo_io.encode((path, 3, 4, 3, "png", 95))[0])
     assert (out[:, :2] == RED).all() and (out[:, 2:] == WHITE).all()
+    with_alpha = image.convert("PA")  # a palette with an alpha band: its alpha 0 is white too
+    with_alpha.info.pop("transparency", None)
+    with_alpha.putpixel((0, 0), (1, 0))
+    out = np.asarray(photo_io._channels(with_alpha, 3))
+    assert tuple(out[0, 0]) == WHITE and tuple(out[0, 1]) == RED
 
 
 def test_a_jpeg_with_an_exif_turn_is_decoded_upright_not_kept(tmp_path) -> None:
@@ -100,19 +130,48 @@ def test_exif_orientations_5_to_8_swap_width_and_height(tmp_path, orientation: i
     assert kept is (orientation == 1)
 
 
-def test_a_turned_jpeg_is_drafted_by_its_stored_sides_not_its_upright_ones(tmp_path) -> None:
+@pytest.mark.parametrize("orientation", [5, 6, 7, 8])
+def test_a_turned_jpeg_is_drafted_by_its_stored_sides_not_its_upright_ones(
+    tmp_path, orientation: int
+) -> None:
     """A JPEG may be decoded at 1/2, 1/4 or 1/8 scale (a draft) when that still covers the target.
-    Stored 800 wide and 100 high, turned a quarter (orientation 6) to 80 wide and 10 high: stored,
-    that is 10 wide and 80 high, which 1/8 scale (100x12) does not cover, so the photo is decoded
-    whole; asking with the upright sides would take 1/8 scale and lose detail."""
+    Stored 800 wide and 100 high, turned a quarter to 80 wide and 10 high: stored, that is 10
+    wide and 80 high, which 1/8 scale (100x12) does not cover, so the photo is decoded whole;
+    asking with the upright sides would take 1/8 scale and lose detail."""
     rows, cols = np.mgrid[0:100, 0:800]
     stored = Image.fromarray(((rows * 7 + cols * 13) % 256).astype(np.uint8)).convert("RGB")
-    path = save(tmp_path / "big.jpg", stored, "JPEG", quality=95, exif=exif(6))
+    path = save(tmp_path / "big.jpg", stored, "JPEG", quality=95, exif=exif(orientation))
     with Image.open(path) as image:
         whole = ImageOps.exif_transpose(image).convert("RGB")
     reference = io.BytesIO()
     whole.resize((80, 10), Image.Resampling.BILINEAR).save(reference, "PNG", compress_level=6)
     assert photo_io.encode((path, 10, 80, 3, "png", 95))[0] == reference.getvalue()
+
+
+def test_a_photo_far_larger_than_its_target_is_decoded_at_a_smaller_scale(tmp_path) -> None:
+    """A 512x512 JPEG (or a camera's MPO) for a 64x64 target is decoded at 1/8 scale, in
+    greyscale when the data set is; not decoded whole and shrunk (8x8 times the work)."""
+    path = tmp_path / "big.jpg"
+    path.write_bytes(noisy_jpeg(512))
+    for channels in (3, 1):
+        data = photo_io.encode((str(path), 64, 64, channels, "png", 95))[0]
+        assert data == drafted(str(path), 64, 64, channels, (64, 64))
+    with Image.open(path) as image:
+        mpo = save(tmp_path / "camera.mpo", image, "MPO", save_all=True, append_images=[image])
+    assert photo_io.encode((mpo, 64, 64, 3, "png", 95))[0] == drafted(mpo, 64, 64, 3, (64, 64))
+
+
+def test_a_camera_s_mpo_is_one_frame_kept_as_it_is(tmp_path, monkeypatch) -> None:
+    """An MPO (a JPEG with a depth map or preview appended) is one picture, checked by its header
+    alone, and kept byte for byte when its size fits; an EXIF orientation of 0 means upright."""
+    first = Image.fromarray(halves(32, 48))
+    mpo = save(tmp_path / "camera.jpg", first, "MPO", save_all=True, append_images=[first])
+    zero = save(tmp_path / "zero.jpg", first, "JPEG", exif=exif(0))
+    assert photo_io.encode((mpo, 32, 48, 3, "jpeg", 95)) == (Path(mpo).read_bytes(), "", True)
+    assert photo_io.encode((zero, 32, 48, 3, "jpeg", 95))[2] is True
+    monkeypatch.setattr(ImageFile.ImageFile, "load", no_pixels)
+    assert photo_io.probe(mpo) == photo_io.Probe("MPO", "RGB", 32, 48)
+    assert photo_io.probe(zero) == photo_io.Probe("JPEG", "RGB", 32, 48)
 
 
 def test_a_re_encoded_photo_has_the_jpeg_quality_meta_json_states(tmp_path) -> None:
@@ -135,7 +194,11 @@ def test_greyscale_and_colour_jpegs_are_kept_only_when_their_channels_fit(tmp_pa
     colour = save(tmp_path / "c.jpg", Image.fromarray(halves(16, 16)), "JPEG")
     assert photo_io.encode((grey, 16, 16, 1, "jpeg", 95))[2] is True
     assert photo_io.encode((grey, 16, 16, 3, "jpeg", 95))[2] is True
-    assert photo_io.encode((colour, 16, 16, 3, "jpeg", 95))[2] is True
+    assert photo_io.encode((colour, 16, 16, 3, "jpeg", 95)) == (
+        Path(colour).read_bytes(),
+        "",
+        True,
+    )
     data, _, kept = photo_io.encode((colour, 16, 16, 1, "jpeg", 95))
     assert kept is False and pixels(data).shape == (16, 16)
     assert photo_io.encode((colour, 16, 16, 3, "png", 95))[2] is False
@@ -147,6 +210,13 @@ def test_16_bit_and_float_greyscale_become_8_bit_without_clipping(tmp_path) -> N
     path = save(tmp_path / "deep.png", Image.fromarray(ramp))
     out = pixels(photo_io.encode((path, 16, 16, 1, "png", 95))[0])
     np.testing.assert_array_equal(out, np.arange(256).reshape(16, 16))
+    for mode in ("I;16B", "I;16L"):  # big- and little-endian 16-bit: the top byte either way
+        deep = Image.frombytes(
+            mode, (2, 1), bytes([1, 2, 254, 3] if mode == "I;16B" else [2, 1, 3, 254])
+        )
+        np.testing.assert_array_equal(np.asarray(photo_io._channels(deep, 1)), [[1, 254]])
+    wide = Image.fromarray(np.array([[-5, 0, 513, 65535, 70000]], np.int32))  # mode I: clipped
+    np.testing.assert_array_equal(np.asarray(photo_io._channels(wide, 1)), [[0, 0, 2, 255, 255]])
     floats = Image.fromarray(np.array([[-5.0, 0.0, 100.7, 300.0]], np.float32), "F")
     np.testing.assert_array_equal(np.asarray(photo_io._channels(floats, 1)), [[0, 0, 100, 255]])
 
@@ -158,20 +228,37 @@ def test_the_header_check_names_what_is_wrong_in_words(tmp_path) -> None:
     text.write_text("not a photo\n")
     tiff = save(tmp_path / "scan.jpg", Image.new("RGB", (4, 4)), "TIFF")
     whole = save(tmp_path / "whole.jpg", Image.fromarray(halves(32, 32)), "JPEG")
-    cut = tmp_path / "cut.jpg"
-    cut.write_bytes(Path(whole).read_bytes()[:-200])
+    cut = tmp_path / "cut.jpg"  # a download stopped at 60 %: the header is whole, the scan not
+    cut.write_bytes(noisy_jpeg(128)[: 10431 * 6 // 10])
     assert photo_io.probe(str(empty)) == photo_io.Probe(error="is empty (0 bytes)")
     assert photo_io.probe(str(text)).error == (
         "is not an image (not a JPEG, PNG, BMP, GIF or WebP file's data)"
     )
     assert photo_io.probe(tiff).error == "is a TIFF image, not a JPEG, PNG, BMP, GIF or WebP image"
-    assert photo_io.probe(str(cut)).error.startswith("cannot be read (")
-    assert photo_io.probe(str(cut)).error.endswith("), e.g. a truncated download")
-    assert photo_io.encode((str(cut), 32, 32, 3, "png", 95))[0::2] == (None, False)
-    assert photo_io.encode((str(cut), 32, 32, 3, "png", 95))[1].startswith("cannot be decoded (")
+    assert photo_io.probe(str(cut)).error == (
+        "cannot be read (image file is truncated (128 bytes not processed)), e.g. a truncated "
+        "download"
+    )
+    assert photo_io.encode((str(cut), 128, 128, 3, "png", 95)) == (
+        None,
+        "cannot be decoded (image file is truncated (128 bytes not processed))",
+        False,
+    )
     padded = tmp_path / "padded.jpg"
     padded.write_bytes(Path(whole).read_bytes() + b"\0" * 100)  # a camera's zero padding
     assert photo_io.probe(str(padded)) == photo_io.Probe("JPEG", "RGB", 32, 32)
+
+
+def test_a_whole_jpeg_is_checked_by_its_header_and_end_marker_alone(tmp_path, monkeypatch) -> None:
+    """probe reads no pixels of a JPEG that ends with its end marker (zero padding after it
+    allowed): a folder of a million photos is checked in seconds. (Pillow decodes a PNG to look
+    for its EXIF, so a PNG is not spared.)"""
+    jpeg = save(tmp_path / "a.jpg", Image.fromarray(halves(32, 32)), "JPEG")
+    padded = tmp_path / "padded.jpg"
+    padded.write_bytes(Path(jpeg).read_bytes() + b"\0" * 40)
+    monkeypatch.setattr(ImageFile.ImageFile, "load", no_pixels)
+    for path in (jpeg, str(padded)):
+        assert photo_io.probe(path) == photo_io.Probe("JPEG", "RGB", 32, 32)
 
 
 def test_a_denied_file_and_a_decompression_bomb_are_said_so(tmp_path, monkeypatch) -> None:
@@ -192,6 +279,7 @@ def test_a_denied_file_and_a_decompression_bomb_are_said_so(tmp_path, monkeypatc
         "declares more pixels than that in its header"
     )
     assert photo_io._short(ValueError("first line.\nsecond")) == "first line"
+    assert photo_io._short(OSError("no marker X.")) == "no marker X"
     assert photo_io._short(ValueError("")) == "ValueError"
 
 
@@ -236,6 +324,8 @@ def test_two_workers_map_in_order_and_restore_main(monkeypatch) -> None:
 def test_workers_auto_are_the_cores_this_process_may_use(monkeypatch) -> None:
     assert photo_io.resolve_workers("3") == 3
     assert photo_io.resolve_workers("auto") == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    assert photo_io.resolve_workers("auto") == 1
     monkeypatch.delattr(os, "sched_getaffinity")
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert photo_io.resolve_workers("auto") == 1
@@ -246,15 +336,18 @@ def test_workers_auto_are_the_cores_this_process_may_use(monkeypatch) -> None:
 # --- which size, which split, which shard files -------------------------------------------------
 
 
-def probed(tmp_path, found: list[photo_io.Probe], refuse: bool = False):
+def probed(tmp_path, found: list[photo_io.Probe], mixed_sizes: str = "resize", size=None):
     """inspect_image_folder on a two-class folder whose headers say `found` (no files opened)."""
     files = [tmp_path / f"{index}.jpg" for index in range(len(found))]
     labels = np.arange(len(found)) % 2
     scan = image_folder.FolderScan(tmp_path, ["a", "b"], files, labels, "f", ["scanned."])
     answers = dict(zip(map(str, files), found, strict=True))
-    return image_folder.inspect_image_folder(
-        scan, None, "refuse" if refuse else "resize", lambda _, paths: map(answers.get, paths)
-    )
+
+    def pmap(function, paths):
+        assert function is photo_io.probe
+        return map(answers.get, paths)
+
+    return image_folder.inspect_image_folder(scan, size, mixed_sizes, pmap)
 
 
 def test_mixed_sizes_are_resized_to_the_most_common_size_not_the_first(tmp_path) -> None:
@@ -269,10 +362,21 @@ def test_mixed_sizes_are_resized_to_the_most_common_size_not_the_first(tmp_path)
         "1 image(s) turned upright by their EXIF orientation.",
         "1 animated image(s): the first frame of each is used.",
     ]
-    assert probed(tmp_path, [big, big]).image_shape == (30, 40, 1)
-    assert probed(tmp_path, [big, big]).notes == ["scanned."]
+    assert (source.dataset, source.classes, source.files) == (
+        "image_folder",
+        ["a", "b"],
+        [tmp_path / f"{index}.jpg" for index in range(3)],
+    )
+    assert list(source.labels) == [0, 1, 0]
+    same = probed(tmp_path, [big, big], "refuse")
+    assert (same.image_shape, same.resized, same.notes) == ((30, 40, 1), 0, ["scanned."])
+    asked = probed(tmp_path, [small, big], "refuse", size=24)
+    assert (asked.image_shape, asked.resized) == ((24, 24, 3), 2)
+    third = photo_io.Probe("PNG", "RGB", 5, 5)
+    with pytest.raises(DataError, match=r"is 10x20 and .*1\.jpg is 30x40: set image_size"):
+        probed(tmp_path, [small, big, third], "refuse")
     with pytest.raises(DataError) as refused:
-        probed(tmp_path, [small, big, turned], refuse=True)
+        probed(tmp_path, [small, big, turned], "refuse")
     assert str(refused.value) == (
         f"Images in {tmp_path} have mixed sizes, e.g. {tmp_path / '0.jpg'} is 10x20 and "
         f"{tmp_path / '1.jpg'} is 30x40: set image_size to resize them all, or "
@@ -280,10 +384,25 @@ def test_mixed_sizes_are_resized_to_the_most_common_size_not_the_first(tmp_path)
     )
 
 
-def test_a_bad_header_is_named_with_how_many_more_fail(tmp_path) -> None:
+def test_a_bad_header_is_named_with_how_many_more_fail(tmp_path, monkeypatch) -> None:
+    shown = []
+
+    def track(items, total, what, unit):
+        shown.append((total, what, unit))
+        return items
+
+    monkeypatch.setattr(image_folder, "track", track)
     good, bad = photo_io.Probe("JPEG", "RGB", 8, 8), photo_io.Probe(error="is empty (0 bytes)")
+    cut = photo_io.Probe(error="cannot be read (broken data)")
     with pytest.raises(DataError) as refused:
-        probed(tmp_path, [good, bad, bad])
+        probed(tmp_path, [good, bad])
+    assert str(refused.value) == (
+        f"{tmp_path / '1.jpg'} is not a readable image: it is empty (0 bytes); fix or remove it "
+        "(allowed: JPEG, PNG, BMP, GIF and WebP files that open in an image viewer)."
+    )
+    assert shown == [(2, "Checking images", "image")]
+    with pytest.raises(DataError) as refused:
+        probed(tmp_path, [good, bad, cut])
     assert str(refused.value) == (
         f"{tmp_path / '1.jpg'} is not a readable image: it is empty (0 bytes) (1 more file(s) "
         f"fail too, e.g. {tmp_path / '2.jpg'}); fix or remove it (allowed: JPEG, PNG, BMP, GIF "
@@ -324,6 +443,11 @@ def test_the_test_split_never_takes_a_class_s_last_training_example() -> None:
     with pytest.raises(DataError, match=r"test_fraction=0.1 leaves .* without a test example"):
         split.split_indices(labels, ["a", "b"], 0.25, 0, test_fraction=0.1)
     assert set(split.split_indices(labels, ["a", "b"], 0.25, 0)) == {"train", "validation"}
+    parts = split.split_indices(labels, ["a", "b"], 0.25, 0, test_fraction=0.25)
+    assert [len(parts[name]) for name in ("train", "validation", "test")] == [4, 2, 2]
+    assert len(set(np.concatenate(list(parts.values())))) == 8
+    with pytest.raises(DataError, match=r"3 for validation\) without a training example"):
+        split.split_indices(labels, ["a", "b"], 0.75, 0, test_fraction=0.25)
 
 
 def test_a_val_fraction_leaving_a_class_empty_is_refused_with_the_range_that_works() -> None:
@@ -337,6 +461,9 @@ def test_a_val_fraction_leaving_a_class_empty_is_refused_with_the_range_that_wor
     with pytest.raises(DataError, match=r"class 'a' \(8 examples\) without a validation"):
         split.split_indices(labels, ["a", "b", "c"], 0.05, 0)
     assert len(split.split_indices(labels, ["a", "b", "c"], 0.125, 0)["validation"]) == 3
+    with pytest.raises(DataError, match="with 3 examples in .* at least 0.1667 and below 0.8333"):
+        split.split_indices(np.repeat([0, 1], [3, 5]), ["a", "b"], 0.95, 0)
+    assert len(split.split_indices(np.repeat([0, 1], 2), ["a", "b"], 0.5, 0)["train"]) == 2
     with pytest.raises(DataError) as refused:
         split.split_indices(np.array([0, 1, 1]), ["a", "b"], 0.5, 0)
     assert str(refused.value) == (
@@ -372,6 +499,7 @@ def test_clearing_shards_removes_meta_shards_and_half_written_files_only(tmp_pat
         (tmp_path / name).write_text("x")
     shards.clear_shards(tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(names[4:])
+    shards.clear_shards(tmp_path)  # no meta.json: nothing to remove, no error
     assert shards.shard_name("validation", 3, 12) == "validation-00003-of-00012.tfrecord"
 
 
@@ -382,6 +510,7 @@ def test_photos_are_written_as_jpeg_and_small_lossless_sources_as_png() -> None:
     assert shards.choose_encoding("auto", source(64, 64)) == "jpeg"
     assert shards.choose_encoding("auto", source(63, 64)) == "png"
     assert shards.choose_encoding("auto", source(8, 8, ["PNG", "MPO"])) == "jpeg"
+    assert shards.choose_encoding("auto", source(8, 8, ["JPEG"])) == "jpeg"
     assert shards.choose_encoding("auto", source(8, 8, ["PNG"])) == "png"
     assert shards.choose_encoding("png", source(224, 224, ["JPEG"])) == "png"
 
@@ -391,9 +520,9 @@ def test_file_records_come_in_split_order_with_their_labels_and_kept_count(tmp_p
     png = save(tmp_path / "b.png", Image.fromarray(halves(8, 8)))
     source = Source("image_folder", ["a", "b"], np.array([0, 1]), (8, 8, 3))
     source.files = [Path(kept_jpeg), Path(png)]
-    kept = [0]
+    kept = [4]  # counted on from the splits before
     out = list(shards._file_records(source, np.array([1, 0]), "jpeg", 95, map, kept))
-    assert [label for _, label in out] == [1, 0] and kept == [1]
+    assert [label for _, label in out] == [1, 0] and kept == [5]
     assert out[1][0] == Path(kept_jpeg).read_bytes() and out[0][0][:2] == b"\xff\xd8"
     Path(png).write_bytes(b"")
     with pytest.raises(DataError) as refused:

@@ -538,24 +538,64 @@ def test_a_shard_is_renamed_into_place_only_when_every_record_is_in(tmp_path) ->
     png = io.BytesIO()
     Image.fromarray(halves(4, 6)).save(png, "PNG")
     path = tmp_path / shards.shard_name("train", 0, 1)
-    shards._write_shard(path, [(png.getvalue(), 1), (png.getvalue(), 0)], 2)
+    seen = []
+
+    def records():
+        seen.extend(p.name for p in tmp_path.iterdir())  # while the shard is being written
+        yield png.getvalue(), 1
+        yield png.getvalue(), 0
+
+    shards._write_shard(path, records(), 2)
+    assert len(seen) == 1 and seen[0].startswith(".train-00000-of-00001.tfrecord.tmp-")
     read = [shards.parse_record(record) for record in tf.data.TFRecordDataset(str(path))]
     assert [int(label) for _, label in read] == [1, 0]
     np.testing.assert_array_equal(read[0][0].numpy(), halves(4, 6))
     short = tmp_path / shards.shard_name("validation", 0, 1)
     with pytest.raises(RuntimeError, match="^validation-00000-of-00001.tfrecord: 1 records "):
         shards._write_shard(short, [(png.getvalue(), 1)], 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_shard_is_copied_under_a_temporary_name_beside_it(tmp_path, monkeypatch) -> None:
+    """A copied shard appears under its name only when whole; a full disk leaves nothing."""
+    shard = tmp_path / "old.tfrecord"
+    shard.write_bytes(b"records")
     copied = tmp_path / "copy" / "train-00000-of-00001.tfrecord"
     copied.parent.mkdir()
-    shards._copy_file(path, copied)
-    assert copied.read_bytes() == path.read_bytes()
-    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([path.name, "copy", copied.name])
+    real, targets = shards.shutil.copyfile, []
+
+    def copyfile(source, target):
+        targets.append(Path(target))
+        return real(source, target)
+
+    monkeypatch.setattr(shards.shutil, "copyfile", copyfile)
+    shards._copy_file(shard, copied)
+    assert copied.read_bytes() == b"records" and targets[0].parent == copied.parent
+    assert targets[0].name.startswith(".train-00000-of-00001.tfrecord.tmp-")
+
+    def full(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shards.shutil, "copyfile", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        shards._copy_file(shard, copied.parent / "validation-00000-of-00001.tfrecord")
+    assert sorted(p.name for p in copied.parent.iterdir()) == [copied.name]
+
+
+def tf_example(data: bytes, label: int) -> bytes:
+    """A record as shards.py writes it, built here: mutmut must not link this TensorFlow test
+    (map_fn hangs in mutmut's forked children) to a mutated function."""
+    feature = {
+        "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
 def test_records_decode_to_the_shape_and_label_meta_json_gives() -> None:
     image = halves(4, 6)
-    example = shards._example(tf.io.encode_png(image).numpy(), 3)
-    jpeg = shards._example(tf.io.encode_jpeg(image, quality=100).numpy(), 2)
+    example = tf_example(tf.io.encode_png(image).numpy(), 3)
+    jpeg = tf_example(tf.io.encode_jpeg(image, quality=100).numpy(), 2)
     pixels_, label = decode.record_decoder((4, 6, 3), "png")(tf.constant(example))
     assert label.dtype == tf.int32 and int(label) == 3
     np.testing.assert_array_equal(pixels_.numpy(), image)
@@ -569,5 +609,10 @@ def test_records_decode_to_the_shape_and_label_meta_json_gives() -> None:
     assert data.numpy() == tf.io.encode_png(image).numpy() and label.dtype == tf.int32
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
         decode.decode_image(tf.io.encode_png(image), (6, 4, 3))
+
+
+def test_images_up_to_64x64_are_read_in_batches_larger_ones_per_record() -> None:
     assert decode.read_regime((64, 64, 3)) == "batched"
+    assert decode.read_regime((8, 8, 1)) == "batched"
     assert decode.read_regime((64, 65, 1)) == "per_record"
+    assert decode.read_regime((224, 224, 3)) == "per_record"

@@ -158,6 +158,8 @@ def test_a_photo_far_larger_than_its_target_is_decoded_at_a_smaller_scale(tmp_pa
         assert data == drafted(str(path), 64, 64, channels, (64, 64))
     with Image.open(path) as image:
         mpo = save(tmp_path / "camera.mpo", image, "MPO", save_all=True, append_images=[image])
+        wide = save(tmp_path / "wide.jpg", image.resize((800, 100)), "JPEG")
+    assert photo_io.encode((wide, 10, 80, 3, "png", 95))[0] == drafted(wide, 10, 80, 3, (80, 10))
     assert photo_io.encode((mpo, 64, 64, 3, "png", 95))[0] == drafted(mpo, 64, 64, 3, (64, 64))
 
 
@@ -259,6 +261,10 @@ def test_a_whole_jpeg_is_checked_by_its_header_and_end_marker_alone(tmp_path, mo
     monkeypatch.setattr(ImageFile.ImageFile, "load", no_pixels)
     for path in (jpeg, str(padded)):
         assert photo_io.probe(path) == photo_io.Probe("JPEG", "RGB", 32, 32)
+    junk = tmp_path / "junk.jpg"  # bytes after the end marker: decoded, to tell it from a cut
+    junk.write_bytes(Path(jpeg).read_bytes() + b"\0XX")
+    with pytest.raises(AssertionError, match="pixels decoded"):
+        photo_io.probe(str(junk))
 
 
 def test_a_denied_file_and_a_decompression_bomb_are_said_so(tmp_path, monkeypatch) -> None:
@@ -274,7 +280,11 @@ def test_a_denied_file_and_a_decompression_bomb_are_said_so(tmp_path, monkeypatc
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 500)  # 1,200 pixels: over twice the limit
     said = "declares 1,200 pixels in its header, more than the 1,000 that Pillow decodes safely"
     assert photo_io.probe(path).error.startswith(said)
-    assert photo_io.encode((path, 30, 40, 3, "png", 95))[1].startswith(said)
+    assert photo_io.encode((path, 30, 40, 3, "png", 95)) == (
+        None,
+        photo_io.probe(path).error,
+        False,
+    )
     assert photo_io._bomb(Image.DecompressionBombError("no number")).startswith(
         "declares more pixels than that in its header"
     )

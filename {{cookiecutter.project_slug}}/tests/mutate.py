@@ -89,6 +89,23 @@ GROUPS = {
         ["runner/summary.py", "runner/numbers.py"],
         ["test_run_report.py", "test_mutants_report.py"],
     ),
+    # What a user's photo files become: photo_io, the cache budget (cache.py; memory.py holds the
+    # in-memory sources, not the budget), the split, the shard files, the read regime, and the
+    # size chosen (image_folder.inspect_image_folder). Left out: decode.py but read_regime (its
+    # functions build TensorFlow graphs, and map_fn hangs in mutmut's forked children: each
+    # mutant ends as a timeout, not a verdict; test_mutants_photos_shards.py still tests them;
+    # random_crop_record is an augmentation's random window); shards.write_shards, copy_shards,
+    # _write_meta, _encoded and _source_bytes (the writing loop and meta.json, tested end to end
+    # through records.prepare by test_data_photos.py and test_data_records.py: seconds a mutant).
+    "photos": (
+        ["data/photo_io.py", "data/decode.py", "data/cache.py", "data/split.py"]
+        + ["data/shards.py", "data/image_folder.py"],
+        ["test_mutants_photos.py", "test_mutants_photos_shards.py", "test_data_cache.py"],
+        ["data.photo_io.*", "data.cache.*", "data.split.*", "data.image_folder.x_inspect_*"]
+        + ["data.decode.x_read_regime*", "data.shards.x_shard_name*", "data.shards.x_parse_*"]
+        + ["data.shards.x_choose_*", "data.shards.x_clear_*", "data.shards.x__file_records*"]
+        + ["data.shards.x__example*", "data.shards.x__write_shard*", "data.shards.x__copy_file*"],
+    ),
 }
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
 STATUS.update(dict.fromkeys((-24, 24, 152, 255), "timeout"))

@@ -108,6 +108,7 @@ TASK_FILES = {
         "tests/test_export.py",
         "tests/test_figures.py",
         "tests/test_models.py",
+        "tests/test_mutants_augment.py",
         "tests/test_optimize.py",
         "tests/test_optimize_tensorrt.py",
         "tests/test_prometheus_scrape.py",

@@ -82,7 +82,9 @@ def test_per_step_rates_are_every_nth_beyond_most() -> None:
 
 
 def test_auto_warmup_at_the_edges() -> None:
+    assert schedule.auto_warmup("auto", 256, 10) == 0
     assert schedule.auto_warmup("auto", 257, 10) == 2
+    assert schedule.auto_warmup("auto", 512, 14) == 2  # a fifth of 14 epochs, whole
     assert schedule.auto_warmup("auto", 257, 4) == 1
     assert schedule.auto_warmup("3", 64, 10) == 3
 
@@ -192,6 +194,27 @@ def test_a_bad_recipe_value_is_refused_with_its_sentence(values: dict, said: str
     assert str(refused.value) == said
 
 
+def test_a_weights_file_is_read_into_the_same_builder_with_the_files_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .weights.h5 holds no architecture: the task's builder makes this model with the file's
+    class count (read from its head), loads the file, and the layers are copied from that."""
+    source = tiny(3)
+    source.save_weights(tmp_path / "three.weights.h5")
+    target = tiny(5)
+    rebuilt = []
+
+    def rebuild(model, classes):
+        rebuilt.append((model, classes))
+        return tiny(classes)
+
+    monkeypatch.setattr(finetune, "task", lambda: SimpleNamespace(rebuilt=rebuild))
+    loaded = finetune.load_into(target, str(tmp_path / "three.weights.h5"))
+    assert rebuilt == [(target, 3)]
+    assert loaded == {"layers": 2, "head": "new", "matched_by": "name"}
+    assert same(target, source, "a") and same(target, source, "b")
+
+
 def test_unfreeze_0_fine_tunes_the_head_alone_and_a_count_the_top_layers() -> None:
     """unfreeze=0: after the frozen epochs only the head trains (still at the lower rate);
     unfreeze=2: the two top layers with weights, BatchNorm never, the fixed preprocessing never."""
@@ -221,6 +244,14 @@ def test_unfreeze_0_fine_tunes_the_head_alone_and_a_count_the_top_layers() -> No
     assert finetune.set_phase(model, finetune.FINE_TUNE, "all") == 8
     assert trainable() == ["a", "b", "c", "logits"]
     assert [finetune.phase(epoch, 2) for epoch in range(3)] == ["frozen", "frozen", "fine_tune"]
+    inner = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, name="in_a"), keras.layers.Dense(3, name="in_b")],
+        name="backbone",
+    )  # a keras.applications model inside: its layers are the backbone's
+    nested = keras.Sequential([keras.Input((4,)), inner, keras.layers.Dense(2, name="logits")])
+    assert [layer.name for layer in finetune.backbone_layers(nested)] == ["in_a", "in_b"]
+    assert finetune.set_phase(nested, finetune.FINE_TUNE, 1) == 4  # in_b and the head
+    assert [layer.trainable for layer in inner.layers] == [False, True]
 
 
 # --- the weights a run starts from -------------------------------------------------------------
@@ -270,6 +301,8 @@ def test_the_head_of_a_weights_file_is_its_last_dense_by_number_not_by_name(
         assert finetune._head_classes(h5) == 7
     with h5py.File(weights_file(tmp_path / "b.weights.h5", {"dense": 6}), "r") as h5:
         assert finetune._head_classes(h5) == 6
+    with h5py.File(weights_file(tmp_path / "f.weights.h5", {"dense": 6, "dense_1": 2}), "r") as h5:
+        assert finetune._head_classes(h5) == 2  # dense is number 0
     with h5py.File(weights_file(tmp_path / "c.weights.h5", {"conv2d": 6}), "r") as h5:
         assert finetune._head_classes(h5) is None
     with h5py.File(tmp_path / "d.weights.h5", "w") as h5:
@@ -318,6 +351,19 @@ def test_a_keras_file_is_copied_by_name_or_by_order_and_its_head_only_for_the_sa
     assert loaded == {"layers": 2, "head": "new", "matched_by": "order"}
     assert same(other, source, "old_a", "a") and same(other, source, "old_b", "b")
     assert not same(tiny(5, prefix="old_"), source, "old_a", "a")
+    narrow = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(5, name="a"), keras.layers.Dense(3, name="b")]
+        + [keras.layers.Dense(3, name="logits")],
+        name="narrow",
+    )  # the same names, the same head, another layer "a"
+    with pytest.raises(TrainError, match=r"holds another architecture \(tiny, 3 layers"):
+        finetune.load_into(narrow, str(tmp_path / "three.keras"))
+    short = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, name="x"), keras.layers.Dense(3, name="y")],
+        name="short",
+    )  # its two layers are the source's first two, by shape: still another model
+    with pytest.raises(TrainError, match=r"than short \(2\)"):
+        finetune.load_into(short, str(tmp_path / "three.keras"))
     wide = keras.Sequential(
         [keras.Input((4,)), keras.layers.Dense(4, name="a"), keras.layers.Dense(3, name="logits")],
         name="wide",
@@ -366,6 +412,61 @@ def test_only_the_stop_signals_stop_training_not_any_signal_with_a_python_handle
     request, passed = watched(both, (signal.SIGTERM, signal.SIGUSR1))
     assert int(request.flag.numpy()) == 1 and request.received == signal.SIGUSR1
     assert passed == both
+
+
+def test_a_broken_earlier_wakeup_descriptor_does_not_end_the_watcher() -> None:
+    """The descriptor that was there before ours can fail (its reader gone): the stop signal
+    behind the byte it could not take still sets the flag."""
+    request = preempt.StopRequest()
+    request._previous = {signal.SIGTERM: signal.SIG_DFL}
+    read, write = os.pipe()
+    gone_read, gone_write = os.pipe()
+    os.close(gone_read)  # writing to it raises BrokenPipeError
+    os.write(write, bytes([signal.SIGINT, signal.SIGTERM]))
+    os.close(write)
+    request._old_fd = gone_write
+    try:
+        request._watch(read)
+    finally:
+        os.close(read)
+        os.close(gone_write)
+    assert int(request.flag.numpy()) == 1 and request.received == signal.SIGTERM
+
+
+def test_an_earlier_wakeup_descriptor_numbered_0_still_gets_every_byte() -> None:
+    """Any descriptor from 0 up is a real one (-1 is none): the bytes are passed on."""
+    saved = os.dup(0)
+    before_read, before_write = os.pipe()
+    os.dup2(before_write, 0)
+    os.close(before_write)
+    request = preempt.StopRequest()
+    request._previous = {signal.SIGTERM: signal.SIG_DFL}
+    read, write = os.pipe()
+    os.write(write, bytes([signal.SIGTERM]))
+    os.close(write)
+    request._old_fd = 0
+    try:
+        request._watch(read)
+    finally:
+        os.close(read)
+        os.dup2(saved, 0)
+        os.close(saved)
+    with os.fdopen(before_read, "rb") as before:
+        assert before.read() == bytes([signal.SIGTERM])
+    assert int(request.flag.numpy()) == 1
+
+
+def test_the_stop_signals_come_from_the_environment_or_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(preempt.STOP_SIGNALS_ENV, "USR2")
+    assert preempt.stop_signals() == [signal.SIGUSR2]
+    assert preempt.stop_signals("TERM") == [signal.SIGTERM]
+    monkeypatch.delenv(preempt.STOP_SIGNALS_ENV)
+    assert preempt.stop_signals() == [signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2]
+    for name in ("KILL", "sigkill", "STOP"):
+        with pytest.raises(TrainError, match="which is not a signal training can catch"):
+            preempt.stop_signals(name)
 
 
 def test_the_first_stop_signal_is_the_one_remembered() -> None:
@@ -428,7 +529,7 @@ def test_a_stop_saves_the_step_and_the_optimizers_count_beside_its_checkpoint(
 
         def save(self, epoch, history, *, mid_epoch=False):
             saved.append((epoch, history, mid_epoch))
-            return str(tmp_path / "ckpt-100003")
+            return str(tmp_path / "ckpt-100003") if loop.role.is_chief else None
 
     loop = SimpleNamespace(
         partial=preempt.partial(3, 7, [1.0, 2.0, 3.0], 0.25, 4.0),
@@ -477,6 +578,7 @@ def test_a_stop_saves_the_step_and_the_optimizers_count_beside_its_checkpoint(
     loop.stop.received, loop.role.is_chief = None, False  # a worker stopped by the chief
     record = preempt.interrupt(loop, Checkpoints(), 2, [])
     assert (record["signal"], record["exit_status"]) == ("another worker's signal", 143)
+    assert record["checkpoint"] == str(tmp_path)  # the chief's, in the same folder
     assert not (tmp_path / preempt.INTERRUPTED_FILE).exists()  # only the chief writes it
     preempt.save(tmp_path, None, {"step": 1}, chief=True)  # no checkpoint written: no file
     assert not (tmp_path / preempt.INTERRUPTED_FILE).exists()
@@ -488,6 +590,8 @@ def test_a_stop_saves_the_step_and_the_optimizers_count_beside_its_checkpoint(
 def test_macro_f1_is_the_mean_of_the_per_class_f1_not_f1_of_the_mean_precision_and_recall() -> None:
     """a: P 1, R 2/3, F1 0.8; b: P 0.5, R 1, F1 2/3; c: never said nor true (0). Macro F1 is
     (0.8 + 2/3 + 0) / 3 = 0.489; F1 of the macro precision (0.5) and recall (0.556) is 0.526."""
+    junk = [np.full(3, 7.0) for _ in range(16)]  # numpy hands these buffers out again
+    del junk  # a class never predicted nor present must score 0, not what memory held
     result = evaluate.scores(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), ["a", "b", "c"])
     assert result["test_macro_f1"] == pytest.approx((0.8 + 2 / 3 + 0) / 3)
     assert result["test_per_class"] == {
@@ -500,22 +604,28 @@ def test_macro_f1_is_the_mean_of_the_per_class_f1_not_f1_of_the_mean_precision_a
         "b": {"precision": 0.5, "recall": 1.0, "f1": pytest.approx(2 / 3), "support": 1},
         "c": {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0},
     }
-    assert result["test_confusion_matrix"] == [[2, 1, 0], [0, 1, 0], [0, 0, 0]]
+    assert json.dumps(result["test_confusion_matrix"]) == "[[2, 1, 0], [0, 1, 0], [0, 0, 0]]"
     assert (result["test_accuracy"], result["test_examples"]) == (0.75, 4)
     two = evaluate.scores(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), ["a", "b"])
     assert two["test_macro_f1"] == pytest.approx((0.8 + 2 / 3) / 2)
+    exact = evaluate.scores(np.array([0, 1]), np.array([0, 1]), ["a", "b"])  # each said once
+    assert exact["test_macro_f1"] == 1.0 and exact["test_per_class"]["a"]["precision"] == 1.0
+    half = evaluate.scores(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), ["a", "b"])
+    assert half["test_macro_f1"] == 0.5  # precision + recall of 1 each
     empty = evaluate.scores(np.array([], int), np.array([], int), ["a", "b"])
     assert (empty["test_accuracy"], empty["test_examples"]) == (None, 0)
 
 
-def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline=None) -> tuple:
+def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tuple:
     """test_split on a fake task whose model's output depends on `training`: Dropout and
-    BatchNorm behave otherwise in training mode, and the test split must see the final model."""
+    BatchNorm behave otherwise in training mode, and the test split must see the final model.
+    values: the run's global_batch and replicas, the task's baseline and test extras."""
     labels = np.array([0, 1, 1, 0, 1])
-    probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.5, 0.5], [0.1, 0.9]])
+    probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.5, 0.5], [1.0, 0.0]])
     asked, said = [], []
 
     def make_dataset(folder, split, batch, **kwargs):
+        assert folder == tmp_path
         asked.append((split, batch, kwargs))
         return [(tf.constant(probabilities[:3]), tf.constant(labels[:3])),
                 (tf.constant(probabilities[3:]), tf.constant(labels[3:]))]  # fmt: skip
@@ -523,18 +633,27 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline=None) ->
     def model(inputs, training):
         return tf.reverse(inputs, [1]) if training else inputs  # training mode: all wrong
 
+    def test_extras(folder, split, truth, probs, classes, predict):
+        assert (folder, split, classes) == (tmp_path, "test", ["a", "1"])
+        np.testing.assert_array_equal(truth, labels)
+        np.testing.assert_array_equal(probs, probabilities)
+        again, predicted = predict("validation")  # the task predicts other splits through it
+        np.testing.assert_array_equal(again, labels)
+        np.testing.assert_array_equal(predicted, probabilities)
+        return values.get("extras", {"extra": split})
+
     fake = SimpleNamespace(
         make_dataset=make_dataset,
-        test_extras=lambda folder, split, truth, probs, classes, predict: {"extra": split},
-        baseline=lambda folder: baseline,
+        test_extras=test_extras,
+        baseline=lambda folder: values.get("baseline") if folder == tmp_path else "elsewhere",
         NOUN="images",
     )
     monkeypatch.setattr(evaluate, "task", lambda: fake)
     loop = SimpleNamespace(
         folder=tmp_path,
         meta={"splits": {"train": 8, "test": 5}, "classes": ["a", 1]},
-        global_batch=12,
-        replicas=3,
+        global_batch=values.get("global_batch", 12),
+        replicas=values.get("replicas", 3),
         model=model,
     )
     return evaluate.test_split(loop, said.append), asked, said
@@ -543,32 +662,43 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline=None) ->
 def test_the_test_split_is_scored_by_the_model_in_inference_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One replica's batch (the model runs outside the strategy, on one device), in inference
+    mode; the loss of a true class given probability 0 is -log(1e-7), not infinite."""
     result, asked, said = evaluated(tmp_path, monkeypatch)
-    assert asked == [("test", 4, {"training": False, "cache": False})]
-    assert result["test_accuracy"] == 0.8 and result["test_examples"] == 5
-    assert result["test_confusion_matrix"] == [[2, 0], [1, 2]]
-    picked = [0.9, 0.8, 0.4, 0.5, 0.9]
+    kwargs = {"training": False, "cache": False}
+    assert asked == [("test", 4, kwargs), ("validation", 4, kwargs)]
+    assert result["test_accuracy"] == 0.6 and result["test_examples"] == 5
+    assert result["test_confusion_matrix"] == [[2, 0], [2, 1]]
+    picked = [0.9, 0.8, 0.4, 0.5, 1e-7]
     assert result["test_loss"] == pytest.approx(float(np.mean(-np.log(picked))))
     assert list(result["test_per_class"]) == ["a", "1"]
     assert result["extra"] == "test" and result["baseline"] is None
     assert said == [
-        "Test split (5 images, evaluated once, after training): accuracy 0.8000, macro F1 "
+        "Test split (5 images, evaluated once, after training): accuracy 0.6000, macro F1 "
         f"{result['test_macro_f1']:.4f}."
     ]
+    for global_batch, replicas, batch in ((12, 1, 12), (2, 3, 1)):
+        _, asked, _ = evaluated(tmp_path, monkeypatch, global_batch=global_batch, replicas=replicas)
+        assert [size for _, size, _ in asked] == [batch, batch]
 
 
-def test_the_test_split_names_the_baselines_and_a_run_without_one_scores_nothing(
+def test_the_test_split_names_its_roc_auc_and_the_baselines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = {"name": "forest", "seconds": 3.4, "test_accuracy": 0.5, "roc_auc": 0.61}
     baseline = {"name": "logistic", "seconds": 1.6, "test_accuracy": 0.75, "test_macro_f1": 0.7,
                 "others": [other]}  # fmt: skip
-    result, _, said = evaluated(tmp_path, monkeypatch, baseline)
-    assert result["baseline"] == baseline
+    extras = {"test_roc_auc": 0.9}
+    result, _, said = evaluated(tmp_path, monkeypatch, baseline=baseline, extras=extras)
+    assert result["baseline"] == baseline and result["test_roc_auc"] == 0.9
+    assert said[0].endswith(f"macro F1 {result['test_macro_f1']:.4f}, ROC AUC 0.9000.")
     assert said[1:] == [
         "Baseline logistic (scikit-learn, same split, 2 s): test accuracy 0.7500, macro F1 0.7000.",
         "Baseline forest (scikit-learn, same split, 3 s): test accuracy 0.5000, ROC AUC 0.6100.",
     ]
+    alone = {"name": "logistic", "seconds": 1.0, "test_accuracy": 0.5}  # no others
+    _, _, said = evaluated(tmp_path, monkeypatch, baseline=alone)
+    assert said[1:] == ["Baseline logistic (scikit-learn, same split, 1 s): test accuracy 0.5000."]
     loop = SimpleNamespace(meta={"splits": {"train": 8, "validation": 2}})
     assert evaluate.test_split(loop, said.append) == {"test_accuracy": None}
 
@@ -745,15 +875,55 @@ def test_the_recipe_is_described_and_summarised_for_train_json(tmp_path: Path) -
         "light",
     )
     constant = phases.summary(
-        run_of(freeze_epochs=0, schedule="constant", weights="none", epochs=700)
+        run_of(freeze_epochs=0, schedule="constant", weights="none", epochs=667)
     )
     assert (
         constant["schedule"]["floor"] is None
         and constant["schedule"]["fine_tune_lr_factor"] is None
     )
     assert (
-        constant["phases"] == {"train": list(range(1, 701))}
+        constant["phases"] == {"train": list(range(1, 668))}
         and constant["weights"]["sha256"] is None
     )
-    assert constant["learning_rates_step_stride"] == 2  # 2100 steps: every 2nd of them, 1050
-    assert len(constant["learning_rates_per_step"]) == 1050
+    assert constant["learning_rates_step_stride"] == 2  # 2001 steps: every 2nd of them, 1001
+    assert len(constant["learning_rates_per_step"]) == 1001
+
+
+def test_a_training_crop_is_a_window_of_the_photo_of_the_area_and_aspect_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """40 crops of a 48x64 JPEG of noise: each the photo's own window (as a whole decode, then
+    the slice, resized and rounded, gives it), of 35 % to all of its area, 3:4 to 4:3, spread
+    over both ranges; the channels the model takes, and a static shape for tf.data."""
+    rng = np.random.default_rng(3)
+    jpeg = tf.io.encode_jpeg(tf.constant(rng.integers(0, 255, (48, 64, 3)), tf.uint8))
+    whole = tf.io.decode_jpeg(jpeg, channels=3)
+    sample = tf.image.stateless_sample_distorted_bounding_box
+    windows = []
+
+    def recorded(*args, **kwargs):
+        begin, size, box = sample(*args, **kwargs)
+        windows.append((begin.numpy().tolist(), size.numpy().tolist()))
+        return begin, size, box
+
+    monkeypatch.setattr(tf.image, "stateless_sample_distorted_bounding_box", recorded)
+    crop = decode.random_crop_record((8, 6, 3))
+    areas, aspects = [], []
+    for seed in range(40):
+        cropped, _ = crop(jpeg, tf.constant(0), tf.constant([seed, 7], tf.int64))
+        (top, left, _), (height, width, _) = windows[-1]
+        part = whole[top : top + height, left : left + width]
+        expected = tf.image.resize(part, (8, 6), method="bilinear", antialias=True)
+        expected = tf.cast(tf.clip_by_value(tf.round(expected), 0, 255), tf.uint8)
+        # decoding only the window's blocks upsamples colour at its edges a level apart
+        differ = np.abs(cropped.numpy().astype(int) - expected.numpy().astype(int))
+        assert differ.max() <= 2 and differ.mean() < 0.2, differ.max()  # another window: ~80
+        areas.append(height * width / (48 * 64))
+        aspects.append(width / height)
+    assert 0.35 - 0.02 <= min(areas) < 0.5 and 0.85 < max(areas) <= 1.0, areas
+    assert 0.75 - 0.03 <= min(aspects) < 0.85 and 1.2 < max(aspects) <= 4 / 3 + 0.03, aspects
+    monkeypatch.undo()
+    grey, _ = decode.random_crop_record((8, 6, 1))(jpeg, tf.constant(0), tf.constant([1, 2]))
+    assert grey.shape == (8, 6, 1)
+    traced = tf.data.Dataset.from_tensors((jpeg, tf.constant(0), tf.constant([1, 2], tf.int64)))
+    assert traced.map(crop).element_spec[0].shape == (8, 6, 3)

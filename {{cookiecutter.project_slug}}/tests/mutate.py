@@ -171,6 +171,11 @@ def run_group(group: str, jobs: int) -> dict:
     # as having nothing to import, and the tests would then import the unmutated package.
     (work / "mutants" / "src").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(work / "mutants" / "src")}
+    # mutmut forks each mutant's run from a process that has run TensorFlow: an op spread over
+    # the intra-op thread pool (a flip of a batch of images) then waits forever for threads the
+    # fork did not copy, and the mutant counts as a timeout (detected) unseen. One intra-op
+    # thread runs every op in the calling thread.
+    env["TF_NUM_INTRAOP_THREADS"] = "1"
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names]
     log = work / "mutmut.log"
     with log.open("w", encoding="utf-8") as handle:

@@ -680,6 +680,7 @@ def test_the_test_split_is_scored_by_the_model_in_inference_mode(
     for global_batch, replicas, batch in ((12, 1, 12), (2, 3, 1)):
         _, asked, _ = evaluated(tmp_path, monkeypatch, global_batch=global_batch, replicas=replicas)
         assert [size for _, size, _ in asked] == [batch, batch]
+        assert all(type(size) is int for _, size, _ in asked)  # a batch of 4.0 is refused
 
 
 def test_the_test_split_names_its_roc_auc_and_the_baselines(

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }}.data import decode
 from {{ cookiecutter.package_name }}.train import TrainError, evaluate, finetune, phases, preempt, schedule
-from {{ cookiecutter.package_name }}.train.recipe import check_recipe
+from {{ cookiecutter.package_name }}.train.recipe import check_recipe, make_optimizer
 
 PEAK = 0.016
 
@@ -213,6 +213,28 @@ def test_a_weights_file_is_read_into_the_same_builder_with_the_files_classes(
     assert rebuilt == [(target, 3)]
     assert loaded == {"layers": 2, "head": "new", "matched_by": "name"}
     assert same(target, source, "a") and same(target, source, "b")
+
+
+def test_weight_decay_makes_adamw_which_leaves_biases_and_batch_norm_alone() -> None:
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()]
+    )
+    plain = make_optimizer(0.002, 0.0)
+    assert type(plain) is keras.optimizers.Adam and float(plain.learning_rate) == pytest.approx(
+        0.002
+    )
+    optimizer = make_optimizer(0.003, 0.05)
+    assert type(optimizer) is keras.optimizers.AdamW and float(
+        optimizer.learning_rate
+    ) == pytest.approx(0.003)
+    assert optimizer.weight_decay == 0.05
+    optimizer.build(model.trainable_variables)
+    decayed = [
+        v.path.rsplit("/", 1)[-1]
+        for v in model.trainable_variables
+        if optimizer._use_weight_decay(v)
+    ]
+    assert decayed == ["kernel"]
 
 
 def test_unfreeze_0_fine_tunes_the_head_alone_and_a_count_the_top_layers() -> None:

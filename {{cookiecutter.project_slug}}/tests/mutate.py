@@ -107,7 +107,7 @@ GROUPS = {
 {%- if cookiecutter.task == "image_classification" %}
         + ["tasks/image/augment.py"]
 {%- endif %},
-        ["test_mutants_recipe.py"]
+        ["test_mutants_recipe.py", "test_mutants_stop.py", "test_mutants_scores.py"]
 {%- if cookiecutter.task == "image_classification" %}
         + ["test_mutants_augment.py", f"test_train_recipe.py::{RAND_AUGMENT}"]
 {%- endif %},

@@ -31,6 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutate"
 EXPLAINED = ROOT / "tests" / "mutation_survivors.md"
 COPIED = ("src", "tests", "notebooks", "configs", {% if cookiecutter.include_docker %}"docker", {% endif %}"pyproject.toml")
+{%- if cookiecutter.task == "image_classification" %}
+# test_train_recipe.py's check of OneOpRandAugment against Keras's RandAugment (the recipe group)
+RAND_AUGMENT = "test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images"
+{%- endif %}
 # group: (modules under src/<package>/ to mutate, the tests that guard them (a file under tests/,
 # or a pytest option such as --deselect=...)[, the functions]):
 # without the third part every function of the modules; with it, the mutants whose names match
@@ -89,6 +93,7 @@ GROUPS = {
         ["runner/summary.py", "runner/numbers.py"],
         ["test_run_report.py", "test_mutants_report.py"],
     ),
+{%- if cookiecutter.task == "image_classification" %}
     # What a user's photo files become: photo_io, the cache budget (cache.py; memory.py holds the
     # in-memory sources, not the budget), the split, the shard files, the read regime, and the
     # size chosen (image_folder.inspect_image_folder). Left out: decode.py but read_regime (its
@@ -105,6 +110,34 @@ GROUPS = {
         + ["data.decode.x_read_regime*", "data.shards.x_shard_name*", "data.shards.x_parse_*"]
         + ["data.shards.x_choose_*", "data.shards.x_clear_*", "data.shards.x__file_records*"]
         + ["data.shards.x__example*", "data.shards.x__write_shard*", "data.shards.x__copy_file*"],
+    ),
+{%- endif %}
+    # The training recipe: the rate at each step, the weights a run starts from and keeps, the
+    # values it accepts, the stop signals and the saved step a resume trusts, the test split's
+    # scores, and the pixels a crop or the device's augmentation hands the model. Left out:
+    # finetune's refusals of a weights file and _read (real .keras/.weights.h5 files through the
+    # task's builders: test_train_recipe.py) and file_sha256 (the lineage's digest); preempt's
+    # install/remove/__init__ (pipes, wakeup descriptor and handlers of the OS: test_preempt.py
+    # sends real signals) and barrier (an all-reduce across workers: test_slurm.py); the rest of
+    # decode.py (the readers of records: test_data_records.py).
+    "recipe": (
+        ["train/schedule.py", "train/recipe.py", "train/phases.py", "train/finetune.py"]
+        + ["train/preempt.py", "train/evaluate.py", "data/decode.py"]
+{%- if cookiecutter.task == "image_classification" %}
+        + ["tasks/image/augment.py"]
+{%- endif %},
+        ["test_mutants_recipe.py", "test_mutants_stop.py", "test_mutants_scores.py"]
+{%- if cookiecutter.task == "image_classification" %}
+        + ["test_mutants_augment.py", f"test_train_recipe.py::{RAND_AUGMENT}"]
+{%- endif %},
+        ["train.schedule.*", "train.recipe.*", "train.phases.*", "train.evaluate.*"]
+        + ["train.finetune.x_load_into*", "train.finetune.x_phase*", "train.finetune.x_set_phase*"]
+        + ["train.finetune.x_backbone_layers*", "train.finetune.x__[fhips]*"]
+        + ["train.preempt.x_[!b]*", "train.preempt.xǁStopRequestǁ_[hw]*"]
+        + ["data.decode.x_random_crop_record*"]
+{%- if cookiecutter.task == "image_classification" %}
+        + ["tasks.image.augment.*"]
+{%- endif %},
     ),
 }
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}
@@ -157,6 +190,11 @@ def run_group(group: str, jobs: int) -> dict:
     # as having nothing to import, and the tests would then import the unmutated package.
     (work / "mutants" / "src").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(work / "mutants" / "src")}
+    # mutmut forks each mutant's run from a process that has run TensorFlow: an op spread over
+    # the intra-op thread pool (a flip of a batch of images) then waits forever for threads the
+    # fork did not copy, and the mutant counts as a timeout (detected) unseen. One intra-op
+    # thread runs every op in the calling thread.
+    env["TF_NUM_INTRAOP_THREADS"] = "1"
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names]
     log = work / "mutmut.log"
     with log.open("w", encoding="utf-8") as handle:

@@ -352,9 +352,11 @@ def test_fine_tuning_from_a_model_keras_runs_both_phases_and_records_the_weights
     record = {"status": "ok", "notebooks": [{"name": "03_train", "status": "ok", "seconds": 1.0}]}
     said = headline(run, record)[0]
     assert said.startswith(f"- **03_train**: test_accuracy **{metrics['test_accuracy']:.4f}**")
-    # One more epoch: resumed after the frozen phase, it fine-tunes, from the checkpoint.
+    # One more epoch: resumed after the frozen phase, it fine-tunes, from the checkpoint; the
+    # weights file is not loaded again over the trained weights the checkpoint restored.
     more = train.train(run, verbose=False, **{**values, "epochs": 3})
     assert more["initial_epoch"] == 2 and more["history"][-1]["phase"] == "fine_tune"
+    assert more["weights"]["loaded"] is None and more["weights"]["sha256"] == sha
 
 
 RANDOM_OPS = ("Random", "Multinomial", "Shuffle", "Rng")  # StatelessRandom*, RngBitGenerator…

@@ -28,11 +28,7 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     {test_accuracy: None} when the data has no test split (test_fraction was 0)."""
     if TEST_SPLIT not in loop.meta["splits"]:
         return {"test_accuracy": None}
-    # One replica's batch: the model runs outside the strategy, on the first device only, and a
-    # whole global batch there (replicas x what training put on one device) could run it out
-    # of memory at the very end of a run.
-    batch = max(1, loop.global_batch // max(1, loop.replicas))
-    truth, probabilities = predict(loop, TEST_SPLIT, batch)
+    truth, probabilities = predict(loop, TEST_SPLIT)
     classes = [str(name) for name in loop.meta["classes"]]
     result = scores(truth, probabilities.argmax(axis=-1), classes)
     picked = probabilities[np.arange(len(truth)), truth]
@@ -68,10 +64,13 @@ def _baselines(first: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [first, *first.get("others", [])] if first else []
 
 
-def predict(loop: Running, split: str, batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def predict(loop: Running, split: str) -> tuple[np.ndarray, np.ndarray]:
     """(labels, probabilities) of a split, in its order, by the trained model outside the
-    strategy (one replica's batch: on the first device only)."""
-    batch = batch or max(1, loop.global_batch // max(1, loop.replicas))
+    strategy, in inference mode."""
+    # One replica's batch: the model runs outside the strategy, on the first device only, and a
+    # whole global batch there (replicas x what training put on one device) could run it out
+    # of memory at the very end of a run.
+    batch = max(1, loop.global_batch // max(1, loop.replicas))
     dataset = task().make_dataset(loop.folder, split, batch, training=False, cache=False)
     labels, outputs = [], []
     for inputs, batch_labels in dataset:

@@ -160,7 +160,7 @@ def set_phase(model: keras.Model, which: str, unfreeze: str | int) -> int:
     else:
         trainable = [layer for layer in layers if not _is_batch_norm(layer)]
         keep = len(trainable) if unfreeze == "all" else int(unfreeze)
-        chosen = set(id(layer) for layer in trainable[len(trainable) - keep :]) if keep else set()
+        chosen = set(id(layer) for layer in trainable[len(trainable) - keep :])  # 0: none
         for layer in layers:
             layer.trainable = id(layer) in chosen
     for layer in _flat(model):  # model.trainable = True above thawed these too

@@ -85,6 +85,21 @@ def test_lab_shows_no_news_or_update_toasts(lab: Lab) -> None:
     assert set(lab_off()) <= set(config["disabledExtensions"]), config["disabledExtensions"]
 
 
+def test_make_lab_itself_disables_the_plugin_and_passes_the_flags() -> None:
+    """The lab fixture starts what LAB_QUIET and LAB_OFF say; `make lab` must use both too, or
+    the news toast comes back over the figures while the test above still passes."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("lab:"))
+    recipe = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line)
+    said = "\n".join(recipe)
+    assert "-m jupyter labextension disable --level=sys_prefix $(LAB_OFF)" in said, said
+    assert "-m jupyterlab " in said and "$(LAB_QUIET)" in said, said
+
+
 def lab_quiet() -> list[str]:
     """The flags the Makefile's lab target adds (LAB_QUIET), so the test starts what make does."""
     for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():

@@ -251,6 +251,12 @@ def test_cli_prints_the_headline_for_a_job_summary(tmp_path: Path) -> None:
     assert done.stdout.startswith("### Run run: ok") and "**05_optimize**" in done.stdout
     done = _cli("--run-dir", str(run_dir))
     assert done.returncode == 0 and (run_dir / "report.html").is_file(), done.stderr
+    # nbconvert loads and converts every notebook (204 s silent on a busy machine, issue 33)
+    converting = (
+        r"Writing report\.html \(the report and every executed notebook\): "
+        r"done in \d+\.\d s"
+    )
+    assert re.search(converting, done.stdout), done.stdout
 
 
 @pytest.mark.parametrize("content", [None, "{not json"], ids=["missing", "corrupt"])

@@ -435,6 +435,11 @@ def test_same_key_in_different_sections_accepted(project: Path) -> None:
     assert plan.parameters["00_first"]["size"] == 5 and plan.parameters["01_second"]["size"] == 3
 
 
+LOADED_RUNNER = re.compile(
+    r"Loading the notebook runner \(papermill, nbconvert\): done in \d+\.\d s"
+)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", PACKAGE, "run", *args],
@@ -502,6 +507,11 @@ def test_cli_closes_a_run_with_headline_total_and_report_paths(project: Path) ->
     assert re.fullmatch(r"  Total: \d+\.\d s for the whole command; .*status ok\.", last[3])
     assert last[4] == f"Report: {run_dir / 'report.md'}", last
     assert done.stdout.rstrip().endswith(f"Report (HTML, works offline): {run_dir / 'report.html'}")
+    # papermill and nbconvert load between the plan and the run folder (72 s silent on a busy
+    # machine, issue 33): a line with its time, as TensorFlow's.
+    lines = done.stdout.splitlines()
+    loaded = [i for i, line in enumerate(lines) if LOADED_RUNNER.search(line)]
+    assert loaded and loaded[0] < lines.index(f"Run folder: {run_dir}"), done.stdout
 
 
 def test_plan_prints_every_value_and_its_source_and_runs_nothing(project: Path) -> None:

@@ -4,9 +4,11 @@ The clock is controlled here (took() is told the seconds), never the machine's s
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import slowed
@@ -66,6 +68,35 @@ def test_a_resumed_epoch_counts_from_its_step_and_times_only_what_runs() -> None
     task.started = time.perf_counter() - 10.0  # 10 s, in which 5 steps ran
     task.update(5)
     assert task.status().startswith("Epoch 2/4: 12/17 step(s), 10 s, ~10 s left")
+
+
+def test_a_resumed_epoch_gives_its_count_the_step_the_stop_saved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The epoch's count is told the step a stop signal saved (run.partial): 7 of 17 steps ran,
+    so the resumed epoch starts at 7/17, not 0/17; an epoch not resumed starts at 0."""
+    from {{ cookiecutter.package_name }}.train import epoch
+
+    told: dict = {}
+
+    def task(what: str, total: int, unit: str, **options: object) -> contextlib.nullcontext:
+        told.update(options, what=what, total=total)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(epoch, "task", task)
+    monkeypatch.setattr(epoch, "_run_epoch", lambda *args: {"epoch": 2})
+    run = SimpleNamespace(
+        params=SimpleNamespace(epochs=4),
+        verbose=True,
+        role=SimpleNamespace(is_chief=True),
+        steps_per_epoch=17,
+        partial={"step": 7},
+    )
+    assert epoch.run_epoch(run, 1, None, None, []) == {"epoch": 2}
+    assert (told["what"], told["total"], told["start"]) == ("Epoch 2/4", 17, 7)
+    run.partial = None
+    epoch.run_epoch(run, 1, None, None, [])
+    assert told["start"] == 0
 
 
 def test_training_in_line_mode_prints_counts_inside_the_epoch(

@@ -279,6 +279,23 @@ def test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images() -> N
     np.testing.assert_allclose(made[augment.OneOpRandAugment], made[keras.layers.RandAugment])
 
 
+def test_strong_augmentation_is_built_with_the_randaugment_that_runs_only_its_picks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The augmenter training uses is the one-op RandAugment, in float32: the test above checks
+    the class, this one that augment=strong builds it (Keras's own ran 22 transforms a step)."""
+    built: list[dict] = []
+
+    class Recorded(augment.OneOpRandAugment):
+        def __init__(self, **options: object) -> None:
+            built.append(options)
+            super().__init__(**options)
+
+    monkeypatch.setattr(augment, "OneOpRandAugment", Recorded)
+    augment.make_augmenter("strong", 3, seed=1)
+    assert [options.get("dtype") for options in built] == ["float32"]
+
+
 def _counted(function, calls: dict, kind: type):
     def counted(*args, **kwargs):
         calls[kind] = calls.get(kind, 0) + 1

@@ -28,6 +28,16 @@ def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
     return getattr(loaded, name, ()) if loaded is not None else ()
 
 
+def _loading(what: str, module: str) -> contextlib.AbstractContextManager[Any]:
+    """A moving "Loading <what>" line while a heavy module of this package loads, or nothing
+    when it is loaded already (the runner's line, as for TensorFlow)."""
+    if f"{__package__}{module}" in sys.modules:
+        return contextlib.nullcontext()
+    from .. import progress
+
+    return progress.task(f"Loading {what}", unit="")
+
+
 def run(args: argparse.Namespace, prog: str) -> int:
     """`run`: check (fast), announce, run the chain, close with the headline and reports."""
     from .. import runner
@@ -42,7 +52,9 @@ def run(args: argparse.Namespace, prog: str) -> int:
         print("\n".join(plan_lines(plan) if args.plan else announce(plan)), flush=True)
         if args.plan:
             return 0
-        result = runner.run_chain(  # imports papermill and nbconvert: seconds on a busy machine
+        with _loading("the notebook runner (papermill, nbconvert)", ".chain"):
+            run_chain = runner.run_chain  # a minute on a busy machine: not a silent one
+        result = run_chain(
             profile=args.profile,
             overrides=overrides,
             run_dir=args.run_dir,
@@ -110,7 +122,7 @@ def report(args: argparse.Namespace, prog: str) -> int:
         print(f"### Run {folder.name}: {record.get('status')}\n")
         print("\n".join(headline(folder, record)))
         return 0
-    from .chain import write_report_html
+    from .. import progress
     from .report import write_report
 
     try:
@@ -118,7 +130,11 @@ def report(args: argparse.Namespace, prog: str) -> int:
     except StepError as error:  # a full disk, a read-only folder: one sentence naming the file
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
-    html = write_report_html(folder, record)  # its failure is one sentence, too
+    # nbconvert loads, then converts every executed notebook: minutes on a busy machine.
+    with progress.task("Writing report.html (the report and every executed notebook)", unit=""):
+        from .chain import write_report_html
+
+        html = write_report_html(folder, record)  # its failure is one sentence, too
     if html:
         print(f"Wrote {html}")
     return 0 if html else 2

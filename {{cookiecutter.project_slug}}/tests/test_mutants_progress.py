@@ -1,0 +1,320 @@
+"""What a user is told while work runs (counts, time left, the clock's lines), how a backend is
+timed within its budget, and whose pid a run folder's lock names: the `progress` group of
+`make mutate`. In-process and fast; a clock is a fake one wherever a count depends on time."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from {{ cookiecutter.package_name }} import locks, progress
+from {{ cookiecutter.package_name }}.optimize import timing
+
+
+class FakeClock:
+    """perf_counter for optimize.timing: each predict call moves it by `step` seconds."""
+
+    def __init__(self, step: float = 1.0) -> None:
+        self.now, self.step = 0.0, step
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def fake_backend(clock: FakeClock, seen: list[int]):
+    def predict(batch: np.ndarray) -> np.ndarray:
+        seen.append(len(batch))
+        clock.now += clock.step
+        return batch
+
+    return predict
+
+
+# progress: the count, the time left, the clock's lines
+
+
+def test_a_task_with_nothing_counted_yet_tells_its_count_and_time_but_no_time_left() -> None:
+    """No item done: no speed, so no time left (and no division by zero in the clock)."""
+    task = progress.Task("Epoch 1/4", 17, "step", shown=False)
+    task.started = time.perf_counter() - 3.2
+    assert task.status() == "Epoch 1/4: 0/17 step(s), 3 s"
+    resumed = progress.Task("Epoch 2/4", 17, "step", shown=False, start=7)
+    resumed.started = time.perf_counter() - 3.2
+    assert resumed.status() == "Epoch 2/4: 7/17 step(s), 3 s"
+
+
+def test_the_time_left_is_the_speed_so_far_times_what_is_left() -> None:
+    """2 of 10 in 10 s: 5 s an item, 8 left, ~40 s; one item done is enough to tell it."""
+    task = progress.Task("Shards", 10, "shard", shown=False)
+    task.started = time.perf_counter() - 10.0
+    task.update(2)
+    task.note("shard 3")
+    assert task.status() == "Shards: 2/10 shard(s), 10 s, ~40 s left (shard 3)"
+    one = progress.Task("Shards", 4, "shard", shown=False)
+    one.started = time.perf_counter() - 2.0
+    one.update()
+    assert one.status() == "Shards: 1/4 shard(s), 2 s, ~6 s left"
+
+
+def test_a_finished_or_uncounted_task_tells_no_time_left() -> None:
+    done = progress.Task("Shards", 4, "shard", shown=False)
+    done.started = time.perf_counter() - 2.2
+    done.update(4)
+    assert done.status() == "Shards: 4/4 shard(s), 2 s"
+    endless = progress.Task("Trials", None, "trial", shown=False)
+    endless.started = time.perf_counter() - 2.2
+    endless.update(3)
+    assert endless.status() == "Trials: 3 trial(s), 2 s"
+    timed = progress.Task("Loading TensorFlow", unit="", shown=False)
+    timed.started = time.perf_counter() - 2.2
+    assert timed.status() == "Loading TensorFlow: 2 s"
+
+
+def test_the_clock_keeps_printing_while_nothing_is_counted(monkeypatch, capsys) -> None:
+    """A first training chunk that runs long: its clock lines say 0/4 and come on (the clock
+    thread must not die on the missing speed)."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.05)
+    with progress.task("Epoch 1/2", total=4, unit="step") as work:
+        work.note("chunk 1")
+        time.sleep(0.4)
+        work.update(4)
+    lines = capsys.readouterr().out.splitlines()
+    clock = lines[:-1]
+    assert len(clock) >= 2, lines
+    said = re.escape(progress.MARK) + r"Epoch 1/2: 0/4 step\(s\), \d+ s \(chunk 1\)"
+    assert all(re.fullmatch(said, text) for text in clock), clock
+    assert lines[-1].startswith(f"{progress.MARK}Epoch 1/2: 4/4 step(s) in ")
+
+
+def test_the_summary_line_says_the_count_the_time_and_what_was_done(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    with progress.task("Search", total=3, unit="trial") as work:
+        work.update(2)
+        work.done = "best 0.91"
+    with progress.task("Export", unit="", summary=True):
+        pass
+    with progress.task("Quiet", total=2, summary=False) as work:
+        work.update(2)
+    with progress.task("Hidden", total=2, shown=False) as work:
+        work.update(2)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{progress.MARK}Search: 2/3 trial(s) in 0.")
+    assert lines[0].endswith(" s; best 0.91")
+    assert lines[1].startswith(f"{progress.MARK}Export: done in 0.") and lines[1].endswith(" s")
+
+
+def test_a_task_closed_twice_prints_its_summary_once(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    work = progress.task("Convert", total=1)
+    work.update()
+    work.close()
+    work.close()
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_a_line_over_a_bar_clears_it_first_and_the_bar_is_drawn_again(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "bar")
+    with progress.task("Shards", total=3, unit="shard") as work:
+        work.update()
+        capsys.readouterr()
+        progress.line("a note")
+        out = capsys.readouterr().out
+        cleared = r"\r( +)\r" + re.escape(f"{progress.MARK}a note\n")
+        assert re.match(cleared, out) and len(re.match(cleared, out)[1]) >= len("Shards: "), out
+        assert "Shards" in out.split("\n", 1)[1]  # redrawn under the line
+    assert progress._BARS == []
+    capsys.readouterr()
+    progress.line("plain")
+    assert capsys.readouterr().out == f"{progress.MARK}plain\n"
+
+
+@pytest.mark.parametrize(
+    ("chosen", "tty", "expected"),
+    [("lines", True, False), (" BAR ", False, True), ("", True, True), ("", False, False)],
+)
+def test_bars_follow_the_setting_then_the_terminal(monkeypatch, chosen, tty, expected) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, chosen)
+    out = io.StringIO()
+    out.isatty = lambda: tty  # type: ignore[method-assign]
+    monkeypatch.setattr(progress.sys, "stdout", out)
+    assert progress.bars() is expected
+
+
+def test_track_counts_what_it_can_and_not_what_it_cannot(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    assert list(progress.track(iter("ab"), what="Letters", unit="letter")) == ["a", "b"]
+    assert list(progress.track("abc", total=5, what="Given", unit="letter")) == ["a", "b", "c"]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{progress.MARK}Letters: 2 letter(s) in ")
+    assert lines[1].startswith(f"{progress.MARK}Given: 3/5 letter(s) in ")
+    assert progress._length([1, 2]) == 2 and progress._length(iter([])) is None
+
+
+# optimize.timing: calls, the time budget and its minimum, batches
+
+
+def test_the_time_budget_never_ends_timing_before_min_calls(monkeypatch) -> None:
+    """A backend slower than the whole budget still gets MIN_CALLS (3) timed calls."""
+    clock, seen = FakeClock(), []
+    monkeypatch.setattr(timing, "time", clock)
+    times = timing.timed_calls(fake_backend(clock, seen), np.zeros((1, 2)), 500, 0.5)
+    assert times == [1.0, 1.0, 1.0] and len(seen) == 3
+    assert timing.MIN_CALLS == 3
+
+
+def test_timing_ends_once_the_budget_is_spent_or_the_count_reached(monkeypatch) -> None:
+    """1 s a call: a 5 s budget gives 5 calls (not a sixth after it is spent); 4 calls asked
+    for give 4, whatever the budget; fewer than MIN_CALLS asked for give that many."""
+    clock, seen = FakeClock(), []
+    monkeypatch.setattr(timing, "time", clock)
+    predict = fake_backend(clock, seen)
+    assert len(timing.timed_calls(predict, np.zeros((1, 2)), 500, 5.0)) == 5
+    assert len(timing.timed_calls(predict, np.zeros((1, 2)), 4, float("inf"))) == 4
+    assert len(timing.timed_calls(predict, np.zeros((1, 2)), 2, 0.0)) == 2
+
+
+def test_a_batch_larger_than_the_images_is_timed_at_its_full_size(monkeypatch) -> None:
+    """3 images, batch 5: every call predicts 5 images (the images repeated), so the throughput
+    is 5 images over the median call, not 3 (a short batch would look up to twice as fast)."""
+    clock, seen = FakeClock(0.5), []
+    monkeypatch.setattr(timing, "time", clock)
+    images = np.arange(3 * 2).reshape(3, 2)
+    heard: list[str] = []
+    timed = timing.benchmark(fake_backend(clock, seen), images, [1, 5, 2], 4, now=heard.append)
+    assert heard == ["batch 1", "batch 5", "batch 2"]
+    assert seen == [1] * 9 + [5] * 9 + [2] * 9  # WARMUP 5 untimed calls, then 4 timed
+    assert timed["calls"] == {"1": 4, "5": 4, "2": 4}
+    assert timed["throughput"] == {"1": 2.0, "5": 10.0, "2": 4.0}
+    assert timed["timings_ms"]["5"] == [500.0] * 4
+    assert timed["latency_ms"]["5"] == {"p50": 500.0, "p99": None}
+    assert timed["p50_ms"] == 500.0 and timed["p99_ms"] is None
+    np.testing.assert_array_equal(timing._batch(images, 5), images[[0, 1, 2, 0, 1]])
+    np.testing.assert_array_equal(timing._batch(images, 3), images)
+    assert timing._batch(images, 2).flags["C_CONTIGUOUS"]
+
+
+def test_without_batch_1_there_is_no_batch_1_latency(monkeypatch) -> None:
+    clock = FakeClock(0.25)
+    monkeypatch.setattr(timing, "time", clock)
+    timed = timing.benchmark(fake_backend(clock, []), np.zeros((2, 2)), [2], 3)
+    assert timed["p50_ms"] is None and timed["p99_ms"] is None
+    assert timing.WARMUP == 5
+
+
+def test_p50_and_p99_in_ms_and_p99_only_from_a_hundred_calls() -> None:
+    calls = [0.001 * (i + 1) for i in range(100)]
+    figures = timing.percentiles(calls)
+    assert figures["p50"] == pytest.approx(50.5) and figures["p99"] == pytest.approx(99.01)
+    assert timing.percentiles(calls[:99]) == {"p50": pytest.approx(50.0), "p99": None}
+
+
+def test_latency_text_says_the_calls_and_why_there_is_no_p99() -> None:
+    line = {
+        "latency_ms": {"1": {"p50": 0.1234, "p99": 0.31}, "4": {"p50": 0.5, "p99": None}},
+        "calls": {"1": 400, "4": 20},
+    }
+    assert timing.latency_text(line) == "p50 0.123 ms, p99 0.31 ms from 400 calls"
+    assert timing.latency_text(line, "4") == "p50 0.5 ms from 20 calls (too few for a p99)"
+    assert timing.latency_text(line, "8") == "-"
+    old = {"p50_ms": 0.2, "p99_ms": 0.4}  # a line written before latency_ms and calls
+    assert timing.latency_text(old) == "p50 0.2 ms, p99 0.4 ms"
+    assert timing.latency_text(old, "4") == "-"
+    assert timing.latency_text({"p50_ms": 0.2}) == "p50 0.2 ms (too few for a p99)"
+
+
+def test_best_ratios_pick_the_fastest_backend_with_parity() -> None:
+    baselines = [{"name": timing.PREDICT, "p50_ms": 3.0}, {"name": "savedmodel", "p50_ms": 1.0}]
+    entries = [
+        {"name": "onnx", "precision": "fp32", "status": "ran", "parity_ok": True, "p50_ms": 0.5},
+        {"name": "onnx", "precision": "int8", "status": "ran", "parity_ok": False, "p50_ms": 0.1},
+        {"name": "trt", "precision": "fp16", "status": "failed", "parity_ok": True, "p50_ms": 0.2},
+        {"name": "tfl", "precision": "fp16", "status": "ran", "parity_ok": True, "p50_ms": 0.8},
+    ]
+    assert timing.best_ratios(baselines, entries) == {
+        "best_backend": "onnx (fp32)",
+        "best_vs_savedmodel_batch1": 2.0,
+        "predict_overhead_ms": 2.0,
+    }
+    assert timing.best_ratios(baselines[:1], entries[:1]) == {
+        "best_backend": "onnx (fp32)",
+        "best_vs_savedmodel_batch1": None,
+        "predict_overhead_ms": None,
+    }
+    assert timing.best_ratios(baselines, entries[1:3]) == {
+        "best_backend": None,
+        "best_vs_savedmodel_batch1": None,
+        "predict_overhead_ms": 2.0,
+    }
+
+
+def test_preprocess_sentence_says_what_tokenizing_in_the_export_costs() -> None:
+    lines = [{"name": timing.RAW, "p50_ms": 1.5}, {"name": "savedmodel", "p50_ms": 0.25}]
+    (sentence,) = timing.preprocess_sentences({"baselines": lines})
+    assert sentence.startswith(
+        "serving_default on raw input takes p50 1.500 ms at batch 1, the model's own signature "
+        "0.250 ms: the preprocessing inside the export (tokenization) costs about 1.250 ms a call."
+    )
+    assert timing.preprocess_sentences({"baselines": lines[1:]}) == []
+    assert timing.preprocess_sentences({"baselines": lines[:1]}) == []
+    assert timing.preprocess_sentences({}) == []
+
+
+# locks: one writer, and the pid a refused caller is told
+
+
+def test_the_lock_file_names_the_holder_not_an_earlier_dead_pid(tmp_path: Path) -> None:
+    """A lock file left by runs long gone (two pids in it) is rewritten, not appended to."""
+    lock = tmp_path / "run" / ".run.lock"
+    lock.parent.mkdir()
+    lock.write_text("999999\n888888\n", encoding="utf-8")
+    with locks.held(lock):
+        assert lock.read_text(encoding="utf-8") == f"{os.getpid()}\n"
+        assert locks.holder(lock) == os.getpid()
+    fresh = tmp_path / "new" / "deeper" / ".run.lock"  # its folders are made
+    with locks.held(fresh, wait=False):
+        assert fresh.read_text(encoding="utf-8") == f"{os.getpid()}\n"
+
+
+def test_a_held_lock_refuses_at_once_naming_the_holders_pid(tmp_path: Path) -> None:
+    lock = tmp_path / ".run.lock"
+    with open(lock, "a+", encoding="utf-8") as other:  # another holder (its own open file)
+        fcntl.flock(other, fcntl.LOCK_EX)
+        other.write("4242\n")
+        other.flush()
+        with pytest.raises(locks.Busy) as refused, locks.held(lock, wait=False):
+            pass
+        assert refused.value.pid == 4242 and refused.value.path == lock
+        assert str(refused.value) == f"{lock} is held by pid 4242"
+        other.truncate(0)
+        with pytest.raises(locks.Busy) as unknown, locks.held(lock, wait=False):
+            pass
+        assert unknown.value.pid is None
+        assert str(unknown.value) == f"{lock} is held by pid unknown"
+        assert lock.read_text(encoding="utf-8") == ""  # a refused caller writes nothing
+
+
+def test_a_lock_is_free_again_once_its_block_ends(tmp_path: Path) -> None:
+    lock = tmp_path / ".run.lock"
+    with locks.held(lock), open(lock, encoding="utf-8") as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(lock, encoding="utf-8") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no error
+
+
+@pytest.mark.parametrize("text", ["", "\n", "pid\n", None])
+def test_an_unreadable_lock_file_names_no_pid(tmp_path: Path, text: str | None) -> None:
+    lock = tmp_path / ".run.lock"
+    if text is not None:
+        lock.write_text(text, encoding="utf-8")
+    assert locks.holder(lock) is None
+    lock.write_text("  77 \n12\n", encoding="utf-8")
+    assert locks.holder(lock) == 77

@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 from {{ cookiecutter.package_name }} import locks, progress
+from {{ cookiecutter.package_name }}.data import timing as data_timing
 from {{ cookiecutter.package_name }}.optimize import timing
+from {{ cookiecutter.package_name }}.progress import MARK
+from {{ cookiecutter.package_name }}.runner.live import SLOW_CELL, NotebookProgress
 
 
 class FakeClock:
@@ -318,3 +321,207 @@ def test_an_unreadable_lock_file_names_no_pid(tmp_path: Path, text: str | None) 
     assert locks.holder(lock) is None
     lock.write_text("  77 \n12\n", encoding="utf-8")
     assert locks.holder(lock) == 77
+
+
+# data.timing: what the pipeline benchmark's rows say
+
+
+class Epochs:
+    """A dataset of `batches` batches of `size` labels; each batch moves `clock` by `per_batch`."""
+
+    def __init__(self, batches: int, size: int, clock: FakeClock, per_batch: float = 1.0) -> None:
+        self.batches, self.size, self.clock, self.per_batch = batches, size, clock, per_batch
+
+    def __iter__(self):
+        for _ in range(self.batches):
+            self.clock.now += self.per_batch
+            yield None, np.zeros(self.size)
+
+
+def test_a_pipeline_runs_epochs_until_its_share_is_used_and_says_the_last_was_cut() -> None:
+    clock = FakeClock()
+    passes = data_timing._time_epochs(Epochs(4, 8, clock), 10.0, clock.perf_counter)
+    assert passes == ([32, 32, 16], [4.0, 4.0, 2.0], [4, 4, 2], True)
+    clock = FakeClock()
+    passes = data_timing._time_epochs(Epochs(4, 8, clock), 8.0, clock.perf_counter)
+    assert passes == ([32, 32], [4.0, 4.0], [4, 4], True)  # used up on the last batch
+
+
+def test_a_warm_up_stops_at_its_batches_and_an_empty_dataset_at_once() -> None:
+    clock = FakeClock()
+    passes = data_timing._time_epochs(Epochs(4, 8, clock), float("inf"), clock.perf_counter, 6)
+    assert passes == ([32, 16], [4.0, 2.0], [4, 2], True)
+    clock = FakeClock()
+    passes = data_timing._time_epochs(Epochs(4, 8, clock), float("inf"), clock.perf_counter, 4)
+    assert passes == ([32], [4.0], [4], True)
+    clock = FakeClock()
+    assert data_timing._time_epochs(Epochs(0, 8, clock), 5.0, clock.perf_counter) == (
+        [0],
+        [0.0],
+        [0],
+        False,
+    )
+
+
+def test_the_steady_rate_leaves_out_the_first_pass_and_a_last_one_cut_short() -> None:
+    short = data_timing.MIN_BATCHES - 1
+    assert data_timing._later(([8, 16, 4], [1.0, 2.0, 0.5], [1, 2, short], True)) == (
+        [16],
+        [2.0],
+    )
+    assert data_timing._later(([8, 16, 4], [1.0, 2.0, 0.5], [1, 2, short], False)) == (
+        [16, 4],
+        [2.0, 0.5],
+    )
+    full = data_timing.MIN_BATCHES
+    assert data_timing._later(([8, 16, 4], [1.0, 2.0, 0.5], [1, 2, full], True)) == (
+        [16, 4],
+        [2.0, 0.5],
+    )
+    assert data_timing.MIN_BATCHES == 5
+
+
+def test_a_row_gives_the_first_epoch_and_steady_rates_over_the_rounds() -> None:
+    variant = data_timing.Variant("naive", "one record at a time", None)
+    passes = [
+        ([32, 64, 26, 16], [4.0, 2.0, 1.0, 1.23456], [4, 8, 3, 2], True),
+        ([30], [5.0], [5], True),  # this round never left its first epoch
+        ([45, 90], [5.0, 2.0], [5, 10], False),
+    ]
+    row = data_timing._row(variant, passes, lambda stages: "unused")
+    assert row == {
+        "name": "naive",
+        "adds": "one record at a time",
+        "pipeline": data_timing.NAIVE,
+        "first_epoch_examples_per_sec": 8.0,  # median of 8, 6 and 9
+        "examples_per_sec": 37.5,  # median of 90/3 and 90/2
+        "steady_state": True,
+        "steady_rounds": 2,
+        "timed_examples": 303,
+        "timed_seconds": 20.2346,
+        "too_short": False,
+        "epoch_seconds": [[4.0, 2.0, 1.0, 1.2346], [5.0], [5.0, 2.0]],
+    }
+
+
+def test_a_row_without_a_steady_round_or_with_too_few_batches_says_so() -> None:
+    stages = data_timing.Stages(parallel=True, batch_parse=False)
+    variant = data_timing.Variant("+ parallel map", "parallel calls", stages)
+    row = data_timing._row(variant, [([12], [3.0], [4], True)], lambda seen: f"built {seen.cache}")
+    assert row["pipeline"] == "built True"
+    assert row["examples_per_sec"] == row["first_epoch_examples_per_sec"] == 4.0
+    assert row["steady_state"] is False and row["steady_rounds"] == 0
+    assert row["too_short"] is True  # 4 batches, fewer than MIN_BATCHES
+    own = data_timing.Variant(data_timing.LIMIT, "decode only", None, lambda: None)
+    row = data_timing._row(own, [([8], [0.0], [5], False)], lambda seen: "unused")
+    assert row["pipeline"] == "decode only"
+    assert row["first_epoch_examples_per_sec"] == pytest.approx(8e9)  # 0 s: no division by 0
+    assert row["too_short"] is False
+
+
+def test_the_variants_add_one_optimization_at_a_time() -> None:
+    names = [variant.name for variant in data_timing.pipeline_variants(cache=True)]
+    assert names == ["naive"] + [name for _, name, _ in data_timing.STEPS]
+    variants = data_timing.pipeline_variants(cache=True)
+    assert variants[0].stages is None
+    assert [variant.adds for variant in variants[1:]] == [adds for *_, adds in data_timing.STEPS]
+    assert variants[1].stages == data_timing.Stages(
+        parallel=True, batch_parse=False, cache=False, shuffle=False, prefetch=False
+    )
+    assert variants[-1].stages == data_timing.Stages(
+        parallel=True, batch_parse=True, cache=True, shuffle=True, prefetch=True
+    )
+    uncached = data_timing.pipeline_variants(cache=False)
+    assert [variant.name for variant in uncached] == [
+        "naive",
+        "+ parallel map",
+        "+ batch before parse",
+        "+ shuffle",
+        "+ prefetch",
+    ]
+    assert uncached[-1].stages.cache is False
+
+
+def test_photos_measure_the_batched_regime_as_a_row_the_later_ones_do_not_build_on() -> None:
+    variants = data_timing.pipeline_variants(cache=True, batched=False)
+    assert [variant.name for variant in variants] == [
+        "naive",
+        "+ parallel map",
+        data_timing.UNUSED,
+        "+ cache",
+        "+ shuffle",
+        "+ prefetch",
+    ]
+    assert variants[2].adds == data_timing.ALTERNATIVE
+    assert variants[2].stages == data_timing.Stages(
+        parallel=True, batch_parse=True, cache=False, shuffle=False, prefetch=False
+    )
+    assert variants[-1].stages == data_timing.Stages(
+        parallel=True, batch_parse=False, cache=True, shuffle=True, prefetch=True
+    )
+
+
+# runner.live: what the runner prints while a notebook runs
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class Flushes(io.StringIO):
+    flushed = 0
+
+    def flush(self) -> None:
+        self.flushed += 1
+        super().flush()
+
+
+def test_in_line_mode_a_slow_cell_gets_one_line_naming_its_first_line() -> None:
+    out = io.StringIO()
+    live = NotebookProgress(3, 7, "02_train", out)
+    live.start(cells=4)
+    source = "\n   \n" + "history = train.run(run_dir, params)  # " + "x" * 60 + "\nprint()"
+    live.cell_start(source)
+    assert live.running == source.splitlines()[2]
+    live.cell_started -= SLOW_CELL
+    live.cell_complete(source)
+    live.cell_start("")
+    live.cell_complete("")  # fast: no line
+    live.finish("failed", 0.04)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[3/7] 02_train …"
+    assert re.fullmatch(r"    cell 1/4 \(2\.\d s\): history = train\.run\(.{50}", lines[1]), lines
+    assert lines[1].endswith(source.splitlines()[2][:70])
+    assert lines[2:] == ["[3/7] 02_train … failed (0.0 s)"]
+    assert live.running == "" and live.current == 2
+
+
+def test_progress_lines_are_forwarded_whole_and_other_output_is_not() -> None:
+    out = Flushes()
+    live = NotebookProgress(1, 1, "00_env", out)
+    live.write(f"{MARK}one\n{MARK}tw")
+    live.write(f"o\nnoise\r{MARK}three\n{MARK}part")
+    live.flush()
+    assert out.getvalue().splitlines() == [f"    {MARK}one", f"    {MARK}two", f"    {MARK}three"]
+    assert live.partial == f"{MARK}part" and out.flushed >= 1
+
+
+def test_on_a_terminal_a_bar_counts_the_cells_and_the_lines_print_above_it() -> None:
+    out = Terminal()
+    live = NotebookProgress(2, 3, "01_data", out)
+    live.start(cells=2)
+    assert live.bar is not None and live.bar.total == 2
+    live.cell_start("\nimport os\n")
+    assert live.bar.postfix == "import os"
+    live.write(f"{MARK}TFRecords: 1/1 shard(s)\n")
+    live.cell_started -= SLOW_CELL  # slow, but the bar shows it: no cell line
+    live.cell_complete("import os")
+    assert live.bar.n == 1
+    live.finish("ok", 2.0)
+    assert live.bar is None
+    lines = [text.rsplit("\r", 1)[-1] for text in out.getvalue().splitlines()]
+    assert lines[0] == "[2/3] 01_data …"
+    assert f"    {MARK}TFRecords: 1/1 shard(s)" in lines
+    assert not any("cell 1/2" in text for text in lines)
+    assert lines[-1] == "[2/3] 01_data … ok (2.0 s)"

@@ -1,6 +1,6 @@
 """The plan of a run (runner/plan.py), in the `progress` group of `make mutate`: which notebook
 gets which value, from where, and the exact sentence of each refusal, on test_runner's tiny
-project plus a notebook whose `label` is a number and whose `ratio` is a float or None."""
+project plus three notebooks (MORE) whose parameters share names with other types."""
 
 from __future__ import annotations
 
@@ -12,17 +12,24 @@ from test_runner import KERNELSPEC, make_project
 
 from {{ cookiecutter.package_name }}.runner import RunnerInputError, plan, plan_run
 
-FOURTH = 'run_dir = "artifacts/interactive"\nlabel: int = 0\nratio: float | None = None'
+RUN_DIR = 'run_dir = "artifacts/interactive"\n'
+MORE = {  # test_runner's three notebooks have size, rate, label, fail, note
+    "03_fourth": "label: int = 0\nratio: float | None = None\nnote: int = 0",
+    "04_fifth": "",  # only run_dir
+    "05_sixth": 'label: bool = False\nnote: str = ""',
+}
+ALL = "00_first, 01_second, 02_third, 03_fourth, 04_fifth, 05_sixth"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = make_project(tmp_path / "project")
-    cell = nbformat.v4.new_code_cell(FOURTH)
-    cell.metadata["tags"] = ["parameters"]
-    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
-    notebook.cells = [cell]
-    nbformat.write(notebook, root / "notebooks" / "03_fourth.ipynb")
+    for name, parameters in MORE.items():
+        cell = nbformat.v4.new_code_cell(RUN_DIR + parameters)
+        cell.metadata["tags"] = ["parameters"]
+        notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
+        notebook.cells = [cell]
+        nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
     return root
 
 
@@ -93,7 +100,7 @@ def test_no_notebooks_no_selection_and_no_project_are_refused_in_one_sentence(
     project: Path, tmp_path: Path
 ) -> None:
     assert refusal("test", project_dir=project, only=[" ", ""]) == (
-        "--only names no notebook: give prefixes of 00_first, 01_second, 02_third, 03_fourth."
+        f"--only names no notebook: give prefixes of {ALL}."
     )
     assert refusal("test", project_dir=tmp_path / "nothing") == (
         f"No project found at or above {tmp_path / 'nothing'}: run this from inside the project "
@@ -114,21 +121,25 @@ def test_the_plan_found_from_the_working_folder(project: Path, monkeypatch) -> N
 def test_a_p_value_goes_to_the_notebooks_whose_type_takes_it_and_a_note_says_so(
     project: Path,
 ) -> None:
-    """-p label=4 reaches 03_fourth (int), not 00_first (str); -p size=5 both that declare it;
-    an int for `float | None` arrives as a float. The plan keeps what it was given."""
+    """-p label=4 reaches 03_fourth (int), not 00_first (str) or 05_sixth (bool); -p size=5
+    both that declare it; an int for `float | None` arrives as a float. The plan keeps what it
+    was given."""
     given = {"size": 5, "ratio": 2, "label": 4}
     run = plan_run("test", given, project_dir=project)
     assert run.project == project and run.profile == "test"
     assert run.description == "tiny test profile" and run.overrides == given
     assert run.notes == [
         "-p size=5 goes to 00_first, 01_second; -p <notebook>.size=… sets one of them.",
-        "-p label=4 goes to 03_fourth; 00_first take str and keep their own label.",
+        "-p label=4 goes to 03_fourth; 00_first, 05_sixth take bool or str and keep their own "
+        "label.",
     ]
     assert run.parameters == {
         "00_first": {"size": 5, "label": "from-profile", "rate": 0.25},
         "01_second": {"size": 5},
         "02_third": {},
         "03_fourth": {"ratio": 2.0, "label": 4},
+        "04_fifth": {},
+        "05_sixth": {},
     }
     assert type(run.parameters["03_fourth"]["ratio"]) is float
     assert run.sources == {
@@ -139,17 +150,36 @@ def test_a_p_value_goes_to_the_notebooks_whose_type_takes_it_and_a_note_says_so(
         },
         "01_second": {"size": "-p", "fail": "default"},
         "02_third": {"note": "default"},
-        "03_fourth": {"label": "-p", "ratio": "-p"},
+        "03_fourth": {"label": "-p", "ratio": "-p", "note": "default"},
+        "04_fifth": {},
+        "05_sixth": {"label": "default", "note": "default"},
     }
-    assert (
-        list(run.declared)
-        == list(run.notebooks)
-        == ["00_first", "01_second", "02_third", "03_fourth"]
+    assert list(run.declared) == list(run.notebooks) == ALL.split(", ")
+    assert set(run.declared["03_fourth"]) == {"run_dir", "label", "ratio", "note"}
+    text = plan_run(
+        "test", {"label": "l", "note": 3}, project_dir=project, only=["00", "02", "03", "05"]
     )
-    assert set(run.declared["03_fourth"]) == {"run_dir", "label", "ratio"}
-    text = plan_run("test", {"label": "l"}, project_dir=project, only=["00", "03"])
     assert text.notes == [
-        "-p label='l' goes to 00_first; 03_fourth take int and keep their own label."
+        "-p label='l' goes to 00_first; 03_fourth, 05_sixth take bool or int and keep their own "
+        "label.",
+        "-p note=3 goes to 02_third, 03_fourth; 05_sixth take str and keep their own note.",
     ]
-    assert text.parameters == {"00_first": {"size": 3, "label": "l", "rate": 0.25}, "03_fourth": {}}
-    assert plan_run("test", {"note": 1}, project_dir=project).notes == []
+    assert text.parameters == {
+        "00_first": {"size": 3, "label": "l", "rate": 0.25},
+        "02_third": {"note": 3},
+        "03_fourth": {"note": 3},
+        "05_sixth": {},
+    }
+    assert plan_run("test", {"fail": True}, project_dir=project).notes == []
+
+
+def test_run_dir_and_a_value_for_a_notebook_without_parameters_are_refused_saying_why(
+    project: Path,
+) -> None:
+    assert refusal("test", {"run_dir": "elsewhere"}, project_dir=project) == (
+        "run_dir from -p is refused: the runner gives every run its own folder; "
+        "use --run-dir DIR to choose it."
+    )
+    assert refusal("test", {"size": 1}, project_dir=project, only=["04"]) == (
+        "Unknown parameter 'size' from -p; the selected notebooks declare no parameters."
+    )

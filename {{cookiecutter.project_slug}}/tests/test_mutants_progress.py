@@ -8,17 +8,30 @@ import fcntl
 import io
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tqdm.std import tqdm
 
 from {{ cookiecutter.package_name }} import locks, progress
 from {{ cookiecutter.package_name }}.data import timing as data_timing
 from {{ cookiecutter.package_name }}.optimize import timing
 from {{ cookiecutter.package_name }}.progress import MARK
+from {{ cookiecutter.package_name }}.runner import live as live_module
 from {{ cookiecutter.package_name }}.runner.live import SLOW_CELL, NotebookProgress
+
+
+@pytest.fixture(autouse=True)
+def own_tqdm_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tqdm's default lock holds a multiprocessing semaphore, shared by every process forked
+    from the one that made it, as mutmut's runs of one mutant after another are: one stopped
+    while holding it hung every later one. Here each test has a thread lock of its own, and no
+    monitor thread (which could hold the lock when a process is forked)."""
+    monkeypatch.setattr(tqdm, "_lock", threading.RLock(), raising=False)
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
 
 
 class FakeClock:
@@ -162,6 +175,106 @@ def test_track_counts_what_it_can_and_not_what_it_cannot(monkeypatch, capsys) ->
     assert progress._length([1, 2]) == 2 and progress._length(iter([])) is None
 
 
+class Beats:
+    """A task's stop event that is set after `beats` waits, recording each wait's seconds."""
+
+    def __init__(self, beats: int) -> None:
+        self.beats, self.waits = beats, []
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(round(seconds, 6))
+        return len(self.waits) > self.beats
+
+    def is_set(self) -> bool:
+        return True
+
+
+class Redraws:
+    drawn = 0
+
+    def refresh(self) -> None:
+        self.drawn += 1
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_clock_beats_on_a_fixed_grid_and_prints_a_line_each_beat(monkeypatch, capsys) -> None:
+    """Line mode: a line at 9.5 s, 19 s, 28.5 s after the start, whatever the lines cost; a beat
+    already past is printed at once. Bar mode: a redraw each second, no line."""
+    monkeypatch.setattr(progress, "time", Clock(5.0))
+    task = progress.Task("Epoch 1/2", 4, "step", shown=False)
+    task.started, task._stop = 0.0, Beats(2)
+    task._tick()
+    assert task._stop.waits == [4.5, 14.0, 23.5]
+    assert capsys.readouterr().out.splitlines() == [f"{MARK}Epoch 1/2: 0/4 step(s), 5 s"] * 2
+    task._stop = Beats(1)
+    task.started = -30.0  # two beats already past
+    task._tick()
+    assert task._stop.waits == [0.0, 0.0]
+    assert capsys.readouterr().out == f"{MARK}Epoch 1/2: 0/4 step(s), 35 s\n"
+    bar = progress.Task("Convert", 1, shown=False)
+    bar.started, bar._stop, bar.bar = 0.0, Beats(3), Redraws()
+    bar._tick()
+    assert bar._stop.waits == [0.0, 0.0, 0.0, 0.0]  # 1 s beats, all past at 5 s
+    assert bar.bar.drawn == 3 and capsys.readouterr().out == ""
+    monkeypatch.setattr(progress, "time", Clock(0.0))
+    bar.started, bar._stop = 0.0, Beats(2)
+    bar._tick()
+    assert bar._stop.waits == [1.0, 2.0, 3.0]
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
+    fast = progress.Task("Fast", shown=False)
+    fast.started, fast._stop = 0.0, Beats(0)
+    fast._tick()
+    assert fast._stop.waits == [0.01]  # never a busy loop
+
+
+def test_defaults_count_items_shown_with_a_summary(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    assert list(progress.track(["a", "b"])) == ["a", "b"]
+    with progress.Task("Direct", 2) as work:
+        work.update(2)
+    with progress.task("Made", 3) as work:
+        work.update()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{progress.MARK}: 2/2 item(s) in ")
+    assert lines[1].startswith(f"{progress.MARK}Direct: 2/2 item(s) in ")
+    assert lines[2].startswith(f"{progress.MARK}Made: 1/3 item(s) in ")
+    resumed = progress.task("Epoch 2/4", 17, "step", shown=False, start=7)
+    assert resumed.count == resumed.start == 7
+
+
+def test_a_task_ended_by_an_error_says_stopped_or_failed(monkeypatch, capsys) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    with pytest.raises(KeyboardInterrupt), progress.task("Loading", unit=""):
+        raise KeyboardInterrupt
+    with pytest.raises(ValueError), progress.task("Loading", unit=""):
+        raise ValueError("boom")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{progress.MARK}Loading: stopped in ")
+    assert lines[1].startswith(f"{progress.MARK}Loading: failed in ")
+
+
+def test_a_bar_shows_the_count_of_its_total_or_only_the_time_and_what_runs(
+    monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv(progress.PROGRESS_ENV, "bar")
+    with progress.task("Shards", total=3, unit="shard") as work:
+        work.update()
+        capsys.readouterr()
+        work.note("shard 2 " + "x" * 70)
+        assert work.bar.postfix == ("shard 2 " + "x" * 70)[:60]
+        assert ("shard 2 " + "x" * 52) in capsys.readouterr().out  # drawn at once
+        assert str(work.bar).startswith("Shards:  33%|") and " 1/3 [" in str(work.bar)
+    with progress.task("Loading TensorFlow", unit="") as work:
+        assert re.fullmatch(r"Loading TensorFlow: 00:0\d", str(work.bar)), str(work.bar)
+
+
 # optimize.timing: calls, the time budget and its minimum, batches
 
 
@@ -178,6 +291,7 @@ def test_timing_ends_once_the_budget_is_spent_or_the_count_reached(monkeypatch) 
     """1 s a call: a 5 s budget gives 5 calls (not a sixth after it is spent); 4 calls asked
     for give 4, whatever the budget; fewer than MIN_CALLS asked for give that many."""
     clock, seen = FakeClock(), []
+    clock.now = 100.0  # the budget counts from when timing starts, not from 0
     monkeypatch.setattr(timing, "time", clock)
     predict = fake_backend(clock, seen)
     assert len(timing.timed_calls(predict, np.zeros((1, 2)), 500, 5.0)) == 5
@@ -203,6 +317,16 @@ def test_a_batch_larger_than_the_images_is_timed_at_its_full_size(monkeypatch) -
     np.testing.assert_array_equal(timing._batch(images, 5), images[[0, 1, 2, 0, 1]])
     np.testing.assert_array_equal(timing._batch(images, 3), images)
     assert timing._batch(images, 2).flags["C_CONTIGUOUS"]
+
+
+def test_call_times_are_kept_in_ms_to_a_tenth_of_a_microsecond_and_p99_from_100(
+    monkeypatch,
+) -> None:
+    clock = FakeClock(0.000123456789)
+    monkeypatch.setattr(timing, "time", clock)
+    timed = timing.benchmark(fake_backend(clock, []), np.zeros((2, 2)), [1], 100)
+    assert set(timed["timings_ms"]["1"]) == {0.1235}
+    assert timed["p99_ms"] == pytest.approx(0.123456789) and timed["calls"] == {"1": 100}
 
 
 def test_without_batch_1_there_is_no_batch_1_latency(monkeypatch) -> None:
@@ -232,6 +356,9 @@ def test_latency_text_says_the_calls_and_why_there_is_no_p99() -> None:
     assert timing.latency_text(old) == "p50 0.2 ms, p99 0.4 ms"
     assert timing.latency_text(old, "4") == "-"
     assert timing.latency_text({"p50_ms": 0.2}) == "p50 0.2 ms (too few for a p99)"
+    # batch 4 without a p99 of its own does not borrow batch 1's
+    mixed = {"latency_ms": {"4": {"p50": 0.5}}, "p99_ms": 0.9}
+    assert timing.latency_text(mixed, "4") == "p50 0.5 ms (too few for a p99)"
 
 
 def test_best_ratios_pick_the_fastest_backend_with_parity() -> None:
@@ -262,9 +389,11 @@ def test_best_ratios_pick_the_fastest_backend_with_parity() -> None:
 def test_preprocess_sentence_says_what_tokenizing_in_the_export_costs() -> None:
     lines = [{"name": timing.RAW, "p50_ms": 1.5}, {"name": "savedmodel", "p50_ms": 0.25}]
     (sentence,) = timing.preprocess_sentences({"baselines": lines})
-    assert sentence.startswith(
+    assert sentence == (
         "serving_default on raw input takes p50 1.500 ms at batch 1, the model's own signature "
-        "0.250 ms: the preprocessing inside the export (tokenization) costs about 1.250 ms a call."
+        "0.250 ms: the preprocessing inside the export (tokenization) costs about 1.250 ms a call. "
+        "The compiled backends (ONNX and others) run the model's signature, so a server using "
+        "them tokenizes in front of them and pays that cost there."
     )
     assert timing.preprocess_sentences({"baselines": lines[1:]}) == []
     assert timing.preprocess_sentences({"baselines": lines[:1]}) == []
@@ -329,13 +458,14 @@ def test_an_unreadable_lock_file_names_no_pid(tmp_path: Path, text: str | None) 
 class Epochs:
     """A dataset of `batches` batches of `size` labels; each batch moves `clock` by `per_batch`."""
 
-    def __init__(self, batches: int, size: int, clock: FakeClock, per_batch: float = 1.0) -> None:
-        self.batches, self.size, self.clock, self.per_batch = batches, size, clock, per_batch
+    def __init__(self, batches: int, size: int, clock: FakeClock, end: float = 0.0) -> None:
+        self.batches, self.size, self.clock, self.end = batches, size, clock, end
 
     def __iter__(self):
         for _ in range(self.batches):
-            self.clock.now += self.per_batch
+            self.clock.now += 1.0
             yield None, np.zeros(self.size)
+        self.clock.now += self.end  # the end of an epoch may cost time too
 
 
 def test_a_pipeline_runs_epochs_until_its_share_is_used_and_says_the_last_was_cut() -> None:
@@ -345,6 +475,10 @@ def test_a_pipeline_runs_epochs_until_its_share_is_used_and_says_the_last_was_cu
     clock = FakeClock()
     passes = data_timing._time_epochs(Epochs(4, 8, clock), 8.0, clock.perf_counter)
     assert passes == ([32, 32], [4.0, 4.0], [4, 4], True)  # used up on the last batch
+    clock = FakeClock()
+    clock.now = 100.0  # the share counts from the start of timing
+    passes = data_timing._time_epochs(Epochs(4, 8, clock, end=1.0), 5.0, clock.perf_counter)
+    assert passes == ([32], [5.0], [4], False)  # used up at the end of the epoch: not cut
 
 
 def test_a_warm_up_stops_at_its_batches_and_an_empty_dataset_at_once() -> None:
@@ -417,6 +551,8 @@ def test_a_row_without_a_steady_round_or_with_too_few_batches_says_so() -> None:
     assert row["pipeline"] == "decode only"
     assert row["first_epoch_examples_per_sec"] == pytest.approx(8e9)  # 0 s: no division by 0
     assert row["too_short"] is False
+    quick = data_timing._row(own, [([8, 16], [1.0, 0.5], [5, 5], False)], lambda seen: "-")
+    assert quick["examples_per_sec"] == 32.0  # under a second is timed, not rounded up to one
 
 
 def test_the_variants_add_one_optimization_at_a_time() -> None:
@@ -424,6 +560,7 @@ def test_the_variants_add_one_optimization_at_a_time() -> None:
     assert names == ["naive"] + [name for _, name, _ in data_timing.STEPS]
     variants = data_timing.pipeline_variants(cache=True)
     assert variants[0].stages is None
+    assert variants[0].adds == "one record at a time: no parallel calls, cache or prefetch"
     assert [variant.adds for variant in variants[1:]] == [adds for *_, adds in data_timing.STEPS]
     assert variants[1].stages == data_timing.Stages(
         parallel=True, batch_parse=False, cache=False, shuffle=False, prefetch=False
@@ -512,16 +649,66 @@ def test_on_a_terminal_a_bar_counts_the_cells_and_the_lines_print_above_it() -> 
     live = NotebookProgress(2, 3, "01_data", out)
     live.start(cells=2)
     assert live.bar is not None and live.bar.total == 2
-    live.cell_start("\nimport os\n")
-    assert live.bar.postfix == "import os"
+    first = "import os  # " + "y" * 50
+    live.cell_start(f"\n  \n{first}\n")
+    assert live.clock is not None and live.clock.daemon  # never keeps the runner alive
+    bar = f"[2/3] 01_data:   0%|          | 0/2 [00:00<?, ?cell/s, {first[:40]}]"
+    assert out.getvalue().endswith(f"\r{bar}")  # drawn at once
     live.write(f"{MARK}TFRecords: 1/1 shard(s)\n")
+    assert f"\r{MARK}" not in out.getvalue()
+    assert re.search(
+        r"\r +\r    " + re.escape(f"{MARK}TFRecords: 1/1 shard(s)\n\r{bar}"), out.getvalue()
+    )
     live.cell_started -= SLOW_CELL  # slow, but the bar shows it: no cell line
     live.cell_complete("import os")
     assert live.bar.n == 1
     live.finish("ok", 2.0)
     assert live.bar is None
-    lines = [text.rsplit("\r", 1)[-1] for text in out.getvalue().splitlines()]
-    assert lines[0] == "[2/3] 01_data …"
-    assert f"    {MARK}TFRecords: 1/1 shard(s)" in lines
-    assert not any("cell 1/2" in text for text in lines)
-    assert lines[-1] == "[2/3] 01_data … ok (2.0 s)"
+    assert "cell 1/2" not in out.getvalue()
+    assert out.getvalue().startswith("[2/3] 01_data …\n")
+    assert re.search(r"\r +\r\[2/3\] 01_data … ok \(2\.0 s\)\n\Z", out.getvalue())  # bar gone
+
+
+def test_a_line_is_flushed_at_once_and_a_notebook_without_cells_finishes() -> None:
+    out = Flushes()
+    live = NotebookProgress(1, 2, "00_env", out)
+    live._print("now")
+    assert out.flushed == 1 and out.getvalue() == "now\n"
+    live.finish("ok", 0.0)  # no cell started, no clock to stop
+    assert out.getvalue().splitlines()[-1] == "[1/2] 00_env … ok (0.0 s)"
+    live.write(f"bar\rmore\r{MARK}after two\n")
+    assert out.getvalue().splitlines()[-1] == f"    {MARK}after two"
+
+
+class Monotonic:
+    def __init__(self, now: float, perf: float) -> None:
+        self.now, self.perf = now, perf
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.perf
+
+
+def test_a_silent_cell_gets_its_line_after_exactly_silent_seconds(monkeypatch) -> None:
+    """Line mode: checked every 0.1 s, a line once nothing printed for SILENT s (9.8 s), with
+    how long the cell runs; on a terminal the bar is redrawn every second instead."""
+    out = io.StringIO()
+    live = NotebookProgress(1, 6, "00_environment", out)
+    live.cells, live.current, live.cell_started = 2, 1, 20.0
+    live.running = "import tensorflow as tf  # " + "z" * 60
+    clock = Monotonic(live_module.SILENT, 50.0)
+    monkeypatch.setattr(live_module, "time", clock)
+    live.last, live.stop = 0.0, Beats(1)
+    live._keep_moving()
+    assert live.stop.waits == [0.1, 0.1]
+    assert out.getvalue() == (f"    cell 1/2 still running (30 s): {live.running[:70]}\n")
+    assert live.last == live_module.SILENT
+    live.stop = Beats(3)
+    live._keep_moving()  # just printed: silent for 0 s
+    assert out.getvalue().count("\n") == 1
+    assert live_module.SILENT == 9.8
+    live.bar, live.stop = Redraws(), Beats(2)
+    live._keep_moving()
+    assert live.stop.waits == [1.0, 1.0, 1.0] and live.bar.drawn == 2

@@ -122,6 +122,7 @@ GROUPS = {
         + ["data/timing.py", "runner/live.py"],
         [
             "test_mutants_progress.py",
+            "test_mutants_timing.py",
             "test_mutants_plan.py",
             "test_mutants_preflight.py",
             *PLAN_TESTS,

@@ -228,6 +228,19 @@ def test_defaults_count_items_shown_with_a_summary(monkeypatch, capsys) -> None:
     assert resumed.count == resumed.start == 7
 
 
+def test_a_bar_starts_at_what_was_counted_before_and_is_gone_once_closed(
+    monkeypatch, capsys
+) -> None:
+    """A resumed epoch's bar starts at its step; a closed bar leaves only the summary line."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "bar")
+    with progress.task("Epoch 2/4", 17, "step", start=7) as work:
+        assert work.bar.n == 7 and " 7/17 [" in str(work.bar)
+        work.update(10)
+    shown = [text.rsplit("\r", 1)[-1] for text in capsys.readouterr().out.split("\n")]
+    assert [text for text in shown if text.strip()] == [shown[0]], shown
+    assert shown[0].startswith(f"{progress.MARK}Epoch 2/4: 17/17 step(s) in ")
+
+
 def test_a_task_ended_by_an_error_says_stopped_or_failed(monkeypatch, capsys) -> None:
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
     with pytest.raises(KeyboardInterrupt), progress.task("Loading", unit=""):
@@ -250,6 +263,8 @@ def test_a_bar_shows_the_count_of_its_total_or_only_the_time_and_what_runs(
         assert work.bar.postfix == ("shard 2 " + "x" * 70)[:60]
         assert ("shard 2 " + "x" * 52) in capsys.readouterr().out  # drawn at once
         assert str(work.bar).startswith("Shards:  33%|") and " 1/3 [" in str(work.bar)
+        assert str(work.bar).endswith("shard/s, shard 2 " + "x" * 52 + "]")
+        assert work._clock.name == "progress: Shards" and work._clock.daemon
     with progress.task("Loading TensorFlow", unit="") as work:
         assert re.fullmatch(r"Loading TensorFlow: 00:0\d", str(work.bar)), str(work.bar)
 
@@ -322,6 +337,19 @@ class Flushes(io.StringIO):
         super().flush()
 
 
+def test_a_cell_of_exactly_slow_cell_seconds_gets_its_line_even_an_empty_one(monkeypatch) -> None:
+    clock = Monotonic(0.0, 10.0)
+    monkeypatch.setattr(live_module, "time", clock)
+    out = io.StringIO()
+    live = NotebookProgress(1, 2, "00_env", out)
+    live.start(cells=3)
+    live.cell_start("\n")
+    clock.perf += SLOW_CELL
+    live.cell_complete("\n")
+    assert out.getvalue().splitlines()[1:] == ["    cell 1/3 (2.0 s): "]
+    assert SLOW_CELL == 2.0
+
+
 def test_in_line_mode_a_slow_cell_gets_one_line_naming_its_first_line() -> None:
     out = io.StringIO()
     live = NotebookProgress(3, 7, "02_train", out)
@@ -370,6 +398,8 @@ def test_on_a_terminal_a_bar_counts_the_cells_and_the_lines_print_above_it() -> 
     live.cell_started -= SLOW_CELL  # slow, but the bar shows it: no cell line
     live.cell_complete("import os")
     assert live.bar.n == 1
+    live.cell_start("\n")
+    assert live.bar.postfix == ""
     live.finish("ok", 2.0)
     assert live.bar is None
     assert "cell 1/2" not in out.getvalue()

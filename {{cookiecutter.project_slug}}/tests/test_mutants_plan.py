@@ -183,3 +183,10 @@ def test_run_dir_and_a_value_for_a_notebook_without_parameters_are_refused_sayin
     assert refusal("test", {"size": 1}, project_dir=project, only=["04"]) == (
         "Unknown parameter 'size' from -p; the selected notebooks declare no parameters."
     )
+
+
+def test_a_path_reaches_papermill_with_its_braces_doubled() -> None:
+    """papermill calls str.format on paths: {b} must arrive as {{b}} to stay {b}."""
+    path = Path("/runs/a{b}c/x}y{")
+    assert plan.literal(path) == "/runs/a{{b}}c/x}}y{{"
+    assert plan.literal(path).format() == str(path)

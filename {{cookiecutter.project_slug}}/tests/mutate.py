@@ -40,6 +40,28 @@ RAND_AUGMENT = "test_rand_augment_computes_only_the_ops_it_picked_and_the_same_i
 # without the third part every function of the modules; with it, the mutants whose names match
 # (mutmut's "<module>.x_<function>__mutmut_<n>", package left out) - the functions that decide
 # what the user is told, not, say, how a measurement process is started.
+# test_runner.py's tests of the plan alone (in-process, no kernel): its others run notebooks.
+PLAN_TESTS = [
+    f"test_runner.py::{name}"
+    for name in (
+        "test_plan_precedence_shared_then_notebook_then_override",
+        "test_unknown_parameter_refused_before_any_notebook_runs",
+        "test_unknown_notebook_section_refused",
+        "test_value_of_wrong_type_refused",
+        "test_int_for_float_and_anything_for_a_none_default_accepted",
+        "test_run_dir_parameter_refused_pointing_to_option",
+        "test_a_notebook_whose_parameters_tag_was_removed_is_refused_saying_how_to_restore_it",
+        "test_a_parameters_tag_on_a_cell_without_run_dir_is_refused_before_anything_runs",
+        "test_unknown_profile_refused_listing_profiles",
+        "test_misspelt_profile_section_refused",
+        "test_only_selects_by_prefix_and_refuses_unknown",
+        "test_override_for_unselected_notebook_refused",
+        "test_same_key_in_different_sections_accepted",
+        "test_a_notebook_scoped_value_reaches_only_that_notebook",
+        "test_a_bad_notebook_scoped_value_is_refused",
+        "test_a_near_miss_is_answered_with_did_you_mean",
+    )
+]
 GROUPS = {
     "lineage": (["lineage.py", "fingerprints.py"], ["test_mutants_lineage.py", "test_steps.py"]),
     # steps._chain() and param() run while steps.py (and each step's module) is imported, before
@@ -138,6 +160,32 @@ GROUPS = {
 {%- if cookiecutter.task == "image_classification" %}
         + ["tasks.image.augment.*"]
 {%- endif %},
+    ),
+    # Live progress, how a backend is timed, the run folder's lock, the plan of a run. Left out:
+    # progress._in_jupyter (asks IPython for a Jupyter kernel, which a test process is not);
+    # data/timing.py's naive_pipeline, decode_only_variant, warm_page_cache and measure, which
+    # build and run tf.data pipelines (seconds of TensorFlow per mutant), kept are the functions
+    # that decide the rates, the cut and the rows a user reads; runner/live.py's _Manager,
+    # LiveEngine and register, papermill's plumbing, which only a notebook run reaches.
+    "progress": (
+        ["progress.py", "runner/plan.py", "optimize/timing.py", "locks.py"]
+        + ["data/timing.py", "runner/live.py"],
+        [
+            "test_mutants_progress.py",
+            "test_mutants_timing.py",
+            "test_mutants_plan.py",
+            "test_mutants_preflight.py",
+            *PLAN_TESTS,
+        ]
+        + [
+            "test_quiet_progress.py::test_runner_progress_without_a_terminal_is_line_based",
+            "test_quiet_progress.py::test_a_silent_cell_gets_a_line_in_line_mode",
+            "test_train_progress.py::test_a_resumed_epoch_counts_from_its_step_and_times_only_what_runs",
+        ],
+        ["progress.x_[!_]*", "progress.x__[!i]*", "progress.xǁ*", "runner.plan.*"]
+        + ["optimize.timing.*", "locks.*", "data.timing.x_pipeline_variants*"]
+        + ["data.timing.x__row*", "data.timing.x__later*", "data.timing.x__time_epochs*"]
+        + ["runner.live.xǁNotebookProgressǁ*"],
     ),
 }
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}

@@ -233,7 +233,8 @@ def test_p99_only_from_a_hundred_calls_and_throughput_from_the_median() -> None:
 
 
 def test_a_slow_backend_stops_at_the_time_budget() -> None:
-    """model.predict at ~170 ms a call would take minutes for 500 calls: the budget ends it."""
+    """model.predict at ~170 ms a call would take minutes for 500 calls: the budget ends it,
+    but never before MIN_CALLS (3) timed calls, even where one call outlasts the budget."""
 
     def slow(batch: np.ndarray) -> np.ndarray:
         time.sleep(0.02)
@@ -242,6 +243,9 @@ def test_a_slow_backend_stops_at_the_time_budget() -> None:
     timed = optimize.benchmark(slow, np.zeros((4, 2, 2, 1)), [1, 4], iterations=500, seconds=0.1)
     assert all(3 <= count < 20 for count in timed["calls"].values()), timed["calls"]
     assert timed["p99_ms"] is None
+    # 20 ms a call, 5 ms of budget: spent after the first call, yet 3 calls are timed.
+    timed = optimize.benchmark(slow, np.zeros((4, 2, 2, 1)), [1, 4], iterations=500, seconds=0.005)
+    assert timed["calls"] == {"1": 3, "4": 3}, timed["calls"]
 
 
 def test_run_writes_optimize_json_with_its_lineage(

@@ -55,6 +55,7 @@ PLAN_TESTS = [
         "test_unknown_profile_refused_listing_profiles",
         "test_misspelt_profile_section_refused",
         "test_only_selects_by_prefix_and_refuses_unknown",
+        "test_only_takes_a_notebooks_file_name_or_path_as_its_name",
         "test_override_for_unselected_notebook_refused",
         "test_same_key_in_different_sections_accepted",
         "test_a_notebook_scoped_value_reaches_only_that_notebook",

@@ -303,6 +303,22 @@ def test_only_selects_by_prefix_and_refuses_unknown(project: Path) -> None:
         runner.plan_run("test", project_dir=project, only=["07"])
 
 
+def test_only_takes_a_notebooks_file_name_or_path_as_its_name(project: Path) -> None:
+    """What a shell completes (`notebooks/01_second.ipynb`) selects that notebook; another
+    extension is no notebook's name, and is refused as a prefix that matches none."""
+    only = ["notebooks/01_second.ipynb", "00_first.ipynb"]
+    assert list(runner.plan_run("test", project_dir=project, only=only).notebooks) == [
+        "00_first",
+        "01_second",
+    ]
+    with pytest.raises(runner.RunnerInputError) as refused:
+        runner.plan_run("test", project_dir=project, only=["01_second.nosuch"])
+    assert str(refused.value) == (
+        "--only '01_second.nosuch' matches no notebook (did you mean '01_second'?): the project "
+        "has 00_first, 01_second, 02_third."
+    )
+
+
 def test_override_for_unselected_notebook_refused(project: Path) -> None:
     """-p for a parameter only unselected notebooks declare would do nothing, so it is refused."""
     with pytest.raises(runner.RunnerInputError, match="'fail'"):

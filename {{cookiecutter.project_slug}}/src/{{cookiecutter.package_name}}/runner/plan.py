@@ -218,10 +218,12 @@ def _coerce(value: Any, hint: Any) -> Any:
 
 
 def _select(chain: dict[str, Path], only: list[str] | None) -> list[str]:
-    """The notebooks whose names start with one of the prefixes, in chain order."""
+    """The notebooks whose names start with one of the prefixes, in chain order. A notebook's
+    file name or path (`03_train.ipynb`, `notebooks/03_train.ipynb`, as a shell completes it)
+    counts as its name; any other dotted word is a prefix that matches no notebook."""
     if only is None:
         return list(chain)
-    prefixes = [prefix.strip() for prefix in only if prefix.strip()]
+    prefixes = [Path(p.strip()).name.removesuffix(".ipynb") for p in only if p.strip()]
     if not prefixes:
         raise RunnerInputError(f"--only names no notebook: give prefixes of {', '.join(chain)}.")
     for prefix in prefixes:

@@ -121,7 +121,7 @@ def test_best_ratios_pick_the_fastest_backend_with_parity() -> None:
     entries = [
         {"name": "onnx", "precision": "fp32", "status": "ran", "parity_ok": True, "p50_ms": 0.5},
         {"name": "onnx", "precision": "int8", "status": "ran", "parity_ok": False, "p50_ms": 0.1},
-        {"name": "trt", "precision": "fp16", "status": "failed", "parity_ok": True, "p50_ms": 0.2},
+        {"name": "gpu", "precision": "fp16", "status": "failed", "parity_ok": True, "p50_ms": 0.2},
         {"name": "tfl", "precision": "fp16", "status": "ran", "parity_ok": True, "p50_ms": 0.8},
     ]
     assert timing.best_ratios(baselines, entries) == {

@@ -213,6 +213,73 @@ def test_the_clock_beats_on_a_fixed_grid_and_prints_a_line_each_beat(monkeypatch
     assert fast._stop.waits == [0.01]  # never a busy loop
 
 
+def test_a_compiling_task_says_its_first_item_at_once_and_times_the_rest_after_it(
+    monkeypatch, capsys
+) -> None:
+    """An epoch whose first call traces the step function: a line the moment that call ends
+    (a short epoch shows a count inside it), no time left before it, and the time left from the
+    speed after it: 1 step with its compile in 30 s, then 10 steps in 5 s, 89 left: ~44 s, not
+    the ~292 s the compile would make of it. A task that compiles nothing says nothing early."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    clock = Clock(30.0)
+    monkeypatch.setattr(progress, "time", clock)
+    epoch = progress.Task("Epoch 1/2", 100, "step", shown=False, compiles=True)
+    epoch.started, epoch.shown = 0.0, True
+    assert epoch.status() == "Epoch 1/2: 0/100 step(s), 30 s"
+    epoch.update(0)  # nothing counted: not the first item's end
+    assert epoch.compiled is None and capsys.readouterr().out == ""
+    epoch.update(1)
+    assert epoch.compiled == (30.0, 1)
+    said = "Epoch 1/2: 1/100 step(s), 30 s; "
+    said += "the first call and its compile done, the time left follows"
+    assert capsys.readouterr().out == f"{MARK}{said}\n"
+    clock.now = 35.0
+    epoch.update(10)
+    assert capsys.readouterr().out == ""  # once only
+    assert epoch.status() == "Epoch 1/2: 11/100 step(s), 35 s, ~44 s left"
+    plain = progress.Task("Epoch 1/2", 100, "step", shown=False)
+    plain.started, plain.shown = 0.0, True
+    plain.update(11)
+    assert capsys.readouterr().out == "" and plain.compiled is None
+    assert plain.status() == "Epoch 1/2: 11/100 step(s), 35 s, ~283 s left"
+    resumed = progress.Task("Epoch 2/2", 17, "step", shown=False, start=7, compiles=True)
+    resumed.started = 20.0
+    resumed.update(1)  # hidden: counted, never printed
+    clock.now = 39.0
+    resumed.update(4)
+    assert resumed.status() == "Epoch 2/2: 12/17 step(s), 19 s, ~5 s left"
+    assert capsys.readouterr().out == ""
+    bar = progress.Task("Epoch 1/2", 100, "step", shown=False, compiles=True)
+    bar.shown, bar.bar = True, SimpleBar()
+    bar.update(1)
+    assert bar.bar.counted == 1 and capsys.readouterr().out == ""  # the bar shows it already
+
+
+class SimpleBar:
+    counted = 0
+
+    def update(self, count: int) -> None:
+        self.counted += count
+
+
+def test_the_first_items_line_starts_the_clocks_grid_again(monkeypatch, capsys) -> None:
+    """The first call ended at 3 s and was printed: the clock's next line is at 12.5 s, 9.5 s
+    after it, not at 9.5 s (two lines 6.5 s apart); a bar keeps its one-second grid."""
+    clock = Clock(3.0)
+    monkeypatch.setattr(progress, "time", clock)
+    task = progress.Task("Epoch 1/2", 4, "step", shown=False, compiles=True)
+    task.started, task._stop, task.compiled = 0.0, Beats(2), (3.0, 1)
+    task.count = 1
+    task._tick()
+    assert task._stop.waits == [6.5, 9.5, 19.0]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"{MARK}Epoch 1/2: 1/4 step(s), 3 s"]
+    bar = progress.Task("Convert", 1, shown=False, compiles=True)
+    bar.started, bar._stop, bar.bar, bar.compiled = 0.0, Beats(2), Redraws(), (3.0, 1)
+    bar._tick()
+    assert bar._stop.waits == [0.0, 0.0, 0.0] and bar.bar.drawn == 2
+
+
 def test_defaults_count_items_shown_with_a_summary(monkeypatch, capsys) -> None:
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
     assert list(progress.track(["a", "b"])) == ["a", "b"]

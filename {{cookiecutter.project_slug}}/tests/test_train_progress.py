@@ -91,12 +91,38 @@ def test_a_resumed_epoch_gives_its_count_the_step_the_stop_saved(
         role=SimpleNamespace(is_chief=True),
         steps_per_epoch=17,
         partial={"step": 7},
+        train_steps=Traced(1),
     )
     assert epoch.run_epoch(run, 1, None, None, []) == {"epoch": 2}
     assert (told["what"], told["total"], told["start"]) == ("Epoch 2/4", 17, 7)
-    run.partial = None
+    assert told["compiles"] is False  # traced by an earlier epoch: nothing to compile
+    run.partial, run.train_steps = None, Traced(0)
     epoch.run_epoch(run, 1, None, None, [])
-    assert told["start"] == 0
+    assert told["start"] == 0 and told["compiles"] is True  # a new phase's step function
+
+
+class Traced:
+    """A step function traced `count` times so far (tf.function's tracing count)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def experimental_get_tracing_count(self) -> int:
+        return self.count
+
+
+def test_a_short_epoch_in_line_mode_still_shows_a_count_inside_it(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33's acceptance: `train -p epochs=1 -p batch_size=2` on the digits, lines as in CI,
+    the real clock (lines 9.5 s apart) and an epoch of about 2 s: the first call's line shows a
+    count strictly inside the epoch (none did when lines came only from the clock)."""
+    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
+    metrics = train.run(run_dir, train.Params(epochs=1, batch_size=2), verbose=True)
+    total = metrics["history"][0]["examples"] // metrics["global_batch_size"]
+    said = capsys.readouterr().out
+    counts = {int(n) for n in re.findall(rf"Epoch 1/1: (\d+)/{total} step\(s\)", said)}
+    assert any(0 < n < total for n in counts), said[-2000:]
 
 
 def test_training_in_line_mode_prints_counts_inside_the_epoch(

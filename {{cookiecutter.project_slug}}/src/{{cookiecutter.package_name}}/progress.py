@@ -11,6 +11,12 @@ A clock keeps a task moving while one item runs long (a training chunk, a model 
 bar mode it redraws the bar every second (its elapsed time moves); in line mode it prints one line
 every LINE_EVERY seconds, so a log is never silent for more than 10 s while a task runs, and a
 task never prints more than one line per LINE_EVERY seconds.
+
+A task whose first item includes a compile (compiles=True: a training epoch, whose first call
+traces the step function) also prints a line the moment that item ends, and its grid of lines
+starts again from there; its time left is told from the speed after that item, since the first
+call's tracing (seconds on a CPU, minutes under XLA) says nothing of the steps that follow. So a
+short epoch still shows a count inside it, and the first time left is not inflated by the compile.
 """
 
 from __future__ import annotations
@@ -89,8 +95,11 @@ class Task:
         shown: bool = True,
         summary: bool = True,
         start: int = 0,
+        compiles: bool = False,
     ) -> None:
         self.what, self.total, self.unit = what, total, unit
+        self.compiles = compiles
+        self.compiled: tuple[float, int] | None = None  # when, and at what count, item 1 ended
         self.count, self.now, self.done = start, "", ""
         self.start = start  # counted before this task began (a resumed epoch): not its speed
         self.shown, self.summary = shown, summary
@@ -119,6 +128,10 @@ class Task:
         self.count += count
         if self.bar is not None:
             self.bar.update(count)
+        if self.compiles and self.compiled is None and count > 0:
+            self.compiled = (time.perf_counter(), self.count)
+            if self.shown and self.bar is None and not self._stop.is_set():
+                line(f"{self.status()}; the first call and its compile done, the time left follows")
 
     def note(self, text: str) -> None:
         """What runs now: the bar's postfix, or the end of the next clock line."""
@@ -147,19 +160,25 @@ class Task:
         seconds = time.perf_counter() - self.started
         counted = f"{_fraction(self.count, self.total)} {self.unit}(s), " if self.unit else ""
         text = f"{self.what}: {counted}{seconds:.0f} s"
-        ran = self.count - self.start
+        since, ran = seconds, self.count - self.start
+        if self.compiles:  # timed from the end of the first item; no time left before it
+            ended, at = self.compiled or (0.0, self.count)
+            since, ran = time.perf_counter() - ended, self.count - at
         if self.total and ran > 0 and self.count < self.total:
-            text += f", ~{seconds / ran * (self.total - self.count):.0f} s left"
+            text += f", ~{since / ran * (self.total - self.count):.0f} s left"
         return text + (f" ({self.now})" if self.now else "")
 
     def _tick(self) -> None:
-        beat = 0
+        beat, grid = 0, self.started
         while True:
             beat += 1
             every = max(0.01, REDRAW_EVERY if self.bar is not None else LINE_EVERY)
-            wait = self.started + beat * every - time.perf_counter()  # a fixed beat: no drift
+            wait = grid + beat * every - time.perf_counter()  # a fixed beat: no drift
             if self._stop.wait(max(0.0, wait)):
                 return
+            if self.bar is None and self.compiled and self.compiled[0] > grid:
+                beat, grid = 0, self.compiled[0]  # the first item's line started a new grid
+                continue
             if self.bar is not None:
                 self.bar.refresh()
             else:
@@ -184,11 +203,13 @@ def task(
     shown: bool = True,
     summary: bool = True,
     start: int = 0,
+    compiles: bool = False,
 ) -> Task:
     """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`.
     unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`).
-    start: already counted before this task (a resumed epoch's steps), not timed by it."""
-    return Task(what, total, unit, shown=shown, summary=summary, start=start)
+    start: already counted before this task (a resumed epoch's steps), not timed by it.
+    compiles: the first item includes a compile (a line when it ends, time left after it)."""
+    return Task(what, total, unit, shown=shown, summary=summary, start=start, compiles=compiles)
 
 
 def _fraction(count: int, total: int | None) -> str:

@@ -43,8 +43,18 @@ def run_epoch(
     what = f"Epoch {epoch + 1}/{run.params.epochs}"
     shown = run.verbose and run.role.is_chief
     resumed = (run.partial or {}).get("step", 0)  # a resumed epoch counts from where it stopped
+    # The first call of a step function never traced (a run's first epoch, a new phase's) traces
+    # and compiles it: its count gets a line as soon as that call ends, and its time left is timed
+    # from the steps after it.
+    traced = getattr(run.train_steps, "experimental_get_tracing_count", lambda: 1)()
     with task(
-        what, run.steps_per_epoch, "step", shown=shown, summary=False, start=resumed
+        what,
+        run.steps_per_epoch,
+        "step",
+        shown=shown,
+        summary=False,
+        start=resumed,
+        compiles=traced == 0,
     ) as steps:
         return _run_epoch(run, epoch, iterator, validation, timings, steps)
 

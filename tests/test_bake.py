@@ -108,6 +108,7 @@ FULL_BAKE = (
     "src/{pkg}/find/lr.py",
     "src/{pkg}/find/plots.py",
     "src/{pkg}/find/probes.py",
+    "src/{pkg}/find/search.py",
     "src/{pkg}/fingerprints.py",
     "src/{pkg}/gpubench/__init__.py",
     "src/{pkg}/gpubench/bench.py",

@@ -79,7 +79,7 @@ GROUPS = {
     # per mutant, and mutmut cannot see what a subprocess calls; these are the in-process ones.
     "records": (["runner/record.py"], ["test_mutants_records.py"]),
     "finders": (
-        ["find/lr.py", "find/batch.py", "train/auto.py"],
+        ["find/lr.py", "find/batch.py", "find/search.py", "train/auto.py"],
         [
             "test_find.py",
             "test_mutants_lr.py",
@@ -90,7 +90,8 @@ GROUPS = {
             "--deselect=tests/test_mutants_finders.py::test_a_batch_found_on_the_same_data_is_reused",
             "--deselect=tests/test_mutants_finders.py::test_a_batch_found_on_other_data_is_not_reused",
         ],
-        ["find.lr.*", "find.batch.*", "train.auto.x_basis_*", "train.auto.x_reuse_*"],
+        ["find.lr.*", "find.batch.*", "find.search.*", "train.auto.x_basis_*"]
+        + ["train.auto.x_reuse_*"],
     ),
     "observe": (
         ["observe/exporter.py", "observe/gpu.py", "observe/input_wait.py", "observe/profiler.py"],

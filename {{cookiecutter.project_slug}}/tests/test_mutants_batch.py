@@ -12,7 +12,8 @@ import json
 import pytest
 from test_find import FakeDevice, find
 
-from {{ cookiecutter.package_name }}.find import FindError, batch, choice_record
+from {{ cookiecutter.package_name }}.find import FindError, choice_record
+from {{ cookiecutter.package_name }}.find.search import Search
 
 
 def test_the_record_holds_the_choice_why_and_every_probe() -> None:
@@ -230,7 +231,7 @@ def test_a_search_exactly_at_its_budget_may_probe_once_more() -> None:
 
 
 def test_a_batch_probed_twice_is_a_bug_said_by_its_number() -> None:
-    search = batch._Search(FakeDevice().probe, lambda: 0.0, 60.0)
+    search = Search(FakeDevice().probe, lambda: 0.0, 60.0)
     search.measure(32)
     with pytest.raises(AssertionError) as error:
         search.measure(32)

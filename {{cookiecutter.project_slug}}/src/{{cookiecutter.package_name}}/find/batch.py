@@ -8,13 +8,11 @@ fits, bisect between the last batch that fit and the first that did not until th
 largest that fit, as a batch at the edge of memory fails on the next fragmented allocation.
 Bisecting to the last image would cost 13-17 probes, each building and tracing the model (XLA
 compiles each anew), for a precision the 10 % margin throws away. Where the GPU's memory is
-known (`device_bytes`), two probes that fit draw a line through their peak memory: the search
-goes straight to the batch where the line fills FILL of the GPU, then steps by twice the
-resolution to find the edge, instead of doubling to it (ResNet50 on a large GPU: each doubling
-is a compile that the time budget cannot spare; tests/test_find.py counts the probes saved). On
-a CPU throughput saturates first: the choice is the smallest batch within `knee_tolerance` of the
-best examples/s, as a larger one makes fewer updates per epoch for no gain in speed (the
-throughput knee). A time budget ends the search; what ran decides.
+known (`device_bytes`), the search aims at the edge instead of doubling to it (find/search.py;
+tests/test_find.py counts the probes saved). On a CPU throughput saturates first: the choice is
+the smallest batch within `knee_tolerance` of the best examples/s, as a larger one makes fewer
+updates per epoch for no gain in speed (the throughput knee). A time budget ends the search;
+what ran decides.
 """
 
 from __future__ import annotations
@@ -26,27 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..artifacts import StepError
+from .search import HOST_NOTE, Probe, Search, resolution_step
 
-HOST_NOTE = "over the host-memory budget"
-# Where the line through two probes' peak memory is aimed: CUDA's context, cuDNN's workspaces and
-# other processes take part of a GPU, and an aim past the edge costs a bisection from far below.
-FILL = 0.9
+__all__ = ["BatchChoice", "FindError", "Probe", "choice_record", "find_batch"]
 
 
 class FindError(StepError):
     """A finder cannot decide from its input: one sentence, before or instead of a choice."""
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One measured batch size; ok=False is out of memory or over the host budget (see note)."""
-
-    batch: int
-    ok: bool
-    examples_per_sec: float | None
-    peak_bytes: int | None
-    seconds: float
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,7 +75,7 @@ def find_batch(
     host_cap = cap * 2  # no host budget: never binds
     if host_budget_bytes is not None and bytes_per_example is not None:
         host_cap = host_budget_bytes // bytes_per_example // replicas * replicas
-    search = _Search(probe, clock, max_seconds)
+    search = Search(probe, clock, max_seconds)
     batch = min(-(-start // replicas) * replicas, cap, host_cap)
     stop = ""  # what ended the doubling: "memory", "training_set", "host_memory" or "time"
     while not stop:
@@ -125,7 +109,7 @@ def find_batch(
     if stop == "memory":  # bisect between the largest batch that fit and the smallest that did not
         while not search.out_of_time:
             low, high = search.largest_ok(), search.smallest_out_of_memory()
-            if high - low <= max(replicas, -(-int(low * resolution) // replicas) * replicas):
+            if high - low <= resolution_step(low, resolution, replicas):
                 break
             search.measure(low + (high - low) // replicas // 2 * replicas)
         if search.out_of_time:
@@ -157,56 +141,7 @@ def choice_record(choice: BatchChoice) -> dict[str, Any]:
     }
 
 
-class _Search:
-    """The probes so far; refuses a batch twice and, once the time is spent, to probe at all."""
-
-    def __init__(self, probe: Callable[[int], Probe], clock: Callable[[], float], seconds: float):
-        self.probe, self.clock, self.seconds = probe, clock, seconds
-        self.started = clock()
-        self.probes: list[Probe] = []
-        self.out_of_time = False
-
-    def measure(self, batch: int) -> Probe | None:
-        """The probe of `batch`, or None when the time budget is spent (after the first probe)."""
-        if any(probe.batch == batch for probe in self.probes):
-            raise AssertionError(f"the finder probed batch {batch} twice")
-        if self.probes and self.clock() - self.started > self.seconds:
-            self.out_of_time = True
-            return None
-        self.probes.append(self.probe(batch))
-        return self.probes[-1]
-
-    def upward(self, batch: int, device_bytes: int | None, replicas: int, resolution: float) -> int:
-        """The next batch up from `batch`, the largest that fit. Doubled, unless a line through
-        the peak memory of the last two probes that fit says where it fills FILL of
-        `device_bytes`: that batch when it is a step or more away (a jump past the doubling, or a
-        nearer try), one step up when the line puts `batch` at the edge. A line the probes outran
-        by over two steps is wrong about this model: doubled."""
-        grown = sorted((p.batch, p.peak_bytes) for p in self.probes if p.ok and p.peak_bytes)
-        if device_bytes is None or len(grown) < 2 or grown[-1][1] <= grown[-2][1]:
-            return batch * 2
-        (b1, m1), (b2, m2) = grown[-2:]
-        room = device_bytes * FILL - m2
-        aim = int(b2 + room * (b2 - b1) / (m2 - m1)) // replicas * replicas
-        step = max(replicas, -(-int(batch * 2 * resolution) // replicas) * replicas)
-        if aim >= batch + step:
-            return aim
-        return batch + step if aim >= batch - 2 * step else batch * 2
-
-    def fits(self) -> bool:
-        return any(probe.ok for probe in self.probes)
-
-    def largest_ok(self) -> int:
-        return max(probe.batch for probe in self.probes if probe.ok)
-
-    def smallest_out_of_memory(self) -> int:
-        return min(p.batch for p in self.probes if not p.ok and p.note != HOST_NOTE)
-
-    def ran_out_of_memory(self) -> bool:
-        return any(not p.ok and p.note != HOST_NOTE for p in self.probes)
-
-
-def _choose_gpu(search: _Search, stop: str, replicas: int, margin: float) -> tuple[int, str, str]:
+def _choose_gpu(search: Search, stop: str, replicas: int, margin: float) -> tuple[int, str, str]:
     """The largest batch that fit, less the margin once memory was seen to run out."""
     largest = search.largest_ok()
     if not search.ran_out_of_memory():
@@ -220,7 +155,7 @@ def _choose_gpu(search: _Search, stop: str, replicas: int, margin: float) -> tup
     return batch, reason + ".", "memory"
 
 
-def _choose_cpu(search: _Search, stop: str, tolerance: float) -> tuple[int, str, str]:
+def _choose_cpu(search: Search, stop: str, tolerance: float) -> tuple[int, str, str]:
     """The smallest batch whose examples/s is within `tolerance` of the best probed."""
     rates = {p.batch: p.examples_per_sec or 0.0 for p in search.probes if p.ok}
     best = max(rates, key=lambda batch: (rates[batch], -batch))

@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from ..replica import make_train_steps
 from ..tasks import current as task
-from .batch import Probe
+from .search import Probe
 
 PROBE_STEPS = 5  # timed steps per batch size, after one that traces
 HOST_SHARE = 0.5  # of the memory available now, what the CPU finder lets a batch's work take

@@ -12,8 +12,8 @@ import json
 import pytest
 from test_find import FakeDevice, find
 
-from {{ cookiecutter.package_name }}.find import FindError, choice_record
-from {{ cookiecutter.package_name }}.find.search import Search
+from {{ cookiecutter.package_name }}.find import FindError, choice_record, search
+from {{ cookiecutter.package_name }}.find.search import Probe, Search
 
 
 def test_the_record_holds_the_choice_why_and_every_probe() -> None:
@@ -286,3 +286,41 @@ def test_values_just_past_the_edges_are_refused_naming_them(options: dict, messa
     with pytest.raises(FindError) as error:
         find(device, **options)
     assert str(error.value) == message and device.calls == []
+
+
+def searched(*probes: tuple[int, bool, int | None]) -> Search:
+    """A search whose probes so far are (batch, ok, peak bytes)."""
+    done = Search(FakeDevice().probe, lambda: 0.0, 60.0)
+    done.probes = [Probe(batch, ok, 1.0 if ok else None, peak, 1.0) for batch, ok, peak in probes]
+    return done
+
+
+@pytest.mark.parametrize(
+    ("device_bytes", "following"),
+    [
+        (224_000, 112),  # aim 112 = 100 + 2 steps: the aim itself
+        (212_000, 106),  # aim 106 = 100 + 1 step: the aim, one step up
+        (200_000, 106),  # aim 100, at the edge: one step up
+        (176_000, 106),  # aim 88 = 100 - 2 steps: still one step up
+        (174_000, 200),  # aim 87, past two steps below: the line is wrong here, doubled
+    ],
+)
+def test_the_aimed_step_at_its_boundaries(monkeypatch, device_bytes, following) -> None:
+    """1,000 bytes an example (50 fit at 50,000, 100 at 100,000), FILL 1/2 so the sums are exact:
+    the aim is 100 + (device_bytes / 2 - 100,000) / 1,000, and a step 6 % of 100 (twice the 3 %
+    resolution). The aim is taken when a step or more above the largest fit, one step up when
+    it is within two steps below it, a doubling when it is further below."""
+    monkeypatch.setattr(search, "FILL", 0.5)
+    done = searched((50, True, 50_000), (100, True, 100_000))
+    assert done.upward(100, device_bytes, 1, 0.03) == following
+
+
+def test_only_probes_that_fit_and_report_their_peak_are_on_the_line(monkeypatch) -> None:
+    """An out-of-memory probe's peak (were one recorded) is not a point of what fits, and a
+    probe that fit without a peak reading has none to give: with those left out, one point is
+    left, no line, so the search doubles."""
+    monkeypatch.setattr(search, "FILL", 0.5)
+    oom = searched((50, True, 50_000), (80, False, 300_000))
+    assert oom.upward(50, 400_000, 1, 0.03) == 100
+    unread = searched((50, True, 50_000), (100, True, None))
+    assert unread.upward(100, 400_000, 1, 0.03) == 200

@@ -132,6 +132,7 @@ FULL_BAKE = (
     "src/{pkg}/optimize/calibration.py",
     "src/{pkg}/optimize/core.py",
     "src/{pkg}/optimize/judge.py",
+    "src/{pkg}/optimize/lengths.py",
     "src/{pkg}/optimize/onnx_backend.py",
     "src/{pkg}/optimize/params.py",
     "src/{pkg}/optimize/registry.py",

@@ -16,10 +16,11 @@ import numpy as np
 import onnx
 import pytest
 import tensorflow as tf
+from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.export.parity import validation_images
-from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry
+from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry, tensorrt_engine, tf_trt
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import (
     batch_profiles,
@@ -295,6 +296,106 @@ def test_onnx_runtime_times_each_batch_on_a_profile_built_for_it(
     for size in (1, 32, 20, 256):
         predict(np.zeros((size, 8, 8, 1), np.uint8))
     assert [session.ran for session in recorded_sessions] == [1, 2, 1]
+
+
+RANGES = ((1, 8), (9, 16))  # two length buckets of token ids, as a text task's length_ranges
+
+
+def test_token_ids_get_a_profile_per_batch_size_and_length_bucket(
+    monkeypatch: pytest.MonkeyPatch, recorded_sessions: list[RecordingSession], tmp_path: Path
+) -> None:
+    """A task with length buckets: the engine gets a profile per batch size and bucket (fewest
+    tokens at min, most at opt and max), ONNX Runtime's provider a session per pair with its own
+    engine cache, and a batch runs cut to its bucket on the smallest size that holds it."""
+    job = optimize.Job(tmp_path, "fp32", (1, 32))
+    profiles = [(p["min"], p["opt"], p["max"]) for p in batch_profiles(job, (0,), RANGES)]
+    assert profiles == [
+        ((1, 1), (size, 8), (size, 8)) if first else ((1, 9), (size, 16), (size, 16))
+        for size in (1, 32, 256)
+        for first in (True, False)
+    ]
+    assert [
+        profile_index((1, 32, 256), n, bucket, 2) for n, bucket in ((1, 1), (20, 0), (300, 1))
+    ] == [1, 2, 5]
+    monkeypatch.setattr(onnx_backend, "length_ranges", lambda run_dir: RANGES)
+    predict = onnx_load(tiny_onnx(tmp_path / "model_fp32.onnx"), job)
+    options = [session.providers[0][1] for session in recorded_sessions]
+    shapes = [(o["trt_profile_min_shapes"], o["trt_profile_opt_shapes"]) for o in options]
+    assert shapes[2:4] == [("images:1x1", "images:32x8"), ("images:1x9", "images:32x16")]
+    assert [o["trt_profile_max_shapes"] for o in options] == [
+        o["trt_profile_opt_shapes"] for o in options
+    ]
+    assert len({o["trt_engine_cache_path"] for o in options}) == 6
+    ids = np.zeros((20, 16), np.int64)
+    ids[:, :3] = 5
+    assert predict(ids).shape == (20, 8)  # the session is given the ids cut to 8 tokens
+    ids[0, 12] = 7
+    assert predict(ids).shape == (20, 16)
+    assert [session.ran for session in recorded_sessions] == [0, 0, 1, 1, 0, 0]
+
+
+def test_the_engine_runs_token_ids_cut_to_their_buckets_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Ids keep their int64 (no float cast as for images) and each batch switches the runner to
+    the profile of its size and bucket."""
+    switched: list[int] = []
+    fed: list[tuple[tuple[int, ...], np.dtype]] = []
+
+    class Runner:
+        def __init__(self, engine: object) -> None:
+            pass
+
+        def activate(self) -> None:
+            pass
+
+        def deactivate(self) -> None:
+            pass
+
+        def set_profile(self, index: int) -> None:
+            switched.append(index)
+
+        def infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            batch = next(iter(feed.values()))
+            fed.append((batch.shape, batch.dtype))
+            return {"probabilities": np.zeros((len(batch), 3), np.float32)}
+
+    trt = ModuleType("polygraphy.backend.trt")
+    trt.TrtRunner, trt.EngineFromBytes = Runner, lambda data: data  # type: ignore[attr-defined]
+    common = ModuleType("polygraphy.backend.common")
+    common.BytesFromPath = lambda path: path  # type: ignore[attr-defined]
+    for name, module in {
+        "polygraphy": ModuleType("polygraphy"),
+        "polygraphy.backend": ModuleType("polygraphy.backend"),
+        "polygraphy.backend.trt": trt,
+        "polygraphy.backend.common": common,
+    }.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(tensorrt_engine, "length_ranges", lambda run_dir: RANGES)
+    predict = tensorrt_load(tmp_path / "model.engine", optimize.Job(tmp_path, "fp32", (1, 32)))
+    short, long = np.zeros((1, 16), np.int32), np.zeros((32, 16), np.int32)
+    short[0, :4], long[3, :11] = 9, 9
+    for batch in (short, long, short):
+        assert predict(batch).shape == (len(batch), 3)
+    assert fed == [((1, 8), np.int64), ((32, 16), np.int64), ((1, 8), np.int64)]
+    assert switched == [3, 0]  # 32 ids of up to 11 tokens: size 1 of 3, bucket 1 of 2; then 0
+
+
+def test_a_token_ids_engine_is_not_built_in_int8_and_tf_trt_not_on_strings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """int8 of an ids engine is refused in one sentence before anything is looked for; TF-TRT,
+    which converts serving_default, says it cannot take a signature of strings."""
+    ids_task = SimpleNamespace(length_ranges=lambda meta: RANGES, RAW_STRINGS=True)
+    monkeypatch.setattr(tensorrt_engine, "current", lambda: ids_task)
+    ok, reason = optimize.BACKEND_TABLE["tensorrt"].available("int8")
+    assert not ok and reason.startswith("int8 of a token-ids engine is not built")
+    assert_one_sentence(reason)
+    ok, reason = optimize.BACKEND_TABLE["tensorrt"].available("fp16")
+    assert not reason.startswith("int8")  # fp16 goes on to the packages and the GPU
+    monkeypatch.setattr(tf_trt, "current", lambda: ids_task)
+    ok, reason = optimize.BACKEND_TABLE["tf_trt"].available("fp32")
+    assert not ok and reason.startswith("TF-TRT would convert serving_default, which takes strings")
 
 
 @pytest.mark.parametrize(("precision", "tf32"), [("fp32", 0), ("fp16", 1), ("int8", 1)])

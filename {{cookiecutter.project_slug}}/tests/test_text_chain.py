@@ -139,6 +139,30 @@ def test_onnx_keeps_the_answers_and_tokenization_is_timed_apart(text_run) -> Non
     assert "savedmodel_raw" in names and optimize.preprocess_sentences(optimized)
 
 
+def test_ids_cut_to_their_length_bucket_give_the_same_answers(text_run) -> None:
+    """An engine runs each batch at its length bucket (optimize/lengths.py), which is only right
+    if the model masks its padding: the ONNX model answers each test text cut to its bucket as
+    it does the text padded to max_tokens."""
+    import onnxruntime
+
+    from {{ cookiecutter.package_name }}.optimize.lengths import cut, length_ranges
+
+    folder = text_run[0]
+    ranges = length_ranges(folder)
+    assert ranges == ((1, 8), (9, 16), (17, 32))  # the pipeline's buckets for max_tokens=32
+    ids, _ = tasks.current().model_examples(folder, "test", 48)
+    model = folder / "optimized" / "model_fp32.onnx"
+    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    padded = session.run(None, {name: ids})[0]
+    buckets = []
+    for row, answer in zip(ids, padded, strict=True):
+        short, bucket = cut(row[None], ranges)
+        buckets.append(bucket)
+        np.testing.assert_allclose(session.run(None, {name: short})[0][0], answer, atol=1e-5)
+    assert set(buckets) >= {0, 1}, buckets  # short and longer texts were both cut
+
+
 @pytest.mark.parametrize(
     ("change", "word"), [({"augment": "light"}, "augment"), ({"weights": "imagenet"}, "imagenet")]
 )

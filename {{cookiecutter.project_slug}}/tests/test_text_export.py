@@ -152,12 +152,20 @@ def test_rest_payload_sends_plain_strings():
     }
 {% if cookiecutter.include_tensorrt %}
 
-def test_tensorrt_says_why_it_builds_no_text_engine() -> None:
-    """No engine is attempted for text (it would need one profile per length bucket): the backend
-    is skipped with that sentence, before it looks for packages or a GPU."""
+def test_a_text_engine_is_built_per_length_bucket_and_not_in_int8() -> None:
+    """The engine runs the token ids with a profile per length bucket (the pipeline's buckets);
+    int8 is refused in one sentence before packages or a GPU are looked for, fp32 goes on to
+    them; TF-TRT, which would convert the string signature, says so."""
     from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import tensorrt_available
+    from {{ cookiecutter.package_name }}.optimize.tf_trt import tf_trt_available
+    from {{ cookiecutter.package_name }}.tasks.text.task import length_ranges
 
+    assert length_ranges({"max_tokens": 64}) == ((1, 8), (9, 16), (17, 32), (33, 64))
+    assert length_ranges({"max_tokens": 8}) == ((1, 8),)
+    available, reason = tensorrt_available("int8")
+    assert not available and reason.startswith("int8 of a token-ids engine is not built")
     available, reason = tensorrt_available("fp32")
-    assert not available
-    assert reason.startswith("a text engine needs one optimization profile per length bucket")
+    assert not available and reason.startswith(("the ", "no GPU"))  # a package, or the GPU
+    available, reason = tf_trt_available("fp32")
+    assert not available and "serving_default, which takes strings" in reason
 {%- endif %}

@@ -37,6 +37,7 @@ from .calibration import (
     quantize_int8,
 )
 from .judge import PRECISION_TOLERANCE
+from .lengths import cut, length_ranges
 
 ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
@@ -84,27 +85,32 @@ def onnx_load(path: Path, job: Job) -> Predict:
     TensorRT profile built for that batch (trt_profile_*_shapes: min 1, opt = max = the batch)
     and its own engine cache folder: ONNX Runtime's execution context stays on a session's first
     profile, and a profile built for batch 1 would time batch 256 on batch-1 kernels. A batch is
-    run by the session of the smallest size that holds it. Other providers: one session.
+    run by the session of the smallest size that holds it; token ids get a session per batch size
+    and length bucket too, and run cut to their bucket (lengths.py). Other providers: one session.
     predict.reason names the providers the session really runs on (session.get_providers()),
     and any asked for that did not load: ONNX Runtime falls back with a printed error only.
     """
     import onnxruntime
 
-    sizes = serving_sizes(job) if "TensorrtExecutionProvider" in onnx_providers() else (None,)
+    engine = "TensorrtExecutionProvider" in onnx_providers()
+    sizes = serving_sizes(job) if engine else (None,)
+    ranges = length_ranges(job.run_dir) if engine else None
     asked: list[str] = []
-    sessions: dict[int | None, Any] = {}
+    sessions: dict[tuple[int | None, int], Any] = {}
     for size in sizes:
-        providers = provider_options(job, path, batch=size)
-        asked = [item if isinstance(item, str) else item[0] for item in providers]
-        if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
-            import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ORT finds it)
-        sessions[size] = onnxruntime.InferenceSession(str(path), providers=providers)
+        for index, length in enumerate(ranges or (None,)):
+            providers = provider_options(job, path, batch=size, length=length)
+            asked = [item if isinstance(item, str) else item[0] for item in providers]
+            if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
+                import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ORT finds it)
+            sessions[size, index] = onnxruntime.InferenceSession(str(path), providers=providers)
     first = next(iter(sessions.values()))
     name = first.get_inputs()[0].name
 
     def predict(batch: np.ndarray) -> np.ndarray:
         size = next((s for s in sizes if s is None or s >= len(batch)), sizes[-1])
-        return sessions[size].run(None, {name: batch})[0]
+        batch, index = cut(batch, ranges) if ranges else (batch, 0)
+        return sessions[size, index].run(None, {name: batch})[0]
 
     running = first.get_providers()
     reason, tolerance = running_sentence(asked, running), tf32_tolerance(job.precision, running)
@@ -143,12 +149,11 @@ def running_sentence(asked: list[str], running: list[str]) -> str:
 
 def onnx_providers() -> list[str]:
     """ONNX Runtime's providers in order of preference, those this installation has. Its
-    TensorRT provider belongs to the TensorRT part: a project that declined it never asks, nor
-    does a task that builds no engine yet (TENSORRT_SKIP: its input's length varies too)."""
+    TensorRT provider belongs to the TensorRT part: a project that declined it never asks."""
     import onnxruntime
 
     present = set(onnxruntime.get_available_providers())
-    if not engine_part() or getattr(current(), "TENSORRT_SKIP", None):
+    if not engine_part():
         present.discard(ORT_PROVIDERS[0])
     return [provider for provider in ORT_PROVIDERS if provider in present]
 
@@ -159,14 +164,19 @@ def engine_part() -> bool:
 
 
 def provider_options(
-    job: Job, model: Path | None = None, *, batch: int | None = None
+    job: Job,
+    model: Path | None = None,
+    *,
+    batch: int | None = None,
+    length: tuple[int, int] | None = None,
 ) -> list[str | tuple[str, dict[str, object]]]:
     """Providers for a session on `model` (optimized/model_<precision>.onnx by default).
 
     TensorRT's is told the precision and caches its engines in a folder named by a hash of the
     ONNX file (ONNX Runtime keys its cache by file name, node names and versions, not by
     weights, so a retrained model under the same name would otherwise reuse the old engine),
-    and for `batch` a profile built for it, cached in a folder of its own. The folder is made
+    and for `batch` (and a `length` bucket of token ids) a profile built for it, cached in a
+    folder of its own. The folder is made
     here: the provider creates only the last folder of the path, and throws (falling back to
     CUDA) when its parent is missing. CUDA's is told to keep TF32 off for fp32, so that fp32
     computes in float32 like the SavedModel it is compared with.
@@ -182,8 +192,8 @@ def provider_options(
                 "trt_engine_cache_enable": True,
             }
             if batch is not None:
-                cache = cache / f"batch_{batch}"
-                options.update(profile_shapes(model, batch))
+                cache = cache / (f"batch_{batch}" + (f"_tokens_{length[1]}" if length else ""))
+                options.update(profile_shapes(model, batch, length))
             cache.mkdir(parents=True, exist_ok=True)
             options["trt_engine_cache_path"] = str(cache)
             chosen.append((provider, options))
@@ -194,21 +204,25 @@ def provider_options(
     return chosen
 
 
-def profile_shapes(model: Path, batch: int) -> dict[str, str]:
+def profile_shapes(
+    model: Path, batch: int, length: tuple[int, int] | None = None
+) -> dict[str, str]:
     """trt_profile_{min,opt,max}_shapes for the model's input: batches 1 to `batch`, built for
-    `batch` (the format is trtexec's, "name:1x32x32x3")."""
+    `batch`, and token ids of `length`'s fewest to most, built for the most (the format is
+    trtexec's, "name:1x32x32x3")."""
     import onnx
 
     graph_input = onnx.load(str(model), load_external_data=False).graph.input[0]
     dims = [str(dim.dim_value) for dim in graph_input.type.tensor_type.shape.dim[1:]]
 
-    def shape(size: int) -> str:
-        return f"{graph_input.name}:" + "x".join([str(size), *dims])
+    def shape(size: int, tokens: int | None = None) -> str:
+        return f"{graph_input.name}:" + "x".join([str(size), *([str(tokens)] if tokens else dims)])
 
+    fewest, most = length or (None, None)
     return {
-        "trt_profile_min_shapes": shape(1),
-        "trt_profile_opt_shapes": shape(batch),
-        "trt_profile_max_shapes": shape(batch),
+        "trt_profile_min_shapes": shape(1, fewest),
+        "trt_profile_opt_shapes": shape(batch, most),
+        "trt_profile_max_shapes": shape(batch, most),
     }
 
 
@@ -241,20 +255,4 @@ def float16_onnx(source: Path, target: Path) -> Path:
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     onnx.save(convert_float_to_float16(onnx.load(str(source)), keep_io_types=True), str(target))
-    return target
-
-
-def float_input_onnx(source: Path, target: Path) -> Path:
-    """source taking float32 images (values 0-255) instead of uint8, for TensorRT.
-
-    The export's first node casts the uint8 input to float32; with a float32 input that cast
-    becomes an identity, so the graph computes the same. TensorRT handles float inputs on every
-    version, uint8 ones only on some.
-    """
-    import onnx
-
-    model = onnx.load(str(source))
-    model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
-    onnx.checker.check_model(model)
-    onnx.save(model, str(target))
     return target

@@ -18,9 +18,11 @@ from .calibration import calibration_batches, calibration_images
 
 
 def tf_trt_available(precision: str) -> tuple[bool, str]:
-    skip = getattr(current(), "TENSORRT_SKIP", None)  # the converted signature takes raw input
-    if skip:
-        return False, skip
+    if getattr(current(), "RAW_STRINGS", False):  # TF-TRT converts serving_default
+        return False, (
+            "TF-TRT would convert serving_default, which takes strings and tokenizes them in the "
+            "graph, and TensorRT takes no string ops; the TensorRT engine runs the token ids."
+        )
     if not tf.sysconfig.get_build_info().get("is_tensorrt_build", False):
         return False, "this TensorFlow was built without TensorRT."
     if not gpu_visible():

@@ -27,12 +27,9 @@ NAME = "text_classification"
 NOUN = NOUNS["text"]
 RAW_INPUT = export.TEXT_INPUT  # serving_default takes a batch of strings
 MODEL_INPUT = export.IDS_INPUT
-# The engine would need one optimization profile per length bucket (batch and tokens vary), which
-# optimize/tensorrt_engine.py does not build yet (never tried on a GPU here): said, not attempted.
-TENSORRT_SKIP = (
-    "a text engine needs one optimization profile per length bucket, which this project does not "
-    "build yet; ONNX Runtime runs the token-ids model."
-)
+# serving_default takes strings and tokenizes them in the graph: a converter of that signature
+# meets string ops; converted models take MODEL_SIGNATURE's ids, one profile per length_ranges.
+RAW_STRINGS = True
 MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model, ONNX and TensorRT take
 INT8 = "dynamic"  # a Transformer's MatMuls: ranges per batch suit them better than calibration
 MODELS = tuple(models.BUILDERS)
@@ -71,6 +68,15 @@ def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
     """Every text of the split: a few thousand short rows of ids cost seconds, and "the same top
     class for every test example" is then a measured claim, not a sample's."""
     return max(default, int(meta["splits"][split]["count"]))
+
+
+def length_ranges(meta: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    """(fewest, most) tokens of each length bucket the pipeline pads to, shortest first: the
+    ranges an engine gets a profile for (optimize/lengths.py)."""
+    from .pipeline import bucket_boundaries
+
+    most = [boundary - 1 for boundary in bucket_boundaries(int(meta["max_tokens"]))]
+    return tuple(zip([1, *(n + 1 for n in most[:-1])], most, strict=True))
 
 
 def longest(meta: dict[str, Any]) -> int:

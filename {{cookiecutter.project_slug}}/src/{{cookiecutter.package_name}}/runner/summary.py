@@ -52,7 +52,11 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
     count = len(record.get("notebooks", []))
     timed = any(entry.get("seconds") is not None for entry in record.get("notebooks", []))
     spent = f"{seconds:.1f} s over " if timed else "no times recorded (run by hand) for "
-    lines.append(f"- **Total**: {spent}{count} notebook(s), status **{record['status']}**.")
+    status = f"status **{record['status']}**"
+    trained = read(run_dir, "train") if record["status"] == "ok" else None
+    if trained and (trained.get("chance") or {}).get("learned") is False:
+        status += ", but **the model stayed at chance** (see 03_train)"
+    lines.append(f"- **Total**: {spent}{count} notebook(s), {status}.")
     return lines
 
 
@@ -120,6 +124,12 @@ def _train(m: dict[str, Any]) -> str:
         if isinstance(test, float)
         else ""
     )
+    stuck = m.get("chance") or {}
+    if stuck.get("learned") is False:
+        held_out = (
+            f"**stayed at chance**: no better than answering the most common class "
+            f"({stuck['majority_share']:.4f} of validation); " + held_out
+        )
     return (
         f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} "
         f"epoch(s) ({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "

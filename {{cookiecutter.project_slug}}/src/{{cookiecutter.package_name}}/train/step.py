@@ -24,7 +24,7 @@ from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
 from ..tasks import current as task
 from ..writes import check_writable, write_metrics
-from . import auto, finetune, preempt, resume
+from . import auto, chance, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
@@ -135,6 +135,11 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         preempt.barrier(distribution)  # no worker exits while the chief writes
         interrupted = metrics["interrupted"]
         raise preempt.Interrupted(preempt.sentence(interrupted), interrupted["exit_status"])
+    metrics["chance"] = chance.verdict(
+        checked.meta, metrics.get("val_accuracy"), roc_auc=metrics.get("test_roc_auc")
+    )
+    if metrics["chance"]["sentence"]:
+        say(metrics["chance"]["sentence"])
     if loop.role.is_chief:
         weights = metrics["weights"]
         origins = {"weights": weights} if weights["source"] != "none" else None

@@ -143,9 +143,7 @@ def make_eval_step(
         # batch; on the CPU, TensorFlow's fused Conv2D+ReLU hands an empty input back unchanged
         # (its channels, not the filters'), and the next convolution fails. An empty batch adds
         # nothing to the sums, so it skips the model.
-        return tf.cond(
-            tf.size(labels) > 0, lambda: scored(images, labels), lambda: tf.zeros([3])
-        )
+        return tf.cond(tf.size(labels) > 0, lambda: scored(images, labels), lambda: tf.zeros([3]))
 
     @tf.function(reduce_retracing=True)
     def eval_step(batch) -> tf.Tensor:

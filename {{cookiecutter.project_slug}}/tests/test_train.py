@@ -559,6 +559,24 @@ def test_the_model_is_recorded_as_made_from_the_current_data(trained: tuple[Path
     assert metrics["restarted_because"] is None
 
 
+def test_a_training_that_fails_in_its_baseline_leaves_no_model_keras(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """model.keras is written last, once the test split and the baseline are measured: a run that
+    dies there (a table's baseline refused a column) left a model.keras with no training record,
+    which 04_export then exported and served (issue 45, the loss)."""
+    from {{ cookiecutter.package_name }}.train import evaluate
+
+    def refuse(loop: Any, say: Any) -> dict[str, Any]:
+        raise RuntimeError("the baseline died")
+
+    monkeypatch.setattr(evaluate, "test_split", refuse)
+    with pytest.raises(RuntimeError, match="the baseline died"):
+        train_here(run_dir, epochs=1, batch_size=64, width=8)
+    assert not (run_dir / "model.keras").exists()
+    assert not list(run_dir.glob(".model.keras*"))
+
+
 def test_checkpoints_made_on_replaced_data_are_set_aside_and_training_starts_over(
     run_dir: Path,
 ) -> None:

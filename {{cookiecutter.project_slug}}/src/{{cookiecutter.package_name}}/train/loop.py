@@ -160,11 +160,13 @@ class Loop:
                 say(waiting["input_verdict"])
             if watch.closing():
                 say(watch.closing())
-            model_path = self._save_model() if chief and not interrupted else None
+            model_path = self.folder / MODEL_FILE if chief and not interrupted else None
             metrics = report.metrics(
                 self, initial_epoch, history, timings, stopped, best, model_path, devices
             )
             tested = evaluate.test_split(self, say) if chief and interrupted is None else {}
+            if model_path is not None:  # last: a run that fails in its test split or baseline
+                self._save_model()  # leaves no model.keras without its record for 04 to export
             return {
                 **metrics,
                 **phases.summary(self),

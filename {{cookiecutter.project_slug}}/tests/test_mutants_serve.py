@@ -20,7 +20,7 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from {{ cookiecutter.package_name }} import serve
+from {{ cookiecutter.package_name }} import seam, serve
 from {{ cookiecutter.package_name }}.serve import config, protos
 
 resource = pytest.importorskip("resource", reason="RLIMIT_FSIZE is POSIX-only")
@@ -346,12 +346,25 @@ def test_batching_and_monitoring_read_back_as_numbers(tmp_path: Path) -> None:
         "max_enqueued_batches": 3,
         "num_batch_threads": 3,
         "allowed_batch_sizes": [],
+        "pad_variable_length_inputs": seam.folder() == "text",
     }
     path = tmp_path / "monitoring.config"
     config.write_config(path, config.monitoring_config(), "header")
     assert config.read_config(path) == {"path": "/monitoring/prometheus/metrics"}
     assert oct(path.stat().st_mode & 0o777) == "0o644"  # the serving container reads it
     assert path.read_text(encoding="utf-8").startswith("# header\n")
+
+
+@pytest.mark.parametrize("folder, pads", [("text", True), ("image", False), ("tabular", False)])
+def test_only_text_pads_its_variable_length_token_ids_when_batching(
+    monkeypatch: pytest.MonkeyPatch, folder: str, pads: bool
+) -> None:
+    """A text batch joins requests of several lengths: TF Serving pads them only when asked
+    (issue 42 §2.12); images and rows have one shape."""
+    monkeypatch.setattr(config.seam, "folder", lambda: folder)
+    params = config.batching_config(config.size_batching(None, cores=2))
+    assert params.pad_variable_length_inputs is pads
+    assert config.check_batching(params)["pad_variable_length_inputs"] is pads
 
 
 def test_batching_below_one_is_refused_naming_the_fields(tmp_path: Path) -> None:

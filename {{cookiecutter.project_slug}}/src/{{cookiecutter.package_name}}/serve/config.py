@@ -35,6 +35,7 @@ KNEE = 0.9
 PROVISIONAL_MAX_BATCH = 32
 PROVISIONAL_TIMEOUT_MICROS = 2000
 TIMEOUT_BOUNDS_MICROS = (100, 20_000)
+VARIABLE_LENGTH = {"text"}  # the task folders whose served inputs vary in length within a batch
 
 
 def models_config(model_name: str, served: list[int], labels: Mapping[str, int]) -> Any:
@@ -84,6 +85,9 @@ def batching_config(sizing: Mapping[str, Any]) -> Any:
         getattr(params, name).value = int(sizing[name])
     params.num_batch_threads.value = int(sizing["num_batch_threads"])
     params.allowed_batch_sizes.extend(int(size) for size in sizing["allowed_batch_sizes"])
+    # Text: the token-ids signature takes [batch, length], its length each request's own; TF
+    # Serving concatenates the requests of a batch, which fails on unequal lengths unless it pads.
+    params.pad_variable_length_inputs = seam.folder() in VARIABLE_LENGTH
     return params
 
 
@@ -105,6 +109,7 @@ def check_batching(params: Any) -> dict[str, Any]:
             f"batching.config's allowed_batch_sizes {allowed} must increase and end at "
             f"max_batch_size {numbers['max_batch_size']}."
         )
+    numbers["pad_variable_length_inputs"] = bool(params.pad_variable_length_inputs)
     return numbers
 
 

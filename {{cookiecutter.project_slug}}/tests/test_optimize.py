@@ -266,6 +266,16 @@ def test_run_writes_optimize_json_with_its_lineage(
     assert saved["calibration_examples"] == optimize.CALIBRATION_EXAMPLES
 
 
+@pytest.mark.parametrize("noun", ["texts", "rows"])
+def test_the_results_table_counts_the_tasks_own_examples_per_second(
+    metrics: dict[str, Any], monkeypatch: pytest.MonkeyPatch, noun: str
+) -> None:
+    """05's table said "img/s" for texts and rows (issue 42 §3.6): the column names the task's."""
+    monkeypatch.setattr(core.seam, "noun", lambda: noun)
+    head = optimize.results_table(metrics).splitlines()[0]
+    assert head.endswith(f"| {noun}/s @4 |") and "img" not in head
+
+
 def test_results_table_has_a_row_per_run_and_a_dash_for_what_was_not_measured(
     metrics: dict[str, Any],
 ) -> None:
@@ -273,7 +283,7 @@ def test_results_table_has_a_row_per_run_and_a_dash_for_what_was_not_measured(
     row says how many batch-1 calls its latency comes from, and no p99 from 5 calls."""
     lines = optimize.results_table(metrics).splitlines()
     head, rows = lines[0], lines[2:]
-    assert head.startswith("| run by | status | parity |") and head.endswith("| img/s @4 |")
+    assert head.startswith("| run by | status | parity |") and head.endswith("| images/s @4 |")
     assert len(rows) == 2 + len(metrics["backends"])
     assert rows[0].startswith("| model.predict (per-call overhead) | reference | - | - | - | - |")
     assert "| top-1 agreement | accuracy drop |" in head

@@ -8,7 +8,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import figures, lineage, parts, progress
+from .. import figures, lineage, parts, progress, seam
 from ..artifacts import run_folder
 from ..data.meta import read_meta
 from ..export.files import SIGNATURE, load_model, load_savedmodel
@@ -228,12 +228,12 @@ def skip_sentences(metrics: dict[str, Any]) -> list[str]:
 def results_table(metrics: dict[str, Any]) -> str:
     """A Markdown table: one row per baseline and per backend and precision, with parity, top-1
     agreement, validation accuracy lost against the SavedModel, batch-1 latency with the number
-    of calls it comes from (p99 only from 100 calls up), and images/s at each batch size above 1
-    ("-" where nothing was measured)."""
+    of calls it comes from (p99 only from 100 calls up), and the task's examples per second
+    (images/s, texts/s, rows/s) at each batch size above 1 ("-" where nothing was measured)."""
     sizes = [str(size) for size in metrics["batch_sizes"] if size > 1]
     head = ["run by", "status", "parity", "max abs diff", "top-1 agreement", "accuracy drop"]
     head += ["batch-1 p50 ms"]
-    head += ["batch-1 p99 ms", "batch-1 calls", *[f"img/s @{size}" for size in sizes]]
+    head += ["batch-1 p99 ms", "batch-1 calls", *[f"{seam.noun()}/s @{size}" for size in sizes]]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for line in [*metrics["baselines"], *metrics["backends"]]:
         label = line["name"] + (f" ({line['precision']})" if "precision" in line else "")

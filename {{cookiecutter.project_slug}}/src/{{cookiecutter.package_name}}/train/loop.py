@@ -122,6 +122,10 @@ class Loop:
             if latest is None:
                 checkpoints.start()
             say(report.describe_start(self, initial_epoch))
+            train_count = int(self.meta["splits"]["train"]["count"])
+            few = report.few_steps(train_count, self.global_batch, params.epochs, self.replicas)
+            if few and initial_epoch < params.epochs:
+                say(few)
             if resumed_step:
                 say(preempt.resume_sentence(self.partial, self.steps_per_epoch))
             say(phases.describe(self))

@@ -26,8 +26,8 @@ import pytest
 import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import tasks
-{%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.artifacts import StepError
+{%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.cli import main
 {%- endif %}
 from {{ cookiecutter.package_name }}.export import answer_rest, parse_rest_response
@@ -103,6 +103,56 @@ def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
     assert outputs["class_ids"] == direct["class_ids"].numpy().tolist()
     assert outputs["class_names"] == [CLASSES[i] for i in outputs["class_ids"]]
     assert "error" in answer_rest(signature, {"signature_name": "serving_default"})
+
+
+@pytest.mark.parametrize(
+    "texts, said",
+    [
+        (["lost card", 7, None], "texts[1] is 7, not a string"),
+        (["lost card", None], "texts[1] is None, not a string"),
+        ("lost card", "texts "),  # a str is no list of texts: "...send a list of strings..."
+    ],
+    ids=["a number", "a null", "one bare string"],
+)
+def test_a_text_that_is_not_a_string_is_refused_not_sent_as_its_repr(run_dir, texts, said):
+    """rest_payload(['lost card', 7, None]) sent '7' and 'None' and the model classified them
+    (issue 45): the body and the in-process call refuse in one sentence, naming the value."""
+    from {{ cookiecutter.package_name }}.tasks.text import export as text_export
+
+    for call in (
+        tasks.current().rest_payload,
+        text_export.rest_payload,
+        lambda t: text_export.predict_texts(run_dir / "export" / "1", t),
+    ):
+        with pytest.raises(StepError) as refused:
+            call(texts)
+        message = str(refused.value)
+        assert message.startswith(said) and "string" in message, message
+        assert "\n" not in message and message.endswith(".")
+
+
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ({"instances": ["lost card", 7]}, "instances[1] is 7, not a string"),
+        ({"instances": ["lost card", None]}, "instances[1] is None, not a string"),
+        ({"instances": [{"text": "lost card"}]}, "instances[0] is {'text': 'lost card'}, not a"),
+        ({"instances": "lost card"}, "instances must be a non-empty list, not str"),
+        ({"inputs": {"text": [1.5]}}, "inputs['text'][0] is 1.5, not a string"),
+    ],
+    ids=["number", "null", "object", "bare string", "columnar number"],
+)
+def test_the_rest_stand_in_answers_a_bad_text_body_with_an_error_as_tf_serving(
+    signature, body, said
+):
+    """answer_rest classified numbers and nulls as text, or raised NumPy's own ValueError on
+    objects: TF Serving answers {"error": ...}, and so does the stand-in, in one sentence."""
+    answer = answer_rest(signature, {"signature_name": "serving_default", **body})
+    assert set(answer) == {"error"}
+    assert answer["error"].startswith(said), answer["error"]
+    assert answer["error"].endswith(
+        "send a list of strings, one per text (rest_payload builds the body)."
+    )
 
 
 # ----------------------------------------------------------------------------- gpu-bench

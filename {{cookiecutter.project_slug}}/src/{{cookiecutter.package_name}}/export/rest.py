@@ -121,9 +121,11 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
     else:
         ((name, spec),) = specs.items()
         rows = payload["instances"] if row_form else columns[name]
-        given = {
-            name: tf.constant(np.asarray(rows, dtype=spec.dtype.as_numpy_dtype), dtype=spec.dtype)
-        }
+        try:
+            where = "instances" if row_form else f"inputs[{name!r}]"
+            given = {name: one_input(rows, spec, where)}
+        except StepError as error:  # TF Serving answers a bad body with {"error": ...} too
+            return {"error": str(error)}
     outputs = {}
     for name, value in signature(**given).items():
         array = value.numpy()
@@ -134,6 +136,34 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
         rows = zip(*outputs.values(), strict=True)
         return {"predictions": [dict(zip(outputs, row, strict=True)) for row in rows]}
     return {"outputs": outputs}
+
+
+def one_input(rows: Any, spec: tf.TensorSpec, where: str = "instances") -> tf.Tensor:
+    """A signature's single input from JSON (strings for text, nested integers for images), or
+    one sentence naming the first value its type cannot take (issue 45: numbers, nulls and
+    objects reached the model, or NumPy's own error)."""
+    strings = spec.dtype == tf.string
+    hint = "a list of strings, one per text" if strings else "the examples as nested lists"
+
+    def refuse(what: str) -> Any:
+        raise StepError(f"{what}: send {hint} (rest_payload builds the body).")
+
+    if not isinstance(rows, list) or not rows:
+        return refuse(f"{where} must be a non-empty list, not {type(rows).__name__}")
+    if strings:
+        odd = [(i, row) for i, row in enumerate(rows) if not isinstance(row, str)]
+        if odd:
+            index, value = odd[0]
+            return refuse(f"{where}[{index}] is {value!r}, not a string")
+        return tf.constant(rows, tf.string)
+    try:
+        array = np.asarray(rows, dtype=spec.dtype.as_numpy_dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        reason = str(error).splitlines()[0].rstrip(".")
+        return refuse(f"{where} cannot be read as {spec.dtype.name} ({reason})")
+    if not spec.shape.is_compatible_with(array.shape):
+        return refuse(f"{where} has the shape {list(array.shape)}, not {spec.shape.as_list()}")
+    return tf.constant(array, dtype=spec.dtype)
 
 
 def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.Tensor]:

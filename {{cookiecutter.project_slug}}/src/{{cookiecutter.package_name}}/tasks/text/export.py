@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from ...artifacts import StepError
 from ..outputs import serving_outputs
 from .vocab import load_vocabulary, token_ids
 
@@ -68,8 +69,26 @@ def export_text_model(
     return os.fspath(export_dir)
 
 
+def check_texts(texts: Any) -> list[str]:
+    """The texts as a list of str, or one sentence naming the first that is not one: a number or
+    None sent as a text would be classified as the string "7" or "None" (issue 45)."""
+    if isinstance(texts, str | bytes) or not isinstance(texts, Sequence | np.ndarray):
+        raise StepError(
+            f"texts must be a list of strings, not {type(texts).__name__}: wrap one text in a list."
+        )
+    items = texts.tolist() if isinstance(texts, np.ndarray) else list(texts)
+    for index, text in enumerate(items):
+        if not isinstance(text, str):
+            raise StepError(
+                f"texts[{index}] is {text!r}, not a string: send every text as a string (an empty "
+                "one is allowed); the model tokenizes it itself."
+            )
+    return items
+
+
 def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> dict[str, Any]:
     """Call a written SavedModel's serving_default with strings, as a client would."""
+    texts = check_texts(texts)
     loaded = tf.saved_model.load(os.fspath(export_dir))
     result = loaded.signatures[SIGNATURE](**{TEXT_INPUT: tf.constant(list(texts), tf.string)})
     return {
@@ -81,7 +100,7 @@ def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> d
 
 def rest_payload(texts: Sequence[str]) -> dict[str, Any]:
     """TF Serving's REST body for serving_default: the strings as they are, no ids, no base64."""
-    return {"signature_name": SIGNATURE, "instances": [str(text) for text in texts]}
+    return {"signature_name": SIGNATURE, "instances": check_texts(texts)}
 
 
 def ids_spec() -> tf.TensorSpec:

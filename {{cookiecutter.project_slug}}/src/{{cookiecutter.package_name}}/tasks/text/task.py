@@ -230,7 +230,7 @@ def rest_payload(raw: Any) -> dict[str, Any]:
             f"texts of dtype {texts.dtype} and shape {texts.shape} are not allowed: send a list "
             "of strings, the model tokenizes them itself."
         )
-    return export.rest_payload([str(text) for text in texts])
+    return export.rest_payload(export.check_texts(texts))
 
 
 def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Any) -> Any:

@@ -9,6 +9,13 @@ Lightning), which sits well below the rate that diverges.
 Smoothing: a bias-corrected exponential moving average. Its memory, 1/(1-beta) steps, is a tenth
 of the ramp by default (beta = 1 - 10/steps, between 0.5 and 0.98: 0.9 for 100 steps, fastai's
 0.98 from 500): 0.98 on a 100-step ramp lags the raw loss by a factor of about three in the rate.
+Even a tenth of the ramp lags: a moving average at step i averages the steps before it, so its
+steepest fall comes later on the ramp than the loss's own, and the suggestion sat 1.4 to 2.7 times
+above the true steepest rate of a known curve, and up to 3 times above it on digits (two replicas,
+52 steps: 0.0296, where epoch 1 then diverged to a loss of 4.4 and a validation accuracy of 0.1003,
+chance). So the moving average only watches for divergence while the ramp runs; the suggestion is
+read, once it has ended, from the loss smoothed forwards and then backwards (`centered`: the same
+average run both ways, which delays nothing), 0.85-0.9 times the true rate on the known curve.
 """
 
 from __future__ import annotations
@@ -60,6 +67,17 @@ def smooth(losses: Sequence[float], beta: float = 0.98) -> list[float]:
         average = beta * average + (1 - beta) * float(loss)
         smoothed.append(average / (1 - beta ** (i + 1)))
     return smoothed
+
+
+def centered(losses: Sequence[float], beta: float) -> list[float]:
+    """The losses smoothed forwards and then backwards with the same bias-corrected average:
+    smooth as much, delayed by nothing. Only the finite prefix is smoothed (NaN after it)."""
+    values = [float(loss) for loss in losses]
+    finite = next((i for i, value in enumerate(values) if not math.isfinite(value)), len(values))
+    if finite == 0:
+        return [math.nan] * len(values)
+    forward = smooth(values[:finite], beta)
+    return smooth(forward[::-1], beta)[::-1] + [math.nan] * (len(values) - finite)
 
 
 def suggest(
@@ -140,7 +158,7 @@ def range_test(
         if best > 0 and smoothed[-1] > diverge_factor * best:
             stopped = "diverged"
             break
-    suggestion, index, reason = suggest(rates, smoothed)
+    suggestion, index, reason = suggest(rates, centered(losses, beta))
     settings = {
         "min_lr": min_lr,
         "max_lr": max_lr,

@@ -154,6 +154,7 @@ TASK_FILES = {
         "tests/test_text_export.py",
         "tests/test_text_models.py",
         "tests/test_text_pipeline.py",
+        "tests/test_text_replicas.py",
         "tests/test_text_scores.py",
         "tests/test_text_serving.py",
         "tests/test_text_sources.py",

@@ -16,8 +16,6 @@ from test_text_chain import banking77_slice
 
 from {{ cookiecutter.package_name }}.tasks.text import data_step
 
-PACKAGE = "{{ cookiecutter.package_name }}"
-
 
 @pytest.fixture(scope="module")
 def text_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -38,9 +36,9 @@ def text_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 SCRIPT = """
 import json, sys
 from types import SimpleNamespace
-from {package}.data.meta import read_meta
-from {package}.find.probes import Trainer
-from {package}.train.devices import configure_devices, make_strategy
+from {{ cookiecutter.package_name }}.data.meta import read_meta
+from {{ cookiecutter.package_name }}.find.probes import Trainer
+from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
 from pathlib import Path
 
 configure_devices(logical_cpus=2)
@@ -50,7 +48,7 @@ params = SimpleNamespace(model=sys.argv[2], width=32, dropout=0.1, seed=42)
 trainer = Trainer(folder, read_meta(folder), params, strategy, 32, loss_scaling=False, jit=False)
 loss, _, count = (float(value) for value in trainer.run(40))
 replicas = strategy.num_replicas_in_sync
-print(json.dumps({{"replicas": replicas, "loss": loss / count, "count": count}}))
+print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count)))
 """
 
 
@@ -62,7 +60,7 @@ def test_two_replicas_whose_batches_differ_in_length_train(text_data: Path, mode
     environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(package=PACKAGE), str(text_data), model],
+        [sys.executable, "-c", SCRIPT, str(text_data), model],
         capture_output=True,
         text=True,
         timeout=300,

@@ -137,6 +137,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/text/data_step.py",
         "src/{pkg}/tasks/text/dataset.py",
         "src/{pkg}/tasks/text/export.py",
+        "src/{pkg}/tasks/text/files.py",
         "src/{pkg}/tasks/text/models.py",
         "src/{pkg}/tasks/text/pipeline.py",
         "src/{pkg}/tasks/text/plots.py",

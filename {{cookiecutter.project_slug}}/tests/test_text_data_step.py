@@ -266,6 +266,8 @@ BAD = [
     {"seed": -1},
     {"benchmark_seconds": 0.5},
     {"benchmark_seconds": "60"},
+    {"skip_unreadable": "yes"},
+    {"skip_unreadable": True},  # the params' CSV: one file, read whole or refused
 ]
 
 

@@ -8,6 +8,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
+from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.tasks.text import data_step, records
 from {{ cookiecutter.package_name }}.tasks.text.dataset import (
     make_dataset,
@@ -163,6 +165,30 @@ def test_batches_come_in_a_few_lengths_each_a_bucket_boundary(run):
     assert seen == meta["splits"]["train"]["count"]
 
 
+def test_the_batch_finders_memory_probes_train_at_the_longest_bucket(run, monkeypatch):
+    """On a GPU (stood in for here: the probe asks device_kind) every batch a batch-size probe
+    trains on is padded to max_tokens, the shape that needs the most memory; the pipeline's
+    first batches are the short buckets most texts fall in (8 and 16 tokens here)."""
+    run_dir, _, _ = run
+    seen: list[int] = []
+
+    def run_steps(trainer: probes.Trainer, steps: int) -> np.ndarray:
+        for _ in range(steps):
+            ids, labels = next(trainer.iterator)
+            seen.append(int(ids.shape[1]))
+        return np.array([1.0, 0.0, float(labels.shape[0] * steps)])
+
+    monkeypatch.setattr(probes, "device_kind", lambda: "gpu")
+    monkeypatch.setattr(probes.Trainer, "run", run_steps)
+    knobs = SimpleNamespace(model="bag_of_ngrams", width=16, dropout=0.1, seed=42)
+    strategy = tf.distribute.get_strategy()
+    probe = probes.batch_probe(
+        run_dir, meta_of(run_dir), knobs, strategy, loss_scaling=False, jit=False
+    )
+    assert probe(16).ok
+    assert seen == [32] * (1 + probes.PROBE_STEPS)
+
+
 def test_evaluation_batches_keep_the_splits_order_in_bucket_lengths(run):
     """Scores are matched to texts by position: the test split comes batch after batch in shard
     order (raw_examples' order), each batch padded to a bucket length, not reordered by length."""
@@ -240,6 +266,8 @@ BAD = [
     {"seed": -1},
     {"benchmark_seconds": 0.5},
     {"benchmark_seconds": "60"},
+    {"skip_unreadable": "yes"},
+    {"skip_unreadable": True},  # the params' CSV: one file, read whole or refused
 ]
 
 

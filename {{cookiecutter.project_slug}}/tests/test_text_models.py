@@ -130,6 +130,27 @@ def test_trains_under_mixed_bfloat16_with_xla_on_bucketed_batches(name):
     assert history.history["accuracy"][-1] > 0.9
 
 
+def test_the_transformer_in_fp16_onnx_answers_as_in_keras(tmp_path):
+    """Exported and converted as optimize does (tf2onnx, then ONNX Runtime's float16 converter):
+    every probability finite and near Keras's, on rows of several lengths. A slice bounded by
+    tf2onnx's +-1e9 clamp became +-inf in float16, and the position table came out empty."""
+    ort = pytest.importorskip("onnxruntime")
+    from {{ cookiecutter.package_name }}.optimize.onnx_backend import float16_onnx
+    from {{ cookiecutter.package_name }}.tasks.text.export import ids_spec
+
+    keras.utils.set_random_seed(0)
+    model = build_model("transformer", VOCAB, CLASSES, MAX_TOKENS, **SMALL["transformer"])
+    source = tmp_path / "model_fp32.onnx"
+    model.export(str(source), format="onnx", input_signature=[ids_spec()], verbose=False)
+    target = float16_onnx(source, tmp_path / "model_fp16.onnx")
+    session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    for length in (8, MAX_TOKENS):
+        batch = ids(ROWS, length)
+        (probabilities,) = session.run(None, {session.get_inputs()[0].name: batch})
+        assert np.isfinite(probabilities).all(), probabilities
+        np.testing.assert_allclose(probabilities, model.predict(batch, verbose=0), atol=1e-2)
+
+
 @pytest.mark.parametrize(
     "build",
     [

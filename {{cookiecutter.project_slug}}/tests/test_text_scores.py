@@ -10,6 +10,7 @@ from {{ cookiecutter.package_name }}.tasks.text.scores import (
     confident_mistakes,
     confused_pairs,
     macro_f1,
+    mistake_line,
     per_class_scores,
     text_scores,
 )
@@ -74,6 +75,16 @@ def test_confident_mistakes_are_the_surest_wrong_predictions_as_text():
         "predicted": "d",
         "confidence": pytest.approx(0.9),
     }
+
+
+def test_a_mistake_prints_as_plain_text_with_the_true_and_the_predicted_class():
+    """The texts come from the shards as a NumPy array (raw_examples): 03 prints the text, not
+    np.str_('...'), and both classes."""
+    labels = np.array([0, 1])
+    texts = np.array(["whats your exchange rate", "fine"], dtype=str)
+    (mistake,) = confident_mistakes(labels, one_hot_probs([2, 1], [0.93, 0.9]), CLASSES, texts)
+    assert all(type(value) is str for key, value in mistake.items() if key != "confidence")
+    assert mistake_line(mistake) == '93% sure it is c, labelled a: "whats your exchange rate"'
 
 
 def test_text_scores_bundle_is_json_ready():

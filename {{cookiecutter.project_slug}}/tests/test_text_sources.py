@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections import Counter
 from pathlib import Path
 
@@ -180,6 +181,63 @@ def test_folder_refuses_an_empty_file_and_a_single_example_class(tmp_path):
     (tmp_path / "a" / "1.txt").write_text("  \n")
     with pytest.raises(TextSourceError, match=r"a/1\.txt, line 1: the text is empty"):
         load_text_source("folder", tmp_path)
+
+
+def test_files_are_read_by_their_byte_order_mark(tmp_path):
+    """UTF-16 either way round, UTF-32 and UTF-8 with a mark, in a folder and as a CSV: the
+    same texts as plain UTF-8 gives, accents and CRLF included."""
+    encodings = ["utf-8", "utf-8-sig", "utf-16", "utf-16-be", "utf-32"]
+    for label in ("billing", "login"):
+        (tmp_path / label).mkdir()
+        for i, encoding in enumerate(encodings):
+            body = f"{label} café\r\nnumber {i}"
+            data = body.encode(encoding)
+            if encoding == "utf-16-be":  # Python writes the big-endian mark only when asked
+                data = codecs.BOM_UTF16_BE + data
+            (tmp_path / label / f"{i}.txt").write_bytes(data)
+    source = load_text_source("folder", tmp_path, val_fraction=0.2, test_fraction=0.2)
+    texts = sorted(t for split in source.splits.values() for t in split.texts)
+    assert texts == sorted(f"{label} café\nnumber {i}" for label in ("billing", "login")
+                           for i in range(5))  # fmt: skip
+    lines = "text,label\r\n" + "".join(f"{t} é,{label}\r\n" for t, label in ROWS)
+    csv = write_csv(tmp_path / "utf16.csv", lines.encode("utf-16"))
+    source = load_text_source("csv", csv, val_fraction=0.25, test_fraction=0.25)
+    assert sorted(t for split in source.splits.values() for t in split.texts) == sorted(
+        f"{t} é" for t, _ in ROWS
+    )
+
+
+def unreadable_folder(root: Path) -> Path:
+    """Two classes of 4 good texts each, and 5 files that are not text (0x80 on line 2)."""
+    for label in ("card", "fee"):
+        (root / label).mkdir()
+        for i in range(4):
+            (root / label / f"{i}.txt").write_text(f"{label} question {i}", encoding="utf-8")
+        for i in range(3 if label == "card" else 2):
+            (root / label / f"binary{i}.txt").write_bytes(b"fine\n\x80\x81 not text")
+    return root
+
+
+def test_a_folders_unreadable_files_are_refused_together_named_and_counted(tmp_path):
+    with pytest.raises(TextSourceError) as caught:
+        load_text_source("folder", unreadable_folder(tmp_path))
+    message = str(caught.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"5 files in {tmp_path} cannot be read as text: ")
+    assert "card/binary0.txt (line 2: the byte 0x80 is not UTF-8); card/binary1.txt" in message
+    assert "fee/binary0.txt" not in message and "and 2 more" in message
+    assert "skip_unreadable=True" in message
+
+
+def test_skip_unreadable_leaves_them_out_and_says_how_many(tmp_path):
+    source = load_text_source(
+        "folder", unreadable_folder(tmp_path), val_fraction=0.25, test_fraction=0.25,
+        skip_unreadable=True,
+    )  # fmt: skip
+    texts = [t for split in source.splits.values() for t in split.texts]
+    assert sorted(texts) == sorted(f"{c} question {i}" for c in ("card", "fee") for i in range(4))
+    assert source.notes[0].startswith("Skipped 5 files that cannot be read as text")
+    assert "card/binary0.txt (line 2: the byte 0x80 is not UTF-8)" in source.notes[0]
 
 
 def test_what_the_csv_module_cannot_parse_is_refused_with_its_line(tmp_path):

@@ -50,7 +50,8 @@ def make_train_steps(
     `augment` (augment.py) runs on each replica's batch before the model, outside XLA; it may
     return soft (mixed) labels. With those, or with `label_smoothing`, the loss is the categorical
     cross-entropy of one-hot targets, and accuracy counts the target's top class."""
-    agree = loss_scaling and strategy.num_replicas_in_sync > 1
+    replicas = strategy.num_replicas_in_sync
+    agree = loss_scaling and replicas > 1
     soft = bool(label_smoothing) or augment is not None
 
     def loss_of(targets: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
@@ -84,6 +85,8 @@ def make_train_steps(
         if augment is not None:
             images, labels = augment(images, labels)
         grads, totals = compute(images, labels)
+        if replicas > 1:  # see dense()
+            grads = dense(grads)
         if agree:
             grads = agree_on_overflow(optimizer, grads)
         optimizer.apply(grads, model.trainable_variables)
@@ -159,6 +162,18 @@ def sums(labels: tf.Tensor, probabilities: tf.Tensor, per_example: tf.Tensor) ->
     correct = tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
     count = tf.cast(tf.size(labels), tf.float32)
     return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), correct, count])
+
+
+def dense(grads: list[Any]) -> list[Any]:
+    """Each gradient as a dense tensor of its variable's shape.
+
+    An embedding's gradient is `IndexedSlices`: the rows of the batch's tokens. Across replicas
+    the optimizer all-gathers those rows, and when the replicas' batches differ in length (each
+    holds its own length bucket) the gathers differ in shape and the collective aborts ("Shape
+    mismatch ... CollectiveGatherV2"). Dense gradients are summed by an all-reduce of one shape."""
+    return [
+        tf.convert_to_tensor(grad) if isinstance(grad, tf.IndexedSlices) else grad for grad in grads
+    ]
 
 
 def agree_on_overflow(optimizer: Any, grads: list[Any]) -> list[Any]:

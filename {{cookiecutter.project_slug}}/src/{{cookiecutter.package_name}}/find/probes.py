@@ -1,8 +1,9 @@
 """The finders' measurements: real training steps of the run's model, precision and strategy.
 
 A batch-size probe builds the model and its optimizer inside the strategy's scope (under the dtype
-policy in force), feeds it the run's own training pipeline at that global batch, runs one step to
-trace and warm up, then times a few more. Out of device memory is an answer, not a failure: the
+policy in force), feeds it the run's own training pipeline at that global batch (on GPUs every
+batch padded to the longest input, where its length varies), runs one step to trace and warm up,
+then times a few more. Out of device memory is an answer, not a failure: the
 probe says so and the finder bisects. TensorFlow does not always call it ResourceExhaustedError:
 running out during the host-to-device copy is InternalError "Dst tensor is not initialized", and
 cuDNN or XLA autotuning that cannot allocate is UnknownError or InternalError (OOM_SIGNS); any
@@ -77,6 +78,7 @@ class Trainer:
         loss_scaling: bool,
         jit: bool,
         learning_rate: float = 1e-3,
+        longest: bool = False,
     ) -> None:
         keras.utils.set_random_seed(params.seed)
         with strategy.scope():
@@ -101,8 +103,10 @@ class Trainer:
             timed=False,
         )
 
+        pad = getattr(task(), "longest_batches", None) if longest else None
+
         def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            return task().make_dataset(
+            data = task().make_dataset(
                 folder,
                 "train",
                 batch,
@@ -111,6 +115,7 @@ class Trainer:
                 drop_remainder=True,
                 input_context=context,
             )
+            return pad(data, meta) if pad is not None else data
 
         self.iterator = iter(strategy.distribute_datasets_from_function(dataset))
 
@@ -150,6 +155,7 @@ def batch_probe(
     single = one_replica(strategy) if replicas > 1 and device_kind() == "gpu" else None
     probed, share = (single, replicas) if single is not None else (strategy, 1)
     note = f"one replica of {replicas} probed, its rate x {replicas}" if share > 1 else ""
+    memory = device_kind() == "gpu"  # probed at the longest shape; the CPU's throughput on the mix
 
     def probe(batch: int) -> Probe:
         started = time.perf_counter()
@@ -158,7 +164,14 @@ def batch_probe(
             for device in gpus:
                 tf.config.experimental.reset_memory_stats(device)
             trainer = Trainer(
-                folder, meta, params, probed, batch // share, loss_scaling=loss_scaling, jit=jit
+                folder,
+                meta,
+                params,
+                probed,
+                batch // share,
+                loss_scaling=loss_scaling,
+                jit=jit,
+                longest=memory,
             )
             trainer.run(1)  # traces the step function, fills the pipeline
             timed = time.perf_counter()

@@ -11,6 +11,8 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     data_step() here           module of step 1 (relative to the package): its Params, check, run
     model_state(meta)          what a checkpoint depends on beyond training values (image shape)
     make_dataset(...)          (model inputs, int32 labels) batches of a split; the image signature
+    longest_batches(data, meta)  optional: make_dataset's batches padded to the longest input
+                               length (the batch-size finder probes memory at that shape)
     raw_examples(...)          the first examples of a split as the export's serving_default takes
                                them (uint8 pixels, strings; a table's rows as a structured array,
                                one field per column: tasks.outputs.feed passes them), with labels

@@ -48,6 +48,9 @@ class Params:
     benchmark_seconds: float = param(
         60.0, "seconds the pipeline benchmark takes, shared by both pipelines it times (1-3600)"
     )
+    skip_unreadable: bool = param(
+        False, "a folder: leave out .txt files that cannot be read as text, counted in a note"
+    )
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -59,6 +62,15 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
         value = getattr(params, name)
         if not isinstance(value, str) or not value.strip():
             raise DataError(f"{name}={value!r} is not allowed: name a column of the CSV.")
+    if not isinstance(params.skip_unreadable, bool):
+        raise DataError(
+            f"skip_unreadable={params.skip_unreadable!r} is not allowed: use true or false."
+        )
+    if params.skip_unreadable and params.dataset != "folder":
+        raise DataError(
+            f"skip_unreadable=True is for dataset='folder', not {params.dataset!r}: a CSV is one "
+            "file, refused or read whole, so leave skip_unreadable false."
+        )
     if params.dataset == "csv" and params.text_column == params.label_column:
         raise DataError(
             f"text_column and label_column are both {params.text_column!r}: name two columns."
@@ -106,6 +118,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         test_fraction=params.test_fraction,
         shards=params.shards,
         seed=params.seed,
+        skip_unreadable=params.skip_unreadable,
     )
     if verbose:
         print(describe_meta(meta))

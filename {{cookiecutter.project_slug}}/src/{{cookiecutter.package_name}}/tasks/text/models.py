@@ -128,8 +128,11 @@ class PositionEmbedding(layers.Layer):
         )
 
     def call(self, x: Any) -> Any:
-        length = ops.shape(x)[1]
-        return x + ops.cast(self.table[None, :length, :], x.dtype)
+        # A slice with a begin and a size, no open end: tf2onnx writes an open end as a +-1e9
+        # clamp, which ONNX Runtime's float16 converter turns into inf (an empty table in fp16).
+        length, width = ops.shape(x)[1], self.table.shape[-1]
+        rows = ops.slice(self.table, [0, 0], [length, width])
+        return x + ops.cast(rows[None], x.dtype)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "max_tokens": self.max_tokens}

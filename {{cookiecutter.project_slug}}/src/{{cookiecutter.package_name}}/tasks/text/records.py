@@ -51,6 +51,7 @@ def prepare(
     test_fraction: float = 0.1,
     shards: int = 4,
     seed: int = 42,
+    skip_unreadable: bool = False,
 ) -> dict[str, Any]:
     """Load and split the source, then write run_dir/data/ (or reuse it); return its meta.
 
@@ -80,10 +81,13 @@ def prepare(
             test_fraction=test_fraction,
             seed=seed,
             max_tokens=max_tokens,
+            skip_unreadable=skip_unreadable,
         )
         request.update(val_fraction=float(val_fraction), seed=int(seed))
         if dataset == "csv":
             request.update(text_column=text_column, label_column=label_column)
+        if dataset == "folder":
+            request["skip_unreadable"] = bool(skip_unreadable)
         if dataset != "banking77":  # BANKING77 keeps its own test split
             request["test_fraction"] = float(test_fraction)
     request["fingerprint"] = source.fingerprint

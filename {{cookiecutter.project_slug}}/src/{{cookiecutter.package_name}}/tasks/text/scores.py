@@ -113,10 +113,19 @@ def confident_mistakes(
     wrong = wrong[np.argsort(-confidence[wrong], kind="stable")][:top]
     return [
         {
-            "text": texts[i],
-            "true": classes[labels[i]],
-            "predicted": classes[predictions[i]],
+            "text": str(texts[i]),  # plain str: a NumPy string prints as np.str_('...')
+            "true": str(classes[labels[i]]),
+            "predicted": str(classes[predictions[i]]),
             "confidence": float(confidence[i]),
         }
         for i in wrong
     ]
+
+
+def mistake_line(mistake: dict[str, Any]) -> str:
+    """One confident mistake as 03 prints it: how sure, the predicted and the true class, the
+    text in quotes."""
+    return (
+        f"{mistake['confidence']:.0%} sure it is {mistake['predicted']}, labelled "
+        f'{mistake["true"]}: "{mistake["text"]}"'
+    )

@@ -3,9 +3,10 @@
 Every source ends as one `TextSource`: class names and, per split, the texts with their label ids.
 Every check runs while reading, before anything is written, and refuses bad input with one sentence
 that names the file and line (`TextSourceError`, a `DataError`): an empty text, bytes that are not
-UTF-8, a missing column, a label with a single example. What can be handled is handled: a UTF-8
-byte-order mark is dropped, CRLF and CR become LF, and the csv module reads quoted commas and
-newlines. Texts longer than `max_tokens` are kept (the pipeline truncates them) and counted.
+UTF-8, a missing column, a label with a single example. What can be handled is handled: a file
+with a byte-order mark is read in its encoding (files.py), CRLF and CR become LF, and the csv
+module reads quoted commas and newlines. Texts longer than `max_tokens` are kept (the pipeline
+truncates them) and counted.
 """
 
 from __future__ import annotations
@@ -24,17 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ...data.base import DataError
 from ...data.split import check_test_fraction, split_indices
+from .files import TextSourceError, decode, read_folder_rows
 from .vocab import count_long
+
+__all__ = ["TextSourceError", "load_text_source"]
 
 SOURCES = ("banking77", "csv", "folder")
 BANKING77 = resources.files(__package__) / "banking77"
-BOM = "\ufeff"
-
-
-class TextSourceError(DataError):
-    """Bad text input: one sentence naming the file and line, and what to do about it."""
 
 
 @dataclass
@@ -67,12 +65,14 @@ def load_text_source(
     test_fraction: float = 0.1,
     seed: int = 42,
     max_tokens: int = 64,
+    skip_unreadable: bool = False,
 ) -> TextSource:
     """Read a source and split it: stratified and seeded, so a rerun gives the same examples.
 
     BANKING77 keeps its published test split (results compare with published ones) and takes
     validation from train; a CSV or folder has no test split of its own, so `test_fraction` of
-    each class is held out.
+    each class is held out. A folder's files that cannot be read as text are refused together,
+    or left out with a note under `skip_unreadable` (files.py).
     """
     if source not in SOURCES:
         raise TextSourceError(f"source={source!r} is not a text source: use one of {SOURCES}.")
@@ -81,6 +81,7 @@ def load_text_source(
             f"max_tokens={max_tokens!r} is not allowed: use a whole number of tokens, e.g. 64."
         )
     check_test_fraction(test_fraction if source != "banking77" else 0.0, val_fraction)
+    skipped: list[str] = []  # notes of a folder's unreadable files left out
     if source == "banking77":
         classes, texts, labels, test, digest = _banking77()
         test_fraction = 0.0
@@ -94,7 +95,7 @@ def load_text_source(
             data = path.read_bytes()
             rows = read_csv_rows(data, str(path), text_column, label_column)
         else:
-            rows, data = read_folder_rows(path)
+            rows, data, skipped = read_folder_rows(path, skip_unreadable)
         digest = hashlib.sha256(data)
         _refuse_single_examples(*rows)
         classes = sorted(set(rows[1]))
@@ -105,7 +106,7 @@ def load_text_source(
         order = np.random.default_rng(seed).permutation(len(test.labels))  # by class, and the
         splits["test"] = _take(test.texts, test.labels, order)  # first N texts must mix them
     truncated = {name: count_long(split.texts, max_tokens) for name, split in splits.items()}
-    notes = []
+    notes = list(skipped)
     if sum(truncated.values()):
         total = sum(len(split.texts) for split in splits.values())
         notes.append(
@@ -119,7 +120,7 @@ def read_csv_rows(
     data: bytes, name: str, text_column: str, label_column: str
 ) -> tuple[list[str], list[str], list[str]]:
     """(texts, labels, "file, line N" of each row) of a CSV's bytes, every row checked."""
-    text = _decode(data, name)
+    text = decode(data, name)
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None:
@@ -153,32 +154,6 @@ def read_csv_rows(
     return texts, labels, places
 
 
-def read_folder_rows(root: Path) -> tuple[tuple[list[str], list[str], list[str]], bytes]:
-    """(texts, labels, files) of a folder with one sub-folder per class and one .txt per example,
-    and the bytes of every file and name read, for the fingerprint."""
-    if not root.is_dir():
-        raise TextSourceError(f"{root} is not a folder: give path=<one sub-folder per class>.")
-    texts: list[str] = []
-    labels: list[str] = []
-    places: list[str] = []
-    seen = io.BytesIO()
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        for file in sorted(folder.glob("*.txt")):
-            data = file.read_bytes()
-            seen.write(f"{file.relative_to(root)}\n".encode() + data)
-            text = _decode(data, str(file)).strip()
-            if not text:
-                raise TextSourceError(f"{file}, line 1: the text is empty, so write or remove it.")
-            texts.append(text)
-            labels.append(folder.name)
-            places.append(str(file))
-    if not texts:
-        raise TextSourceError(
-            f"{root} holds no .txt files in sub-folders: put each class's texts in its own folder."
-        )
-    return (texts, labels, places), seen.getvalue()
-
-
 def _rows(reader: Any, name: str) -> Iterator[list[str]]:
     """The csv reader's rows; what it cannot parse (a field over its size limit) named by line."""
     while True:
@@ -205,19 +180,6 @@ def _banking77() -> tuple[list[str], list[str], np.ndarray, Examples, Any]:
         parts[split] = read_csv_rows(data, f"banking77/{split}.csv", "text", "category")
     texts, labels = _ids(*parts["train"], classes)
     return classes, texts, labels, Examples(*_ids(*parts["test"], classes)), digest
-
-
-def _decode(data: bytes, name: str) -> str:
-    """Strict UTF-8, a leading byte-order mark dropped, every line ending made LF."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise TextSourceError(
-            f"{name}, line {line}: the byte {data[error.start]:#04x} is not UTF-8, so save the "
-            "file as UTF-8."
-        ) from None
-    return text.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _refuse_single_examples(texts: list[str], labels: list[str], places: list[str]) -> None:

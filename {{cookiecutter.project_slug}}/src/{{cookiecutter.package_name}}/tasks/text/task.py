@@ -19,9 +19,9 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from . import export, models
-from .dataset import make_dataset, model_examples, raw_examples
+from .dataset import longest_batches, make_dataset, model_examples, raw_examples
 
-__all__ = ["make_dataset", "model_examples", "raw_examples"]
+__all__ = ["longest_batches", "make_dataset", "model_examples", "raw_examples"]
 
 NAME = "text_classification"
 NOUN = NOUNS["text"]

@@ -1,0 +1,72 @@
+"""Text on two replicas: MirroredStrategy over two logical CPUs, in a fresh process (logical
+devices must be set before TensorFlow starts). Each replica reads its own length bucket, so the
+replicas' batches differ in length; the embedding's gradient rows must still meet in one
+all-reduce (replica.dense), where an all-gather of rows aborted on the shapes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_text_chain import banking77_slice
+
+from {{ cookiecutter.package_name }}.tasks.text import data_step
+
+
+@pytest.fixture(scope="module")
+def text_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder holding data/ of the BANKING77 slice, texts cut to 32 tokens."""
+    folder = tmp_path_factory.mktemp("text-replicas") / "run"
+    source = banking77_slice(folder.parent / "slice.csv")
+    data_step.run(
+        folder,
+        data_step.Params(dataset="csv", data_dir=str(source), max_tokens=32, benchmark_seconds=1),
+        verbose=False,
+    )
+    return folder
+
+
+# Two replicas train 40 steps of 16 texts each (two and a half epochs of the slice) with the
+# finders' Trainer: the training step function (replica.make_train_steps) fed by the training
+# pipeline, without the train step's baseline and test scores, so the test takes seconds.
+SCRIPT = """
+import json, sys
+from types import SimpleNamespace
+from {{ cookiecutter.package_name }}.data.meta import read_meta
+from {{ cookiecutter.package_name }}.find.probes import Trainer
+from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
+from pathlib import Path
+
+configure_devices(logical_cpus=2)
+strategy = make_strategy("mirrored", logical_cpus=2)
+folder = Path(sys.argv[1])
+params = SimpleNamespace(model=sys.argv[2], width=32, dropout=0.1, seed=42)
+trainer = Trainer(folder, read_meta(folder), params, strategy, 32, loss_scaling=False, jit=False)
+loss, _, count = (float(value) for value in trainer.run(40))
+replicas = strategy.num_replicas_in_sync
+print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count)))
+"""
+
+
+@pytest.mark.parametrize(
+    "model", ["bag_of_ngrams", pytest.param("transformer", marks=pytest.mark.slow)]
+)
+def test_two_replicas_whose_batches_differ_in_length_train(text_data: Path, model: str) -> None:
+    """40 steps of 2 replicas x 16 texts end, every text counted, the mean loss a number."""
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(text_data), model],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["replicas"] == 2 and result["count"] == 40 * 32
+    assert 0 < result["loss"] < 100

@@ -36,10 +36,13 @@ class ModelError(StepError):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Columns(layers.Layer):
-    """The numeric columns as they are, and the index columns offset into one shared table."""
+    """The numeric columns as they are, and the index columns offset into one shared table.
+
+    Not autocast: under a mixed policy Keras would cast the float32 matrix to float16/bfloat16
+    before the int cast, and indices above 2,048 / 256 would round into their neighbours."""
 
     def __init__(self, numeric: int, sizes: list[int], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**{**kwargs, "autocast": False})
         self.numeric, self.sizes = int(numeric), [int(size) for size in sizes]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype("int32")
 
@@ -61,7 +64,12 @@ class Columns(layers.Layer):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Cross(layers.Layer):
-    """One DCN-v2 cross layer: x0 * (W x + b) + x, W full rank [d, d]."""
+    """One DCN-v2 cross layer: x0 * (W x + b) + x, W full rank [d, d], always in float32: the
+    product of two standardized values squares a heavy tail (z = 300 gives 90,000 after one
+    layer), past float16's 65,504, so under mixed_float16 the crosses would be inf/NaN at once."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "dtype": "float32"})
 
     def build(self, input_shape: Any) -> None:
         width = int(input_shape[0][-1])
@@ -140,8 +148,9 @@ def build_dcn_v2(
     crossed = x0
     for index in range(crosses):
         crossed = Cross(name=f"cross_{index}")([x0, crossed])
-    joined = layers.Concatenate(name="joined")([crossed, _mlp(x0, width, dropout)])
-    logits = layers.Dense(num_classes, name="logits")(joined)
+    # The crosses stay float32 up to the logits (a float16 join would overflow where they do).
+    joined = layers.Concatenate(name="joined", dtype="float32")([crossed, _mlp(x0, width, dropout)])
+    logits = layers.Dense(num_classes, name="logits", dtype="float32")(joined)
     probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
     return keras.Model(features, probabilities, name="dcn_v2")
 

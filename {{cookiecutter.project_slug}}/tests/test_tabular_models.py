@@ -72,6 +72,20 @@ def test_a_table_of_numbers_only_builds_without_embeddings():
         assert model.predict(np.zeros((2, 3), np.float32), verbose=0).shape == (2, 2)
 
 
+@pytest.mark.parametrize("name", BOTH)
+def test_a_table_of_categories_only_trains_with_no_layer_over_zero_numbers(name):
+    slots = [{"name": c, "kind": "categorical", "size": 6} for c in "ab"]
+    model = models.build_model(name, slots, 3)
+    # A Dense over the zero numeric columns aborts the process in oneDNN (CPU) at the first call.
+    dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+    widths = {layer.name: layer.kernel.shape[0] for layer in dense}
+    assert all(widths.values()), widths
+    model.compile("adam", "sparse_categorical_crossentropy")
+    rows = np.array([[1, 2], [3, 0], [5, 4], [0, 1]], np.float32)
+    model.fit(rows, np.array([0, 1, 2, 1]), epochs=1, verbose=0)
+    assert model.predict(rows, verbose=0).shape == (4, 3)
+
+
 @pytest.mark.parametrize(
     ("knobs", "sentence"),
     [

@@ -95,7 +95,11 @@ def _inputs(slots: list[dict[str, Any]], embed: int) -> tuple[Any, Any, Any, lis
 
 
 def _joined(numbers: Any, flat: Any, name: str) -> Any:
-    return numbers if flat is None else layers.Concatenate(name=name)([numbers, flat])
+    """[numbers, embeddings], or whichever of them the table has (categories only: no numbers,
+    and a Dense over zero columns aborts oneDNN on the CPU)."""
+    if flat is None:
+        return numbers
+    return flat if not numbers.shape[-1] else layers.Concatenate(name=name)([numbers, flat])
 
 
 def _mlp(x: Any, width: int, dropout: float, depth: int = 2) -> Any:
@@ -118,15 +122,17 @@ def build_wide_deep(
     numbers and the categorical embeddings; their logits summed, softmax in float32."""
     _check_eights(width=width, embed=embed)
     features, numbers, (ids, flat), sizes = _inputs(slots, embed)
-    wide = layers.Dense(num_classes, name="wide_numbers")(numbers)
-    if sizes:  # one weight per categorical and crossed value and class, summed
+    wide = []  # a linear model of the numbers (when there are any) ...
+    if numbers.shape[-1]:
+        wide.append(layers.Dense(num_classes, name="wide_numbers")(numbers))
+    if sizes:  # ... and one weight per categorical and crossed value and class, summed
         weights = layers.Embedding(sum(sizes), num_classes, name="wide")(ids)
-        wide = layers.Add(name="wide_logits")([wide, ops.sum(weights, axis=1)])
+        wide.append(ops.sum(weights, axis=1))
     deep = _joined(numbers, flat, "deep_input")
     # The deep side's last Dense is the head (`logits`, as every builder names it): what the frozen
     # phase of a fine-tuning trains alone (train/finetune.py), and what a new task replaces.
     deep = layers.Dense(num_classes, name="logits")(_mlp(deep, width, dropout))
-    logits = layers.Add(name="wide_plus_deep")([wide, deep])
+    logits = layers.Add(name="wide_plus_deep")([*wide, deep])
     probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
     return keras.Model(features, probabilities, name="wide_deep")
 

@@ -113,7 +113,9 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
         wanted = sorted(specs)[0]
         return {"error": f"The request has no inputs[{wanted!r}] nor instances: use rest_payload."}
     row_form = not set(specs) <= set(columns)
-    if len(specs) > 1:  # named columns: rows are JSON objects, one value per column
+    instances = payload["instances"] if row_form else None
+    objects = isinstance(instances, list) and bool(instances) and isinstance(instances[0], dict)
+    if len(specs) > 1 or objects:  # named columns (a table of one too): rows are JSON objects
         try:
             given = columns_of(payload["instances"] if row_form else _rows(columns), specs)
         except StepError as error:

@@ -11,7 +11,7 @@ import pytest
 
 from {{ cookiecutter.package_name }} import export, optimize, tasks, train
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
-from {{ cookiecutter.package_name }}.tasks.tabular import data_plots, data_step, scores
+from {{ cookiecutter.package_name }}.tasks.tabular import data_plots, data_step, plots, scores
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema
 
 ROWS = 300
@@ -71,6 +71,17 @@ def test_03s_lines_for_three_classes_leave_out_what_is_not_measured():
     ]
 
 
+def test_03s_figure_for_three_classes_is_each_classs_roc_curve(tmp_path):
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1, 2], 20)
+    probabilities = np.eye(3)[labels] * 0.5 + rng.dirichlet([1, 1, 1], 60) * 0.5
+    curves = scores.class_curves(labels, probabilities, ["Adelie", "Gentoo", "Chinstrap"])
+    assert list(curves["roc_per_class"]) == ["Adelie", "Gentoo", "Chinstrap"]
+    metrics = {"test_curves": curves, "test_roc_auc": 0.9}
+    drawn = plots.plot_scores(tmp_path, metrics, tmp_path / "train_scores.png")
+    assert drawn is not None and drawn.stat().st_size > 10_000
+
+
 def test_a_rare_positive_class_says_what_answering_no_to_every_row_scores():
     labels = np.array([1] * 2 + [0] * 58)
     said = scores.majority(labels, [900, 30], ["No", "Yes"])
@@ -119,6 +130,7 @@ def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
     )
     assert isinstance(trained["test_accuracy"], float) and trained["test_roc_auc"] > 0.7
     assert scores.test_lines(trained)[0].startswith("  roc_auc ")
+    assert "figures/train_scores.png" in trained["figures"]
     exported = export.run(folder, export.Params(version=1), verbose=False)
     assert exported["parity_ok"], exported
     loaded = __import__("tensorflow").saved_model.load(str(folder / "export" / "1"))

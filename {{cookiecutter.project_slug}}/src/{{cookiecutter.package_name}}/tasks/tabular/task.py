@@ -200,13 +200,14 @@ def test_extras(
     """ROC AUC and PR AUC, accuracy at 0.5 and at the threshold chosen on validation, the Brier
     score and the curves of the figure (binary); the ranking scores alone for more classes; and
     what answering the training split's majority class to every row scores, for any number."""
-    from .scores import binary_report, majority, ranking_scores
+    from .scores import binary_report, class_curves, majority, ranking_scores
 
     counts = read_tabular_meta(run_dir)["splits"]["train"]["per_class"]
     said = majority(labels, counts, classes)
     if probabilities.shape[1] != 2:
         ranking = ranking_scores(labels, probabilities)
-        return {**{f"test_{k}": v for k, v in ranking.items()}, **said}
+        curves = {"test_curves": class_curves(labels, probabilities, classes)}
+        return {**{f"test_{k}": v for k, v in ranking.items()}, **curves, **said}
     validation = predict("validation") if predict is not None else None
     return {**binary_report((labels, probabilities), validation), **said}
 

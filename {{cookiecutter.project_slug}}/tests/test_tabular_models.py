@@ -72,6 +72,20 @@ def test_a_table_of_numbers_only_builds_without_embeddings():
         assert model.predict(np.zeros((2, 3), np.float32), verbose=0).shape == (2, 2)
 
 
+@pytest.mark.parametrize("name", BOTH)
+def test_a_table_of_categories_only_trains_with_no_layer_over_zero_numbers(name):
+    slots = [{"name": c, "kind": "categorical", "size": 6} for c in "ab"]
+    model = models.build_model(name, slots, 3)
+    # A Dense over the zero numeric columns aborts the process in oneDNN (CPU) at the first call.
+    dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+    widths = {layer.name: layer.kernel.shape[0] for layer in dense}
+    assert all(widths.values()), widths
+    model.compile("adam", "sparse_categorical_crossentropy")
+    rows = np.array([[1, 2], [3, 0], [5, 4], [0, 1]], np.float32)
+    model.fit(rows, np.array([0, 1, 2, 1]), epochs=1, verbose=0)
+    assert model.predict(rows, verbose=0).shape == (4, 3)
+
+
 @pytest.mark.parametrize(
     ("knobs", "sentence"),
     [
@@ -118,3 +132,33 @@ def test_the_head_is_a_dense_logits_layer_that_a_frozen_phase_trains(run, name):
     finetune.set_phase(model, finetune.FROZEN, "all")
     trainable = {w.path.split("/")[0] for w in model.trainable_weights}
     assert trainable == {"logits"}, trainable
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_category_indices_stay_exact_under_mixed_precision(policy):
+    # bfloat16 holds whole numbers exactly up to 256, float16 up to 2,048: 3001 would come out
+    # 3008 / 3000 had Keras autocast the matrix before the int cast.
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        layer = models.Columns(1, [4000, 8])
+        _, ids = layer(np.array([[0.5, 3001.0, 7.0]], np.float32))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert np.asarray(ids).tolist() == [[3001, 4007]]
+
+
+def test_heavy_tailed_columns_give_finite_probabilities_under_float16():
+    # z = 300 (a standardized outlier of a heavy-tailed column): squared by the cross layers,
+    # past float16's 65,504 unless they compute in float32.
+    keras.utils.set_random_seed(0)
+    slots = [{"name": f"x{i}", "kind": "numeric", "size": None} for i in range(8)]
+    slots.append({"name": "c", "kind": "categorical", "size": 5})
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = models.build_model("dcn_v2", slots, 2)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    rows = np.zeros((4, 9), np.float32)
+    rows[:, :8] = [[300.0], [-300.0], [150.0], [1.0]]
+    probabilities = model.predict(rows, verbose=0)
+    assert np.isfinite(probabilities).all(), probabilities

@@ -113,7 +113,9 @@ def answer_rest(signature: Callable[..., dict[str, tf.Tensor]], payload: dict[st
         wanted = sorted(specs)[0]
         return {"error": f"The request has no inputs[{wanted!r}] nor instances: use rest_payload."}
     row_form = not set(specs) <= set(columns)
-    if len(specs) > 1:  # named columns: rows are JSON objects, one value per column
+    instances = payload["instances"] if row_form else None
+    objects = isinstance(instances, list) and bool(instances) and isinstance(instances[0], dict)
+    if len(specs) > 1 or objects:  # named columns (a table of one too): rows are JSON objects
         try:
             given = columns_of(payload["instances"] if row_form else _rows(columns), specs)
         except StepError as error:
@@ -167,9 +169,9 @@ def one_input(rows: Any, spec: tf.TensorSpec, where: str = "instances") -> tf.Te
 
 
 def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.Tensor]:
-    """JSON rows with named columns as a signature's inputs (null: NaN for a number, "" for a
-    string), refused in one sentence when a row misses a column, brings an unknown one, or holds
-    a value its column's type cannot take."""
+    """JSON rows with named columns as a signature's inputs (a missing number is NaN, a null
+    string ""), refused in one sentence when a row misses a column, brings an unknown one, or holds
+    a value its column's type cannot take, null for a number among them, as TF Serving does."""
     if not isinstance(instances, list) or not instances:
         return _refuse("instances must be a non-empty list of rows")
     for index, row in enumerate(instances):
@@ -188,13 +190,15 @@ def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.
         if spec.dtype == tf.string:
             columns[name] = tf.constant(["" if v is None else str(v) for v in values], tf.string)
             continue
-        odd = [(i, v) for i, v in enumerate(values) if v is not None and not _number(v)]
+        odd = [(i, v) for i, v in enumerate(values) if not _number(v)]
         if odd:
             index, value = odd[0]
+            said = "null" if value is None else repr(value)
             return _refuse(
-                f"instances[{index}][{name!r}] is {value!r}, not a number (null where missing)"
+                f"instances[{index}][{name!r}] is {said}, not a number (NaN where missing: TF "
+                "Serving refuses null for a number)"
             )
-        numbers = [float("nan") if v is None else float(v) for v in values]
+        numbers = [float(v) for v in values]
         columns[name] = tf.constant(numbers, spec.dtype)
     return columns
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from ..artifacts import REPORT_FILE, REPORT_HTML, RUN_RECORD
 from .plan import DEFAULT, Plan
-from .summary import headline
+from .summary import headline, run_status
+
+MARKUP_ESCAPE = re.compile(r"\\([\\`*_\[\]<>])")  # summary.escaped's backslashes, for a terminal
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -80,7 +82,7 @@ def closing_lines(run_dir: Path, seconds: float, record: dict[str, Any] | None =
             record = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             record = None
-    lines = [f"Run {run_dir.name}: {record.get('status') if record else 'no record'}"]
+    lines = [f"Run {run_dir.name}: {run_status(record) if record else 'no record'}"]
     if record:
         for line in headline(run_dir, record):
             text = _plain(line)
@@ -110,4 +112,4 @@ def duration(seconds: float) -> str:
 def _plain(markdown: str) -> str:
     """A headline bullet without its markdown: `- **03_train**: …` → `03_train: …`."""
     text = markdown[2:] if markdown.startswith("- ") else markdown
-    return re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    return re.sub(MARKUP_ESCAPE, r"\1", re.sub(r"\*\*(.+?)\*\*", r"\1", text))

@@ -15,7 +15,7 @@ from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_
 from ..writes import write_text
 from .numbers import key_numbers
 from .profile import one_line
-from .summary import damaged, headline, read, step_of
+from .summary import damaged, escaped, headline, read, run_status, step_of
 
 LONG_TEXT = 120  # characters: longer metric strings (saved_model_cli's output) stay in the JSON
 
@@ -26,7 +26,7 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
         f"# Run {run_dir.name}",
         "",
         f"Profile **{record['profile']}**: {record.get('description') or 'no description'}  ",
-        f"Status: **{record['status']}**, started {record['started']}, "
+        f"Status: **{run_status(record)}**, started {record['started']}, "
         f"finished {record.get('finished') or '-'}  ",
         f"Overrides: {_cell(record.get('overrides') or 'none')}",
         "",
@@ -115,7 +115,7 @@ def _attempt_row(attempt: dict[str, Any]) -> str:
         cell = f"#{error['cell_index']}"
     text = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
     text = one_line(text) or "-"
-    text = text if len(text) <= 160 else text[:159] + "…"
+    text = escaped(text if len(text) <= 160 else text[:159] + "…")
     return (
         f"| {attempt.get('started') or '-'} | {attempt['notebook']} | {attempt['status']} | "
         f"{_seconds(attempt.get('seconds'))} | {cell} | {_cell(text)} |"

@@ -8,6 +8,7 @@ here measures; every number is one a step wrote, under the key names the issues 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,24 @@ from .. import parts, steps
 from ..artifacts import METRICS_DIR
 from .numbers import splits
 from .profile import one_line
+
+MARKUP = re.compile(r"([\\`*_\[\]<>])")  # what Markdown would read in an error's text
+
+
+def escaped(text: str) -> str:
+    """Text as Markdown shows it literally: `__format__` stays `__format__`, not bold."""
+    return MARKUP.sub(r"\\\1", text)
+
+
+def run_status(record: dict[str, Any]) -> str:
+    """The run's status as the report says it: the last command's, unless a notebook's latest
+    attempt failed or was interrupted (04-05 re-run ok after 03 failed is still failed)."""
+    bad = [e["name"] for e in record.get("notebooks", []) if e["status"] in BAD]
+    status = str(record.get("status"))
+    return f"failed ({', '.join(bad)})" if bad and status == "ok" else status
+
+
+BAD = ("failed", "interrupted")
 
 
 def step_of(notebook: str) -> str:
@@ -52,8 +71,8 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
     count = len(record.get("notebooks", []))
     timed = any(entry.get("seconds") is not None for entry in record.get("notebooks", []))
     spent = f"{seconds:.1f} s over " if timed else "no times recorded (run by hand) for "
-    status = f"status **{record['status']}**"
-    trained = read(run_dir, "train") if record["status"] == "ok" else None
+    status = f"status **{run_status(record)}**"
+    trained = read(run_dir, "train") if run_status(record) == "ok" else None
     if trained and (trained.get("chance") or {}).get("learned") is False:
         status += ", but **the model stayed at chance** (see 03_train)"
     lines.append(f"- **Total**: {spent}{count} notebook(s), {status}.")
@@ -85,7 +104,7 @@ def _not_done(entry: dict[str, Any], damaged: str | None = None) -> str:
         cell = f" in cell [{error['cell']}]" if error.get("cell") is not None else ""
         what = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
         what = one_line(what)
-        what = what if len(what) <= 160 else what[:159] + "…"
+        what = escaped(what if len(what) <= 160 else what[:159] + "…")
         return f"**{entry['status']}**{cell}" + (f": {what}" if what else ".")
     if damaged and entry["status"] == "ok":
         return (
@@ -120,7 +139,7 @@ def _train(m: dict[str, Any]) -> str:
     speed = f", {rate:,.0f} examples/s" if rate else ""
     test = m.get("test_accuracy")
     held_out = (
-        f"test_accuracy **{test:.4f}** on the held-out test split{_beside(m)}, "
+        f"{_dominated(m)}test_accuracy **{test:.4f}** on the held-out test split{_beside(m)}, "
         if isinstance(test, float)
         else ""
     )
@@ -134,6 +153,21 @@ def _train(m: dict[str, Any]) -> str:
         f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} "
         f"epoch(s) ({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "
         f"{m['global_batch_size']}){speed}."
+    )
+
+
+def _dominated(m: dict[str, Any]) -> str:
+    """Where one class dominates the test rows (tables: test_dominated), the ranking scores
+    first and what answering the majority class to every row scores: accuracy alone says little."""
+    if not m.get("test_dominated"):
+        return ""
+    share = f"{m['test_positive_share']:.1%} positives; " if "test_positive_share" in m else ""
+    pr = m.get("test_pr_auc")
+    return (
+        f"ROC AUC **{m.get('test_roc_auc') or float('nan'):.4f}**"
+        + (f", PR AUC **{pr:.4f}**" if isinstance(pr, float) else "")
+        + f" (one class dominates: {share}answering {m['test_majority_class']!r} to every row "
+        f"scores accuracy {m['test_majority_accuracy']:.4f}); "
     )
 
 

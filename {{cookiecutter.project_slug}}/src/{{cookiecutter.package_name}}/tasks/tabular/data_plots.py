@@ -16,6 +16,25 @@ from ...figures import style
 
 COLUMNS_PER_ROW = 4
 TOP_VALUES = 8  # bars of a categorical column's panel
+SCHEMA_COLUMNS = (
+    *("kind", "missing_share", "mean", "std", "min", "max"),
+    *("distinct", "vocabulary_size"),
+)
+COUNTS = ("distinct", "vocabulary_size")  # whole numbers, blank for a numeric column
+
+
+def schema_table(metrics: dict[str, Any]) -> pd.DataFrame:
+    """01's schema table, one row per column, every statistic a column even where no column of
+    this kind exists (a table of numbers only has no vocabulary; of categories only, no mean)."""
+    rows = pd.DataFrame(metrics["schema"], columns=["name", *SCHEMA_COLUMNS])
+    return rows.set_index("name")[list(SCHEMA_COLUMNS)]
+
+
+def schema_view(metrics: dict[str, Any]) -> Any:
+    """schema_table styled for a notebook: counts whole, shares as percentages, blanks for NaN."""
+    shown = schema_table(metrics).style.format(precision=3, na_rep="")
+    shown.format("{:,.0f}", subset=list(COUNTS), na_rep="")
+    return shown.format("{:.1%}", subset=["missing_share"])
 
 
 def plot_label_balance(metrics: dict[str, Any], path: Path) -> Path | None:

@@ -11,7 +11,6 @@ converts that one and measures the preprocessing's own cost apart.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,20 +78,15 @@ def check_rows(rows: np.ndarray, schema: dict[str, Any]) -> None:
         if rows.dtype[column["name"]].kind not in "fiu":
             raise StepError(
                 f"column {column['name']!r} holds {rows.dtype[column['name']]} values: it is "
-                "numeric, send numbers (NaN or null where missing)."
+                "numeric, send numbers (NaN where missing)."
             )
 
 
 def rest_rows(rows: np.ndarray) -> list[dict[str, Any]]:
-    """JSON rows with named columns: NaN becomes null (JSON has no NaN), strings stay strings."""
-    out = []
-    for row in rows:
-        item = {}
-        for name in rows.dtype.names:
-            value = row[name].item()
-            item[name] = None if isinstance(value, float) and math.isnan(value) else value
-        out.append(item)
-    return out
+    """JSON rows with named columns, a missing number kept NaN: json.dumps writes it as the bare
+    token `NaN`, which TF Serving's JSON parser takes for a float input while it refuses `null`
+    (json_tensor.cc), so one missing value would fail the whole request."""
+    return [{name: row[name].item() for name in rows.dtype.names} for row in rows]
 
 
 def rest_payload(rows: np.ndarray, schema: dict[str, Any]) -> dict[str, Any]:

@@ -36,10 +36,13 @@ class ModelError(StepError):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Columns(layers.Layer):
-    """The numeric columns as they are, and the index columns offset into one shared table."""
+    """The numeric columns as they are, and the index columns offset into one shared table.
+
+    Not autocast: under a mixed policy Keras would cast the float32 matrix to float16/bfloat16
+    before the int cast, and indices above 2,048 / 256 would round into their neighbours."""
 
     def __init__(self, numeric: int, sizes: list[int], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**{**kwargs, "autocast": False})
         self.numeric, self.sizes = int(numeric), [int(size) for size in sizes]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype("int32")
 
@@ -61,7 +64,12 @@ class Columns(layers.Layer):
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Cross(layers.Layer):
-    """One DCN-v2 cross layer: x0 * (W x + b) + x, W full rank [d, d]."""
+    """One DCN-v2 cross layer: x0 * (W x + b) + x, W full rank [d, d], always in float32: the
+    product of two standardized values squares a heavy tail (z = 300 gives 90,000 after one
+    layer), past float16's 65,504, so under mixed_float16 the crosses would be inf/NaN at once."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "dtype": "float32"})
 
     def build(self, input_shape: Any) -> None:
         width = int(input_shape[0][-1])
@@ -87,7 +95,11 @@ def _inputs(slots: list[dict[str, Any]], embed: int) -> tuple[Any, Any, Any, lis
 
 
 def _joined(numbers: Any, flat: Any, name: str) -> Any:
-    return numbers if flat is None else layers.Concatenate(name=name)([numbers, flat])
+    """[numbers, embeddings], or whichever of them the table has (categories only: no numbers,
+    and a Dense over zero columns aborts oneDNN on the CPU)."""
+    if flat is None:
+        return numbers
+    return flat if not numbers.shape[-1] else layers.Concatenate(name=name)([numbers, flat])
 
 
 def _mlp(x: Any, width: int, dropout: float, depth: int = 2) -> Any:
@@ -110,15 +122,17 @@ def build_wide_deep(
     numbers and the categorical embeddings; their logits summed, softmax in float32."""
     _check_eights(width=width, embed=embed)
     features, numbers, (ids, flat), sizes = _inputs(slots, embed)
-    wide = layers.Dense(num_classes, name="wide_numbers")(numbers)
-    if sizes:  # one weight per categorical and crossed value and class, summed
+    wide = []  # a linear model of the numbers (when there are any) ...
+    if numbers.shape[-1]:
+        wide.append(layers.Dense(num_classes, name="wide_numbers")(numbers))
+    if sizes:  # ... and one weight per categorical and crossed value and class, summed
         weights = layers.Embedding(sum(sizes), num_classes, name="wide")(ids)
-        wide = layers.Add(name="wide_logits")([wide, ops.sum(weights, axis=1)])
+        wide.append(ops.sum(weights, axis=1))
     deep = _joined(numbers, flat, "deep_input")
     # The deep side's last Dense is the head (`logits`, as every builder names it): what the frozen
     # phase of a fine-tuning trains alone (train/finetune.py), and what a new task replaces.
     deep = layers.Dense(num_classes, name="logits")(_mlp(deep, width, dropout))
-    logits = layers.Add(name="wide_plus_deep")([wide, deep])
+    logits = layers.Add(name="wide_plus_deep")([*wide, deep])
     probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
     return keras.Model(features, probabilities, name="wide_deep")
 
@@ -140,8 +154,9 @@ def build_dcn_v2(
     crossed = x0
     for index in range(crosses):
         crossed = Cross(name=f"cross_{index}")([x0, crossed])
-    joined = layers.Concatenate(name="joined")([crossed, _mlp(x0, width, dropout)])
-    logits = layers.Dense(num_classes, name="logits")(joined)
+    # The crosses stay float32 up to the logits (a float16 join would overflow where they do).
+    joined = layers.Concatenate(name="joined", dtype="float32")([crossed, _mlp(x0, width, dropout)])
+    logits = layers.Dense(num_classes, name="logits", dtype="float32")(joined)
     probabilities = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
     return keras.Model(features, probabilities, name="dcn_v2")
 

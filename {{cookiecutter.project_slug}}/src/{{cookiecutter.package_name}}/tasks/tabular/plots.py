@@ -17,6 +17,8 @@ def plot_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | Non
     """figures/train_scores.png: the reliability curve (with how many rows each bin holds), the
     ROC curve and the precision-recall curve of the test split, the baselines' AUCs named."""
     curves = metrics.get("test_curves") or {}
+    if "roc_per_class" in curves:
+        return _plot_classes(metrics, curves["roc_per_class"], path)
     if not curves:
         return None
     fig, axes = style.new(14, 4.2, ncols=3)
@@ -47,6 +49,20 @@ def plot_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | Non
     axes[2].set_ylabel("precision")
     axes[2].set_title("Precision-recall on test" + (f" ({others['pr_auc']})" if others else ""))
     axes[2].legend(loc="lower left", fontsize="small")
+    return style.write(fig, path)
+
+
+def _plot_classes(metrics: dict[str, Any], per_class: dict[str, Any], path: Path) -> Path:
+    """More than two classes: each class's one-vs-rest ROC curve on test, its AUC named."""
+    fig, (ax,) = style.new(6.5, 4.8)
+    for name, curve in per_class.items():
+        ax.plot(curve["fpr"], curve["tpr"], label=f"{name}, AUC {curve['auc']:.3f}")
+    ax.plot([0, 1], [0, 1], "--", color=style.MUTED, label="chance")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    macro = metrics.get("test_roc_auc")
+    ax.set_title("One-vs-rest ROC on test" + (f" (macro AUC {macro:.3f})" if macro else ""))
+    ax.legend(loc="lower right", fontsize="small")
     return style.write(fig, path)
 
 

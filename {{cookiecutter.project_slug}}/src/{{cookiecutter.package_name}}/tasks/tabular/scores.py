@@ -5,6 +5,12 @@ precision: how clean the top of that ranking is) do not depend on a threshold; a
 it is given at 0.5 and at the threshold that maximizes F1 on the validation split (chosen there,
 applied to test once). The reliability curve says whether a predicted 0.8 happens 8 times in 10,
 which a risk score is read as. scikit-learn's metrics compute all of it.
+
+Where one class dominates (the training split's majority class is at least `DOMINANT` of the
+test rows: 0.9, a share at which answering the majority to every row already "scores" 0.9), the
+scores say what that constant answer would score, and the run's headline leads with the ranking
+scores instead of accuracy. Tables with three classes or more get macro one-vs-rest ROC AUC
+(no PR AUC) and no threshold: the arg-max decides.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from sklearn.metrics import (
 
 CALIBRATION_BINS = 10
 CURVE_POINTS = 200  # ROC and PR curves kept for the figure, thinned to about this many points
+DOMINANT = 0.9  # a majority share of the test rows from which accuracy alone says little
 
 
 def ranking_scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float | None]:
@@ -44,6 +51,50 @@ def ranking_scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, f
         "roc_auc": float(roc_auc_score(labels, probabilities, multi_class="ovr")),
         "pr_auc": None,
     }
+
+
+def majority(labels: np.ndarray, train_counts: list[int], classes: list[str]) -> dict[str, Any]:
+    """What answering the training split's most frequent class to every test row scores, and
+    whether that class dominates the test rows (DOMINANT)."""
+    labels = np.asarray(labels).astype(int)
+    index = int(np.argmax(train_counts))
+    share = float(np.mean(labels == index)) if len(labels) else 0.0
+    return {
+        "test_majority_class": str(classes[index]),
+        "test_majority_accuracy": share,
+        "test_dominated": share >= DOMINANT,
+    }
+
+
+def test_lines(metrics: dict[str, Any]) -> list[str]:
+    """03's lines under the test accuracy, for any number of classes: the ranking scores, the
+    threshold (binary), what the majority answer scores, and each baseline; a score that was not
+    measured (PR AUC of more than two classes, any of a split without every class) is left out."""
+    shown = [key for key in SCORES if metrics.get("test_" + key) is not None]
+    said = ", ".join(f"{key} {metrics['test_' + key]:.4f}" for key in shown)
+    lines = ["  " + (said or "no ranking score: the test split lacks a class")]
+    if "threshold" in metrics:
+        lines.append(
+            f"  accuracy {metrics['test_accuracy_at_threshold']:.4f} at threshold "
+            f"{metrics['threshold']:.3f} (from {metrics['threshold_from']}); positives: "
+            f"{metrics['test_positive_share']:.1%} of the test rows"
+        )
+    if metrics.get("test_majority_class") is not None:
+        read = ": one class dominates, read the ranking scores" if metrics["test_dominated"] else ""
+        lines.append(
+            f"  answering {metrics['test_majority_class']!r} to every row scores accuracy "
+            f"{metrics['test_majority_accuracy']:.4f}{read}"
+        )
+    base = metrics.get("baseline")
+    for model in [base, *base.get("others", [])] if base else []:
+        values = zip(BASELINE_SCORES, (model.get(k) for k in BASELINE_SCORES.values()), strict=True)
+        said = ", ".join(f"{name} {value:.4f}" for name, value in values if value is not None)
+        lines.append(f"  {model['name']}: {said}")
+    return lines
+
+
+SCORES = ("roc_auc", "pr_auc", "accuracy_at_0.5", "brier")
+BASELINE_SCORES = {"accuracy": "test_accuracy", "ROC AUC": "roc_auc", "PR AUC": "pr_auc"}
 
 
 def best_threshold(labels: np.ndarray, positive: np.ndarray) -> float:
@@ -103,6 +154,20 @@ def curves(labels: np.ndarray, positive: np.ndarray) -> dict[str, Any]:
         "roc": {"fpr": _round(_thin(fpr)), "tpr": _round(_thin(tpr))},
         "pr": {"recall": _round(_thin(recall)), "precision": _round(_thin(precision))},
     }
+
+
+def class_curves(labels: np.ndarray, probabilities: np.ndarray, classes: list[str]) -> dict:
+    """More than two classes: each class's one-vs-rest ROC curve and AUC, for the figure (a
+    class absent from the split has none)."""
+    labels, said = np.asarray(labels).astype(int), {}
+    for index, name in enumerate(classes):
+        truth = labels == index
+        if truth.all() or not truth.any():
+            continue
+        fpr, tpr, _ = roc_curve(truth, probabilities[:, index])
+        auc = float(roc_auc_score(truth, probabilities[:, index]))
+        said[str(name)] = {"fpr": _round(_thin(fpr)), "tpr": _round(_thin(tpr)), "auc": auc}
+    return {"roc_per_class": said} if said else {}
 
 
 def _thin(values: np.ndarray) -> np.ndarray:

@@ -198,17 +198,23 @@ def test_extras(
     predict: Any = None,
 ) -> dict[str, Any]:
     """ROC AUC and PR AUC, accuracy at 0.5 and at the threshold chosen on validation, the Brier
-    score and the curves of the figure (binary); the ranking score alone for more classes."""
-    from .scores import binary_report, ranking_scores
+    score and the curves of the figure (binary); the ranking scores alone for more classes; and
+    what answering the training split's majority class to every row scores, for any number."""
+    from .scores import binary_report, class_curves, majority, ranking_scores
 
+    counts = read_tabular_meta(run_dir)["splits"]["train"]["per_class"]
+    said = majority(labels, counts, classes)
     if probabilities.shape[1] != 2:
-        return {f"test_{k}": v for k, v in ranking_scores(labels, probabilities).items()}
+        ranking = ranking_scores(labels, probabilities)
+        curves = {"test_curves": class_curves(labels, probabilities, classes)}
+        return {**{f"test_{k}": v for k, v in ranking.items()}, **curves, **said}
     validation = predict("validation") if predict is not None else None
-    return binary_report((labels, probabilities), validation)
+    return {**binary_report((labels, probabilities), validation), **said}
 
 
 def rest_payload(raw: Any) -> dict[str, Any]:
-    """TF Serving's REST body: one JSON object per row, named columns, null where missing."""
+    """TF Serving's REST body: one JSON object per row, named columns, NaN for a
+    missing number (json.dumps writes it bare; TF Serving refuses null for a float input)."""
     if getattr(getattr(raw, "dtype", None), "names", None) is None:
         raise StepError(
             "rows without named columns are not allowed: send a structured array (raw_examples "

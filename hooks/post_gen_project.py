@@ -69,6 +69,7 @@ DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Servi
 TUNING_CELLS = {"notebooks/03_train.ipynb": ("tuning-note",)}
 SERVING_CELLS = {"notebooks/04_export.ipynb": ("serving-versions-why", "serving-versions")}
 TENSORRT = [
+    "src/{pkg}/optimize/ort_engine.py",  # ONNX Runtime's TensorRT provider (onnx_backend.engine)
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
     "tests/test_optimize_tensorrt.py",

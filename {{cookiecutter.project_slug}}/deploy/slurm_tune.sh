@@ -59,8 +59,10 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$KERASTUNER_ORACLE_PORT") 2>/dev/null; then
 fi
 echo "chief on $(hostname) at $KERASTUNER_ORACLE_IP:$KERASTUNER_ORACLE_PORT; $TASKS workers ($GPUS_PER_TASK GPUs each)" >&2
 
+# The chief trains nothing, but keras-tuner builds one model in it before any worker starts: with
+# no GPU visible (CUDA_VISIBLE_DEVICES="") it maps none of the memory the workers on this node need.
 # shellcheck disable=SC2086  # TUNE_PARAMS is a list of -p key=value words
-KERASTUNER_TUNER_ID=chief {{ cookiecutter.package_name }} tune --run-dir "$RUN_DIR" -p workers="$TASKS" $TUNE_PARAMS &
+CUDA_VISIBLE_DEVICES="" KERASTUNER_TUNER_ID=chief {{ cookiecutter.package_name }} tune --run-dir "$RUN_DIR" -p workers="$TASKS" $TUNE_PARAMS &
 CHIEF_PID=$!
 
 # One worker per task: its tuner id from its rank; under GPUs SLURM has already narrowed

@@ -369,10 +369,14 @@ def test_benchmark_reports_the_cold_epoch_against_a_decode_only_pipeline(photo_r
     assert "batch before parse" not in [row["name"] for row in result["steps"]]
     assert all(row["first_epoch_examples_per_sec"] > 0 for row in result["steps"])
     assert result["decode_only_examples_per_sec"] > 0
-    assert result["cold_vs_decode_only"] == pytest.approx(
-        result["cold_examples_per_sec"] / result["decode_only_examples_per_sec"]
-    )
-    assert result["cold_examples_per_sec"] > 0 and result["cold_speedup_vs_naive"] > 0
+    assert result["cold_examples_per_sec"] > 0
+    if result["too_short"]:  # a busy machine: no ratio is written (issue 42 §1.6)
+        assert result["cold_vs_decode_only"] is None and result["cold_speedup_vs_naive"] is None
+    else:
+        assert result["cold_vs_decode_only"] == pytest.approx(
+            result["cold_examples_per_sec"] / result["decode_only_examples_per_sec"]
+        )
+        assert result["cold_speedup_vs_naive"] > 0
     assert "configured, no cache" not in [row["name"] for row in result["steps"]]
     assert not [key for key in result if "limit" in key]
     if not result["too_short"]:

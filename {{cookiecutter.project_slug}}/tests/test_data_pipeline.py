@@ -358,6 +358,26 @@ def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Pa
     assert "first epochs only" in result["speedup_basis"]
 
 
+def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path) -> None:
+    """Issue 42 §1.6: the smoke's 6 s wrote speedup_vs_naive 0.012 beside "too short to compare".
+    Every ratio is null in metrics/data.json, a sibling key says why; the rates stay."""
+    result = data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    written = json.loads(json.dumps(benchmark.data_metrics(data.read_meta(run_dir), result)))
+    ratios = [key for key in data.report.RATIO_KEYS if key in written]
+    assert "speedup_vs_naive" in ratios and len(ratios) == 6
+    assert {key: written[key] for key in ratios} == dict.fromkeys(ratios)
+    assert [row["speedup_vs_naive"] for row in written["steps"]] == [None] * 6
+    assert written["speedup_vs_naive_reason"] == result["verdict"]
+    assert written["examples_per_sec"] > 0 and written["naive_examples_per_sec"] > 0
+    assert benchmark.times(written["speedup_vs_naive"]) == "not measured (too short)"
+
+
+def test_a_benchmark_long_enough_keeps_its_ratios(measured: dict) -> None:
+    """Only a too-short benchmark is withheld: a measured one keeps its ratio, with no reason."""
+    assert measured["speedup_vs_naive"] > 0 and "speedup_vs_naive_reason" not in measured
+    assert benchmark.times(measured["speedup_vs_naive"]).endswith("x")
+
+
 def test_a_cold_epoch_faster_than_the_decode_only_pipeline_is_not_said_over_a_limit() -> None:
     """The parse-and-decode-only pipeline is a reference, not a bound (a cold epoch beat it at
     109 %): the verdict gives the share of a decode-only pipeline and names no limit."""

@@ -143,6 +143,19 @@ def test_each_figure_is_a_png(tmp_path: Path, name: str, metrics: dict[str, Any]
     assert_png(path)
 
 
+TOO_SHORT = {  # issue 42 §1.6: a benchmark too short to compare writes its ratios as null
+    **DATA,
+    "steps": [{**row, "speedup_vs_naive": None} for row in DATA["steps"]],
+    "speedup_vs_naive": None,
+    "too_short": True,
+}
+
+
+def test_the_throughput_figure_draws_a_benchmark_too_short_to_compare(tmp_path: Path) -> None:
+    """Null ratios draw the rates with no × label, and the title says it was too brief."""
+    assert_png(figures.draw(tmp_path, "data_throughput", TOO_SHORT, say=pytest.fail))
+
+
 TWO_ROWS = {  # a benchmark of two rows, as the tables' Parquet-against-CSV reading writes it
     **DATA,
     "steps": [  # a 29,305-row table's rows/s, as 01 measured them: bars of nearly one length

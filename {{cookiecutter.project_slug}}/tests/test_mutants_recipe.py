@@ -86,6 +86,94 @@ def test_auto_warmup_at_the_edges() -> None:
     assert schedule.auto_warmup("3", 64, 10) == 3
 
 
+RUNS = [  # (global batch, warmup_epochs asked, schedule, epochs): what 03 may be given
+    (64, "auto", "constant", 5),  # issue 42 §3.3: the smoke text run, told warmup and cosine
+    (64, "auto", "cosine", 5),
+    (256, "auto", "constant", 3),
+    (512, "auto", "cosine", 10),
+    (1024, "auto", "constant", 3),
+    (64, 2, "cosine", 6),
+    (512, 0, "constant", 4),
+]
+
+
+@pytest.mark.parametrize(("batch", "asked", "name", "epochs"), RUNS)
+def test_the_sentence_says_what_the_built_schedule_does(
+    batch: int, asked: int | str, name: str, epochs: int
+) -> None:
+    """Issue 42 §3.3: 03 printed "warmup over 1 epoch(s) … (warmup_epochs=auto: the global batch
+    64 exceeds 256), then cosine decay" for a run that trained with no warmup at a constant rate.
+    The sentence is read against the rates of the plan training builds (phases.plan's call)."""
+    the_plan = schedule.plan_for(PEAK, 4, epochs, asked, name, batch)
+    sentence = schedule.describe(the_plan, batch, asked)
+    every = schedule.rates(the_plan)
+    warm = the_plan.warmup_steps
+    assert ("warmup over" in sentence) == (every[0] < PEAK * 0.5), sentence
+    if warm:
+        assert f"warmup over {warm // 4} epoch(s)" in sentence and every[warm - 1] < PEAK
+        assert every[warm] == pytest.approx(PEAK)
+    assert ("exceeds 256" in sentence) == (asked == "auto" and batch > 256 and warm > 0)
+    assert ("<= 256" in sentence) == (asked == "auto" and batch <= 256)
+    after = every[warm:]
+    if "constant at" in sentence:
+        assert after == pytest.approx([PEAK] * len(after)) and "cosine" not in sentence
+    else:
+        assert "cosine decay" in sentence and PEAK * schedule.FLOOR <= after[-1] < PEAK / 20
+        assert all(np.diff(after) <= 0)
+
+
+def test_training_builds_its_plan_with_the_call_03_describes() -> None:
+    """phases.plan (the run) and 03's sentence both come from schedule.plan_for."""
+    params = SimpleNamespace(
+        epochs=5, warmup_epochs="auto", schedule="constant", freeze_epochs=0,
+        fine_tune_lr_factor=0.1,
+    )  # fmt: skip
+    loop = SimpleNamespace(params=params, learning_rate=PEAK, steps_per_epoch=4, global_batch=64)
+    assert phases.plan(loop) == schedule.plan_for(PEAK, 4, 5, "auto", "constant", 64, 0, 0.1)
+    assert schedule.describe(phases.plan(loop), 64, "auto") == (
+        "Learning rate: no warmup (global batch 64 <= 256), constant at 0.016."
+    )
+
+
+def test_a_plan_is_never_said_to_warm_up_for_a_reason_untrue_of_its_batch() -> None:
+    """A plan with warmup described for a global batch of 64 says no "64 exceeds 256"."""
+    sentence = schedule.describe(plan(warmup_epochs=1, schedule="cosine"), 64, "auto")
+    assert "exceeds" not in sentence and "warmup over 1 epoch(s)" in sentence
+
+
+@pytest.mark.parametrize(
+    ("asked", "name", "said"),
+    [
+        ("auto", "constant", "This run: Learning rate: no warmup (global batch 64 <= 256), "),
+        (2, "cosine", "This run: Learning rate: warmup over 2 epoch(s) from 1e-05 to 0.001, "),
+    ],
+)
+def test_03_describes_the_plan_its_run_trains_on(
+    tmp_path: Path, capsys, asked: int | str, name: str, said: str
+) -> None:
+    """03's schedule cell, run as the notebook runs it at batch 64 (the text smoke run): its
+    sentence is this run's plan, not the figure's "warmup + cosine" example (issue 42 §3.3)."""
+    import nbformat
+    from IPython.display import display
+
+    from {{ cookiecutter.package_name }} import artifacts, figures, train
+
+    notebook = Path(__file__).parents[1] / "notebooks" / "03_train.ipynb"
+    cell = next(c for c in nbformat.read(notebook, as_version=4).cells if c.get("id") == "schedule")
+    exec(  # noqa: S102 - the notebook's own cell, with the names its earlier cells define
+        cell.source,
+        {
+            "train": train, "figures": figures, "artifacts": artifacts, "display": display,
+            "folder": tmp_path, "meta": {"splits": {"train": {"count": 640}}}, "rate": 0.001,
+            "batch": 64, "epochs": 5, "warmup_epochs": asked, "schedule": name,
+            "freeze_epochs": 0, "fine_tune_lr_factor": 0.1,
+        },
+    )  # fmt: skip
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(said), last
+    assert ("constant at 0.001." in last) == (name == "constant"), last
+
+
 def test_the_schedule_is_described_in_one_sentence() -> None:
     warm = plan(warmup_epochs=2, schedule="cosine", freeze_epochs=1, fine_tune_factor=0.1)
     assert schedule.describe(warm, 512, "auto") == (

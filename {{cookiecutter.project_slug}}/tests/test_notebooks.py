@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import shlex
 import subprocess
 import sys
@@ -89,6 +90,17 @@ def test_papermill_shows_a_type_for_every_parameter(path: Path) -> None:
 def test_notebook_kernelspec_is_pinned(path: Path) -> None:
     """The python3 kernelspec, so JupyterLab, papermill and nbval all pick the venv's kernel."""
     assert dict(_read(path).metadata.get("kernelspec", {})) == KERNELSPEC
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_no_cell_formats_a_ratio_a_short_benchmark_leaves_null(path: Path) -> None:
+    """Issue 42 §1.6: a benchmark too short to compare writes its ratios as null; a cell that
+    formats one with a spec (`{metrics['speedup_vs_naive']:.1f}`) fails on it (data.times says)."""
+    from {{ cookiecutter.package_name }}.data.report import RATIO_KEYS
+
+    code = "\n".join(cell.source for cell in _read(path).cells if cell.cell_type == "code")
+    formatted = [key for key in RATIO_KEYS if re.search(rf"\[[\"']{key}[\"']\]:", code)]
+    assert not formatted, f"{path.name} formats {formatted} as numbers"
 
 
 def test_notebooks_are_unchanged_by_the_nbstripout_hook() -> None:

@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -511,15 +512,21 @@ def test_the_engine_provider_is_asked_for_only_with_the_part_that_holds_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """ONNX Runtime's engine provider (the first offered) belongs to the optional engine part: a
-    project that declined the part never prefers it, even where onnxruntime-gpu offers it."""
+    project that declined the part never prefers it, even where onnxruntime-gpu offers it, and
+    its code names no such provider (onnx_backend asks the part's module, engine())."""
     import onnxruntime
 
     from {{ cookiecutter.package_name }}.optimize import onnx_backend
 
-    offered = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    part = onnx_backend.engine()
+    assert (part is not None) is {{ cookiecutter.include_tensorrt }}
+    first = part.PROVIDER if part is not None else "AnEngineExecutionProvider"
+    offered = [first, "CUDAExecutionProvider", "CPUExecutionProvider"]
     monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: offered)
-    assert onnx_backend.engine_part() is {{ cookiecutter.include_tensorrt }}
-    monkeypatch.setattr(onnx_backend, "engine_part", lambda: True)
-    assert onnx_backend.onnx_providers() == offered
-    monkeypatch.setattr(onnx_backend, "engine_part", lambda: False)
+    assert onnx_backend.onnx_providers() == (offered if part is not None else offered[1:])
+    monkeypatch.setattr(onnx_backend, "engine", lambda: None)
     assert onnx_backend.onnx_providers() == offered[1:]
+    assert onnx_backend.provider_options(SimpleNamespace(precision="fp32"), Path("m.onnx")) == [
+        ("CUDAExecutionProvider", {"use_tf32": 0}),
+        "CPUExecutionProvider",
+    ]

@@ -495,7 +495,7 @@ def test_tensorrts_fp32_under_onnx_runtime_is_held_to_the_tf32_tolerance() -> No
     and the run's tolerance says it; CUDA's and the CPU's fp32 keep 1e-5. The logic only: no GPU
     has run the TensorRT provider here."""
     from {{ cookiecutter.package_name }}.optimize.base import Backend, Job
-    from {{ cookiecutter.package_name }}.optimize.onnx_backend import tf32_tolerance
+    from {{ cookiecutter.package_name }}.optimize.ort_engine import tf32_tolerance
 
     trt = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     assert tf32_tolerance("fp32", trt) == optimize.PRECISION_TOLERANCE["fp16"] == 1e-2

@@ -18,6 +18,7 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.tasks.text import data_step, records
+from {{ cookiecutter.package_name }}.tasks.text.benchmark import benchmark_text_pipeline
 from {{ cookiecutter.package_name }}.tasks.text.dataset import (
     make_dataset,
     model_examples,
@@ -63,6 +64,30 @@ def run(tmp_path_factory) -> tuple[Path, dict, Path]:
     csv = write_corpus(folder / "intents.csv")
     metrics = data_step.run(folder / "run", params(csv), verbose=False)
     return folder / "run", metrics, csv
+
+
+class Ticks:
+    """A controlled clock: each read moves it by `tick` seconds, whatever the machine does."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_a_text_benchmark_too_short_to_compare_writes_no_ratio(run) -> None:
+    """Issue 42 §1.6: half a second a batch in a 1 s budget times fewer than 5 batches, and the
+    verdict says too short: no ratio is written (null), a sibling key says why, rates stay."""
+    run_dir, _, _ = run
+    result = benchmark_text_pipeline(run_dir, 16, seconds=1, rounds=1, clock=Ticks(0.5))
+    written = json.loads(json.dumps(result))
+    assert written["too_short"] is True and written["verdict"].startswith("Too short")
+    assert written["speedup_vs_naive"] is None and written["first_epoch_speedup_vs_naive"] is None
+    assert [row["speedup_vs_naive"] for row in written["steps"]] == [None, None]
+    assert written["speedup_vs_naive_reason"].startswith("Too short to compare")
+    assert written["examples_per_sec"] > 0 and written["naive_examples_per_sec"] > 0
 
 
 def meta_of(run_dir: Path) -> dict:

@@ -81,6 +81,121 @@ def test_each_worker_gets_its_own_gpu_or_its_own_cores() -> None:
     assert [cluster.placement(i, 3, [], [0, 1])["cpus"] for i in range(3)] == [[0], [1], [0]]
 
 
+@pytest.mark.parametrize(
+    ("workers", "gpus", "growth"),
+    [
+        (3, ["3", "5"], [True, False, True]),  # GPU 3 holds worker0 and worker2
+        (4, ["3", "5"], [True, True, True, True]),
+        (2, ["3", "5"], [False, False]),  # one GPU each: TensorFlow's default is theirs
+        (2, ["0"], [True, True]),
+        (2, [], [False, False]),  # the CPU
+    ],
+)
+def test_a_gpu_two_workers_share_gives_each_memory_growth(
+    workers: int, gpus: list[str], growth: list[bool]
+) -> None:
+    """Issue 42 §2.3: three workers on two GPUs shared one without memory growth, so the first
+    to start mapped the whole GPU; every worker on a shared GPU now gets growth in its env."""
+    places = [cluster.placement(i, workers, gpus, [0, 1]) for i in range(workers)]
+    got = [p["env"].get("TF_FORCE_GPU_ALLOW_GROWTH") == "true" for p in places]
+    assert got == growth, places
+    if len(gpus) > 1:
+        assert [p["env"]["CUDA_VISIBLE_DEVICES"] for p in places] == [
+            gpus[i % len(gpus)] for i in range(workers)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("workers", "tuner_id", "hidden"), [(2, None, True), (1, "chief", True), (1, None, False)]
+)
+def test_the_chief_hides_the_gpus_before_keras_tuner_builds_a_model(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, workers: int, tuner_id: str | None, hidden: bool
+) -> None:
+    """Issue 42 §2.2: keras-tuner builds a model in the chief (_populate_initial_space) before any
+    worker starts, and it mapped the GPUs the workers need. A CPU stand-in for the GPU: the
+    search records what it asked of tf.config before make_tuner, and stops there."""
+    import importlib
+
+    import tensorflow as tf
+
+    search_module = importlib.import_module(f"{PACKAGE}.tune.search")  # tune.search: the function
+
+    asked: list[tuple] = []
+    monkeypatch.setattr(tf.config, "set_visible_devices", lambda *a: asked.append(a))
+
+    def stop(*_: object) -> None:
+        raise InterruptedError(list(asked))
+
+    monkeypatch.setattr(search_module, "make_tuner", stop)
+    for name in (cluster.ID_ENV, cluster.IP_ENV, cluster.PORT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    if tuner_id:
+        monkeypatch.setenv(cluster.ID_ENV, tuner_id)
+    params = tune.Params(workers=workers, max_trials=2, epochs=1)
+    with pytest.raises(InterruptedError) as stopped:
+        tune.search(run_dir, params, verbose=False)
+    assert stopped.value.args[0] == ([([], "GPU")] if hidden else [])
+
+
+def test_the_slurm_chief_is_started_with_no_gpu_and_each_worker_with_its_own(
+    tmp_path: Path,
+) -> None:
+    """Issue 42 §2.2: deploy/slurm_tune.sh's chief line gave the chief every GPU of its node. Run
+    with fake scontrol, srun (binding a GPU per task) and package commands that record each
+    process's env: the chief gets CUDA_VISIBLE_DEVICES="", each worker its own GPU."""
+    bin_dir, out = tmp_path / "bin", tmp_path / "out"
+    bin_dir.mkdir()
+    out.mkdir()
+    fakes = {
+        "scontrol": "#!/usr/bin/env bash\necho 'NodeName=n1 NodeAddr=127.0.0.1 State=IDLE'\n",
+        "srun": (
+            "#!/usr/bin/env python3\nimport os, subprocess, sys\nargs = sys.argv[1:]\n"
+            "options = {}\nwhile args[0].startswith('-'):\n"
+            "    key, _, value = args.pop(0).partition('=')\n    options[key] = value\n"
+            "for index in range(int(options['--ntasks'])):\n"
+            "    env = {**os.environ, 'SLURM_PROCID': str(index)}\n"
+            "    if '--gpu-bind' in options:\n        env['CUDA_VISIBLE_DEVICES'] = str(index)\n"
+            "    subprocess.run(args, env=env, check=True)\n"
+        ),
+        PACKAGE: (
+            "#!/usr/bin/env python3\nimport json, os\nname = os.environ['KERASTUNER_TUNER_ID']\n"
+            "keys = ('CUDA_VISIBLE_DEVICES', 'TF_FORCE_GPU_ALLOW_GROWTH')\n"
+            "seen = {key: os.environ.get(key) for key in keys}\n"
+            "with open(os.path.join(os.environ['FAKE_OUT'], name + '.json'), 'w') as f:\n"
+            "    json.dump(seen, f)\n"
+        ),
+    }
+    for name, text in fakes.items():
+        (bin_dir / name).write_text(text, encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    (run / "data" / "meta.json").write_text("{}", encoding="utf-8")
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "KERASTUNER_"))}
+    kept.pop("CUDA_VISIBLE_DEVICES", None)
+    job = {
+        **kept,
+        "PATH": f"{bin_dir}{os.pathsep}{kept['PATH']}",
+        "RUN_DIR": str(run),
+        "FAKE_OUT": str(out),
+        "SLURM_NTASKS": "2",
+        "SLURM_GPUS_ON_NODE": "2",
+        "SLURM_JOB_ID": "4343",
+        "TUNE_PORT": str(cluster.free_port()),
+    }
+    done = subprocess.run(
+        ["bash", str(PROJECT / "deploy" / "slurm_tune.sh")],
+        env=job,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+    assert seen["chief"]["CUDA_VISIBLE_DEVICES"] == "", seen
+    assert [seen[f"worker{i}"]["CUDA_VISIBLE_DEVICES"] for i in (0, 1)] == ["0", "1"], seen
+
+
 def test_a_trial_left_running_is_run_again_and_an_ended_one_never(tmp_path: Path) -> None:
     """keras-tuner saves its ongoing trials before it forgets an ended one: after a kill, its
     reload would hand the ended trial out again; requeue_lost keeps only the running one."""

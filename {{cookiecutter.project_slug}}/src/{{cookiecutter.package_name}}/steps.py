@@ -113,6 +113,8 @@ def params_from(step: Step | str, values: Mapping[str, Any]) -> Any:
             raise StepError(
                 f"Unknown parameter {key!r} for {step.name}: it takes {', '.join(fields)}."
             )
+        if value is None and not _fits(None, hints[key]) and _fits("", hints[key]):
+            value = ""  # `-p data_dir=` (YAML's null) for a text field: the empty text
         if not _fits(value, hints[key]):
             raise StepError(
                 f"{key}={value!r} is {type(value).__name__}, but {step.name} takes "

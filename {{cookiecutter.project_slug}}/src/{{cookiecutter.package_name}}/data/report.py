@@ -11,6 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 MIN_BATCHES = 5  # batches a round must time for a rate to mean anything (timing.py counts them)
+# The ratios a benchmark too short to compare leaves null (the rates stay: each is what was timed).
+RATIO_KEYS = (
+    "speedup_vs_naive",
+    "first_epoch_speedup_vs_naive",
+    "cold_speedup_vs_naive",
+    "cold_vs_decode_only",
+    "cache_fill_vs_decode_only",
+    "naive_cold_vs_decode_only",
+)
+REASON_KEY = "speedup_vs_naive_reason"  # why speedup_vs_naive and the other ratios are null
 
 
 def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -31,6 +41,27 @@ def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def withhold_ratios(result: dict[str, Any]) -> dict[str, Any]:
+    """A result too short to compare keeps no ratio: each of RATIO_KEYS it holds, and each step
+    row's, becomes None, and REASON_KEY says why (the verdict's sentence). Rates stay."""
+    naive_short = bool(result.get("steps")) and result["steps"][0].get("too_short")
+    for row in result.get("steps", []):
+        if naive_short or row.get("too_short"):
+            row["speedup_vs_naive"] = None
+    if not result.get("too_short"):
+        return result
+    for key in RATIO_KEYS:
+        if key in result:
+            result[key] = None
+    result[REASON_KEY] = too_short_sentence(result)
+    return result
+
+
+def times(value: float | None, digits: int = 1) -> str:
+    """A ratio as `2.3x`, or what a withheld one (None) says instead."""
+    return "not measured (too short)" if value is None else f"{value:.{digits}f}x"
+
+
 def steps_table(result: dict[str, Any]) -> str:
     """The `steps` rows of a benchmark result as a markdown table, naive first."""
     lines = [
@@ -41,7 +72,11 @@ def steps_table(result: dict[str, Any]) -> str:
         steady = (
             f"{row['examples_per_sec']:,.0f}" if row.get("steady_state", True) else "not reached"
         )
-        ratio = "too short" if row.get("too_short") else f"{row['speedup_vs_naive']:.2f}"
+        ratio = (
+            "too short"
+            if row.get("too_short") or row.get("speedup_vs_naive") is None
+            else f"{row['speedup_vs_naive']:.2f}"
+        )
         lines.append(
             f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
             f"{steady} | {ratio} |"

@@ -48,7 +48,8 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         ax.set_xscale("log")
     for name, rate, start, row in zip(names, steady, first, rows, strict=True):
         ax.annotate(  # past the bar or the first-epoch tick, whichever ends later
-            f"{style.short(rate)}/s  ×{row['speedup_vs_naive']:.1f}",
+            f"{style.short(rate)}/s"
+            + ("" if row.get("speedup_vs_naive") is None else f"  ×{row['speedup_vs_naive']:.1f}"),
             (max(rate, start), name),
             xytext=(8, 0),
             textcoords="offset points",
@@ -60,7 +61,7 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     cold = metrics.get("cold_vs_decode_only")
     ratio = (
         "too briefly timed to compare"
-        if metrics.get("too_short")
+        if metrics.get("too_short") or metrics.get("speedup_vs_naive") is None
         else f"{metrics['speedup_vs_naive']:.1f}× the naive one"
     )
     fig.suptitle(
@@ -167,7 +168,7 @@ def _two_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
             "name": "naive",
             "examples_per_sec": metrics["naive_examples_per_sec"],
             "first_epoch_examples_per_sec": metrics["naive_first_epoch_examples_per_sec"],
-            "speedup_vs_naive": 1.0,
+            "speedup_vs_naive": None if metrics["speedup_vs_naive"] is None else 1.0,
         },
         {
             "name": "configured",

@@ -42,17 +42,22 @@ class Int8Format:
 
 
 def int8_format(
-    symmetric: bool = False, flags: set[str] | None = None, machine: str | None = None
+    symmetric: bool = False,
+    flags: set[str] | None = None,
+    machine: str | None = None,
+    *,
+    who: str = "The engine",
 ) -> Int8Format:
     """The int8 format for the machine that runs the graph, with the sentence that says why.
 
-    symmetric: TensorRT runs it, which takes only signed int8 with zero points 0. Otherwise
+    symmetric: an engine runs it (`who`, as the sentence names it), which takes only signed int8
+    with zero points 0. Otherwise
     ONNX Runtime on this CPU: uint8 activations and int8 weights (U8S8), with 7-bit weights
     (reduce_range) on x86 without VNNI. flags and machine default to this machine's; empty
     flags mean they could not be read, and the safe 7-bit format is chosen.
     """
     if symmetric:
-        why = "TensorRT takes only symmetric signed int8 (S8S8)."
+        why = f"{who} takes only symmetric signed int8 (S8S8)."
         return Int8Format("int8", "int8", False, why)
     machine = (machine or platform.machine()).lower()
     if machine in {"aarch64", "arm64"} or machine.startswith("arm"):
@@ -105,8 +110,8 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, fmt: Int8Forma
     """source statically quantized to int8 (Q/DQ format) in `fmt`, calibrated on `images`.
 
     Weights are int8 per channel (7-bit with fmt.reduce_range). Activations are uint8 for ONNX
-    Runtime's CPU and CUDA providers, or symmetric int8 (zero point 0) for TensorRT, which only
-    takes that; for TensorRT biases also stay float32 (it cannot dequantize int32).
+    Runtime's CPU and CUDA providers, or symmetric int8 (zero point 0) for an engine, which only
+    takes that; for an engine biases also stay float32 (it cannot dequantize int32).
     """
     symmetric = fmt.activations == "int8"
     import onnx
@@ -141,8 +146,8 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, fmt: Int8Forma
         reduce_range=fmt.reduce_range,
         activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
         weight_type=QuantType.QInt8,
-        # TensorRT's ONNX parser dequantizes only 8-bit (or narrower) values, so for it biases
-        # stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
+        # An engine's ONNX parser dequantizes only 8-bit (or narrower) values, so for symmetric
+        # int8 biases stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
         extra_options={
             "ActivationSymmetric": symmetric,
             "WeightSymmetric": True,

@@ -15,9 +15,9 @@ from ..export.parity import TOLERANCE
 
 # Largest allowed |backend - SavedModel| probability per precision the backend computes in; fp32
 # reuses the export's float32 tolerance, fp16 its mixed-precision one, int8 keeps ~2 digits.
-# "tf32": fp32 that a backend computes in TF32 with no switch to turn it off (the ONNX backend
-# says where: onnx_backend.tf32_tolerance); TF32 rounds matmul and convolution inputs to fp16's
-# 10-bit mantissa, so that fp32 is held to the fp16 tolerance, and says so.
+# "tf32": fp32 that a backend computes in TF32 with no switch to turn it off (the ONNX backend's
+# engine provider says where: its tf32_tolerance); TF32 rounds matmul and convolution inputs to
+# fp16's 10-bit mantissa, so that fp32 is held to the fp16 tolerance, and says so.
 PRECISION_TOLERANCE = {
     "fp32": TOLERANCE["float32"],
     "fp16": TOLERANCE["mixed"],

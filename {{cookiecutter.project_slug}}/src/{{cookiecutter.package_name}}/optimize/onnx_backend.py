@@ -10,17 +10,20 @@ SavedModel. Each precision is its own graph in optimized/:
   in float32 behind inserted casts, so expect a speed-up only on a GPU provider.
 - int8: static quantization with ONNX Runtime's tools: Q/DQ nodes whose scales come from
   calibration on training images. Activations are unsigned (the fast kind on CPU), with 7-bit
-  weights on x86 CPUs without VNNI (calibration.int8_format says why), except when the TensorRT
-  provider runs the graph, which needs symmetric signed int8.
+  weights on x86 CPUs without VNNI (calibration.int8_format says why), except where an engine
+  provider runs the graph (engine()), which says the format it needs.
 
-ONNX Runtime picks its execution provider by what is installed: TensorRT, then CUDA, then CPU.
+ONNX Runtime picks its execution provider by what is installed: the engine provider where this
+project holds the optional part that brings it (engine(): its ort_engine module), then CUDA, then
+the CPU.
 """
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -36,10 +39,10 @@ from .calibration import (
     quantize_dynamic_int8,
     quantize_int8,
 )
-from .judge import PRECISION_TOLERANCE
 from .lengths import cut, length_ranges
 
-ORT_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+ORT_PROVIDERS = ("CUDAExecutionProvider", "CPUExecutionProvider")  # after the engine's, if any
+ENGINE_MODULE = "ort_engine"  # the optional part's provider module: engine()
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
 # ONNX file -> fingerprint of the model.keras this process exported it from. Every backend and
 # precision of a run starts from the same fp32 export, so it is made once per run, and again
@@ -74,17 +77,20 @@ def onnx_convert(job: Job) -> Path:
 
 
 def onnx_int8_format() -> Int8Format:
-    """Symmetric signed int8 where ONNX Runtime hands the graph to TensorRT; else this CPU's."""
-    return int8_format(symmetric=onnx_providers()[0] == "TensorrtExecutionProvider")
+    """Symmetric signed int8 where ONNX Runtime hands the graph to the engine; else this CPU's."""
+    part = engine()
+    if part is not None and onnx_providers()[0] == part.PROVIDER:
+        return int8_format(symmetric=True, who=part.NAME)
+    return int8_format()
 
 
 def onnx_load(path: Path, job: Job) -> Predict:
     """ONNX Runtime sessions on the preferred providers; predict returns the probabilities.
 
-    With the TensorRT provider, one session per batch size the job serves, each given an explicit
-    TensorRT profile built for that batch (trt_profile_*_shapes: min 1, opt = max = the batch)
-    and its own engine cache folder: ONNX Runtime's execution context stays on a session's first
-    profile, and a profile built for batch 1 would time batch 256 on batch-1 kernels. A batch is
+    With the engine provider (engine()), one session per batch size the job serves, each given
+    an explicit profile built for that batch (min 1, opt = max = the batch) and its own engine
+    cache folder: ONNX Runtime's execution context stays on a session's first profile, and a
+    profile built for batch 1 would time batch 256 on batch-1 kernels. A batch is
     run by the session of the smallest size that holds it; token ids get a session per batch size
     and length bucket too, and run cut to their bucket (lengths.py). Other providers: one session.
     predict.reason names the providers the session really runs on (session.get_providers()),
@@ -92,17 +98,18 @@ def onnx_load(path: Path, job: Job) -> Predict:
     """
     import onnxruntime
 
-    engine = "TensorrtExecutionProvider" in onnx_providers()
-    sizes = serving_sizes(job) if engine else (None,)
-    ranges = length_ranges(job.run_dir) if engine else None
+    part = engine()
+    profiled = part is not None and part.PROVIDER in onnx_providers()
+    sizes = serving_sizes(job) if profiled else (None,)
+    ranges = length_ranges(job.run_dir) if profiled else None
     asked: list[str] = []
     sessions: dict[tuple[int | None, int], Any] = {}
     for size in sizes:
         for index, length in enumerate(ranges or (None,)):
             providers = provider_options(job, path, batch=size, length=length)
             asked = [item if isinstance(item, str) else item[0] for item in providers]
-            if "TensorrtExecutionProvider" in asked and importlib.util.find_spec("tensorrt"):
-                import tensorrt  # noqa: F401  (pip's TensorRT puts libnvinfer where ORT finds it)
+            if part is not None and part.PROVIDER in asked:
+                part.load_library()
             sessions[size, index] = onnxruntime.InferenceSession(str(path), providers=providers)
     first = next(iter(sessions.values()))
     name = first.get_inputs()[0].name
@@ -113,25 +120,16 @@ def onnx_load(path: Path, job: Job) -> Predict:
         return sessions[size, index].run(None, {name: batch})[0]
 
     running = first.get_providers()
-    reason, tolerance = running_sentence(asked, running), tf32_tolerance(job.precision, running)
+    reason = running_sentence(asked, running)
+    tolerance = part.tf32_tolerance(job.precision, running) if part is not None else 0.0
     if tolerance:
-        reason += (
-            " Its fp32 computes in TF32 (no switch: onnxruntime#26029), so parity allows "
-            f"{tolerance:g}, the fp16 tolerance."
-        )
+        reason += part.tolerance_note(tolerance)
     predict.reason, predict.tolerance = reason, tolerance  # type: ignore[attr-defined]
     return predict
 
 
-def tf32_tolerance(precision: str, running: list[str]) -> float:
-    """The tolerance fp32 needs when TensorRT runs it under ONNX Runtime (TF32), else 0."""
-    if precision == "fp32" and running[:1] == ["TensorrtExecutionProvider"]:
-        return PRECISION_TOLERANCE["tf32"]
-    return 0.0
-
-
 def serving_sizes(job: Job) -> tuple[int, ...]:
-    """The batch sizes that get a TensorRT profile of their own: the benchmark's and parity's."""
+    """The batch sizes that get an engine profile of their own: the benchmark's and parity's."""
     return tuple(sorted({*job.batch_sizes, job.max_batch}))
 
 
@@ -148,19 +146,27 @@ def running_sentence(asked: list[str], running: list[str]) -> str:
 
 
 def onnx_providers() -> list[str]:
-    """ONNX Runtime's providers in order of preference, those this installation has. Its
-    TensorRT provider belongs to the TensorRT part: a project that declined it never asks."""
+    """ONNX Runtime's providers in order of preference, those this installation has. The engine
+    provider belongs to an optional part (engine()): a project that declined it never asks."""
     import onnxruntime
 
     present = set(onnxruntime.get_available_providers())
-    if not engine_part():
-        present.discard(ORT_PROVIDERS[0])
-    return [provider for provider in ORT_PROVIDERS if provider in present]
+    part = engine()
+    preferred = ([part.PROVIDER] if part is not None else []) + list(ORT_PROVIDERS)
+    return [provider for provider in preferred if provider in present]
+
+
+def engine() -> ModuleType | None:
+    """The optional engine part's ONNX Runtime provider (its ENGINE_MODULE: PROVIDER, NAME,
+    provider_entry, load_library, tf32_tolerance, tolerance_note), or None where it was declined."""
+    if importlib.util.find_spec(f"{__package__}.{ENGINE_MODULE}") is None:
+        return None
+    return importlib.import_module(f"{__package__}.{ENGINE_MODULE}")
 
 
 def engine_part() -> bool:
-    """Whether this project holds the TensorRT part (its engine backend beside this one)."""
-    return importlib.util.find_spec(f"{__package__}.tensorrt_engine") is not None
+    """Whether this project holds the optional engine part."""
+    return engine() is not None
 
 
 def provider_options(
@@ -172,67 +178,22 @@ def provider_options(
 ) -> list[str | tuple[str, dict[str, object]]]:
     """Providers for a session on `model` (optimized/model_<precision>.onnx by default).
 
-    TensorRT's is told the precision and caches its engines in a folder named by a hash of the
-    ONNX file (ONNX Runtime keys its cache by file name, node names and versions, not by
-    weights, so a retrained model under the same name would otherwise reuse the old engine),
-    and for `batch` (and a `length` bucket of token ids) a profile built for it, cached in a
-    folder of its own. The folder is made
-    here: the provider creates only the last folder of the path, and throws (falling back to
-    CUDA) when its parent is missing. CUDA's is told to keep TF32 off for fp32, so that fp32
-    computes in float32 like the SavedModel it is compared with.
+    The engine provider's entry is the optional part's (engine().provider_entry: the precision,
+    its cache, and for `batch` and a `length` bucket a profile of their own). CUDA's is told to
+    keep TF32 off for fp32, so that fp32 computes in float32 like the SavedModel it is compared
+    with.
     """
     model = model or job.out_dir / f"model_{job.precision}.onnx"
+    part = engine()
     chosen: list[str | tuple[str, dict[str, object]]] = []
     for provider in onnx_providers():
-        if provider == "TensorrtExecutionProvider":
-            cache = job.out_dir / "ort_trt_cache" / file_hash(model)
-            options: dict[str, object] = {
-                "trt_fp16_enable": job.precision == "fp16",
-                "trt_int8_enable": job.precision == "int8",
-                "trt_engine_cache_enable": True,
-            }
-            if batch is not None:
-                cache = cache / (f"batch_{batch}" + (f"_tokens_{length[1]}" if length else ""))
-                options.update(profile_shapes(model, batch, length))
-            cache.mkdir(parents=True, exist_ok=True)
-            options["trt_engine_cache_path"] = str(cache)
-            chosen.append((provider, options))
+        if part is not None and provider == part.PROVIDER:
+            chosen.append(part.provider_entry(job, model, batch, length))
         elif provider == "CUDAExecutionProvider":
             chosen.append((provider, {"use_tf32": int(job.precision != "fp32")}))
         else:
             chosen.append(provider)
     return chosen
-
-
-def profile_shapes(
-    model: Path, batch: int, length: tuple[int, int] | None = None
-) -> dict[str, str]:
-    """trt_profile_{min,opt,max}_shapes for the model's input: batches 1 to `batch`, built for
-    `batch`, and token ids of `length`'s fewest to most, built for the most (the format is
-    trtexec's, "name:1x32x32x3")."""
-    import onnx
-
-    graph_input = onnx.load(str(model), load_external_data=False).graph.input[0]
-    dims = [str(dim.dim_value) for dim in graph_input.type.tensor_type.shape.dim[1:]]
-
-    def shape(size: int, tokens: int | None = None) -> str:
-        return f"{graph_input.name}:" + "x".join([str(size), *([str(tokens)] if tokens else dims)])
-
-    fewest, most = length or (None, None)
-    return {
-        "trt_profile_min_shapes": shape(1, fewest),
-        "trt_profile_opt_shapes": shape(batch, most),
-        "trt_profile_max_shapes": shape(batch, most),
-    }
-
-
-def file_hash(path: Path) -> str:
-    """The first 16 hex digits of the file's SHA-256: changes whenever its weights do."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
 
 
 def export_onnx(run_dir: Path, out_dir: Path) -> Path:

@@ -102,7 +102,7 @@ def engine_source(job: Job) -> Path:
 
 def tensorrt_int8_format() -> Int8Format:
     """TensorRT takes only symmetric signed int8."""
-    return int8_format(symmetric=True)
+    return int8_format(symmetric=True, who="TensorRT")
 
 
 def tensorrt_convert(job: Job) -> Path:

@@ -23,6 +23,7 @@ from ..artifacts import RUN_LOCK, RUN_RECORD, StepError
 from ..writes import check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
+from .held import checked_values, saved_note
 from .html import write_html
 from .live import NotebookProgress
 from .plan import Plan, plan_run
@@ -135,14 +136,15 @@ def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:
 
 
 def preflight(plan: Plan, folder: Path) -> None:
-    """Each selected step's own checker (steps.preflight) on the plan's values; runs nothing.
-    The checkers import their steps, so TensorFlow: a line says so while it loads. The ranges
-    every step shares are checked first, in a moment, without TensorFlow."""
-    selected = {name: plan.parameters[name] for name in plan.notebooks}
+    """Each selected step's own checker (steps.preflight) on the values each notebook will run
+    with (its cell's, the plan's over them: held.py); runs nothing. The checkers import their
+    steps, so TensorFlow: a line says so while it loads. The ranges every step shares are checked
+    first, in a moment, without TensorFlow."""
+    selected = checked_values(plan)
     try:
         steps.check_ranges(selected)
     except StepError as error:
-        raise RunnerInputError(str(error)) from None
+        raise RunnerInputError(saved_note(plan, str(error))) from None
     if any(steps.for_notebook(name) for name in plan.notebooks):
         started = time.perf_counter()
         print("Checking each step's values and inputs (loading TensorFlow) …", flush=True)
@@ -152,7 +154,7 @@ def preflight(plan: Plan, folder: Path) -> None:
     try:
         steps.preflight(folder, selected)
     except StepError as error:
-        raise RunnerInputError(str(error)) from None
+        raise RunnerInputError(saved_note(plan, str(error))) from None
 
 
 def check_run_dir(folder: Path, given: bool = True) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..artifacts import project_root
 from .cells import Declared, check_takes_run_dir, declared_parameters, fits
+from .held import held_values
 from .profile import RunnerInputError, load_profile, near
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -38,6 +39,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the runner decided and says first
     declared: dict[str, dict[str, Declared]] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> where from
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cells' own values (held.py)
 
 
 def plan_run(
@@ -109,6 +111,7 @@ def plan_run(
         notes=notes,
         declared={name: declared[name] for name in selected},
         sources=sources,
+        held={name: held_values(declared[name]) for name in selected},
     )
 
 
@@ -152,7 +155,7 @@ def _takers(
     takers, notes = {}, []
     for key, value in overrides.items():
         declaring = [name for name, own in declared.items() if key in own]
-        fitting = [name for name in declaring if fits(value, declared[name][key].hint)]
+        fitting = [name for name in declaring if _fits(value, declared[name][key].hint)]
         takers[key] = fitting or declaring
         left = [name for name in declaring if name not in takers[key]]
         if left:
@@ -201,7 +204,7 @@ def _check(
             )
         for name in takers:
             own = declared[name][key]
-            if not fits(value, own.hint):
+            if not _fits(value, own.hint):
                 hint = "; quote it to keep it text" if own.expected == "str" else ""
                 raise RunnerInputError(
                     f"Parameter {key}={value!r} {where} is {type(value).__name__}, but {name} "
@@ -209,8 +212,20 @@ def _check(
                 )
 
 
+def _fits(value: Any, hint: Any) -> bool:
+    return fits(_empty(value, hint), hint)
+
+
+def _empty(value: Any, hint: Any) -> Any:
+    """`-p key=` (YAML's null) for a parameter that takes text but not None is the empty text:
+    the one way to clear from the command line a value saved in a notebook (data_dir)."""
+    return "" if value is None and not fits(None, hint) and fits("", hint) else value
+
+
 def _coerce(value: Any, hint: Any) -> Any:
-    """An int given for a float parameter reaches the notebook as a float (3 → 3.0)."""
+    """An int given for a float parameter reaches the notebook as a float (3 → 3.0); `key=` for
+    a text parameter reaches it as the empty text."""
+    value = _empty(value, hint)
     args = typing.get_args(hint) or (hint,)
     if float in args and int not in args and type(value) is int:
         return float(value)

@@ -126,7 +126,7 @@ def _environment(m: dict[str, Any]) -> str:
 def _data(m: dict[str, Any]) -> str:
     speed = (
         "the pipeline benchmark was too short to compare the pipelines"
-        if m.get("too_short")
+        if m.get("too_short") or m.get("speedup_vs_naive") is None
         else f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
         f"({m['examples_per_sec']:,.0f} examples/s)"
     )

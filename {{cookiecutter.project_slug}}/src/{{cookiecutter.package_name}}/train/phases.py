@@ -21,14 +21,15 @@ TRAIN = "train"  # the one phase of a run without freeze_epochs
 def plan(loop: Running) -> schedule.Plan:
     """The learning-rate plan of the run: its peak is the scaled rate (or the range test's)."""
     params = loop.params
-    return schedule.Plan(
-        peak=loop.learning_rate,
-        steps_per_epoch=loop.steps_per_epoch,
-        epochs=params.epochs,
-        warmup_epochs=schedule.auto_warmup(params.warmup_epochs, loop.global_batch, params.epochs),
-        schedule=params.schedule,
-        freeze_epochs=params.freeze_epochs,
-        fine_tune_factor=float(params.fine_tune_lr_factor),
+    return schedule.plan_for(
+        loop.learning_rate,
+        loop.steps_per_epoch,
+        params.epochs,
+        params.warmup_epochs,
+        params.schedule,
+        loop.global_batch,
+        params.freeze_epochs,
+        float(params.fine_tune_lr_factor),
     )
 
 

@@ -66,6 +66,29 @@ def auto_warmup(warmup_epochs: int | str, global_batch: int, epochs: int) -> int
     return max(1, min(AUTO_WARMUP_EPOCHS, epochs // 5))
 
 
+def plan_for(
+    peak: float,
+    steps_per_epoch: int,
+    epochs: int,
+    warmup_asked: int | str,
+    schedule: str,
+    global_batch: int,
+    freeze_epochs: int = 0,
+    fine_tune_factor: float = 1.0,
+) -> Plan:
+    """The plan a run with these parameters trains on: training builds its own with this, and
+    03 describes the run's before it starts from the same call, so the two cannot differ."""
+    return Plan(
+        peak=peak,
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        warmup_epochs=auto_warmup(warmup_asked, global_batch, epochs),
+        schedule=schedule,
+        freeze_epochs=freeze_epochs,
+        fine_tune_factor=fine_tune_factor,
+    )
+
+
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """plan.peak × (warmup ramp, then constant or cosine) × (fine_tune_factor once unfrozen)."""
 
@@ -116,12 +139,15 @@ def per_step(plan: Plan, most: int = 2000) -> list[float]:
 
 
 def describe(plan: Plan, global_batch: int, warmup_asked: int | str) -> str:
-    """One sentence on the schedule, naming why warmup is on when it was chosen automatically."""
+    """One sentence on the schedule, naming why warmup is on or off when "auto" chose it; the
+    reason is given only where it is true of `global_batch` (issue 42: a plan drawn with warmup
+    for a batch of 64 said "the global batch 64 exceeds 256")."""
     parts = []
+    large = global_batch > WARMUP_BATCH
     if plan.warmup_epochs:
         why = (
             f" (warmup_epochs=auto: the global batch {global_batch} exceeds {WARMUP_BATCH})"
-            if warmup_asked == "auto"
+            if warmup_asked == "auto" and large
             else ""
         )
         parts.append(
@@ -129,11 +155,15 @@ def describe(plan: Plan, global_batch: int, warmup_asked: int | str) -> str:
             f"{plan.peak:.3g}{why}"
         )
     elif warmup_asked == "auto":
-        parts.append(f"no warmup (global batch {global_batch} <= {WARMUP_BATCH})")
+        parts.append(
+            "no warmup" if large else f"no warmup (global batch {global_batch} <= {WARMUP_BATCH})"
+        )
+    then = "then " if plan.warmup_epochs else ""
     if plan.schedule == "cosine":
-        parts.append(f"then cosine decay to {plan.peak * FLOOR:.3g}")
+        start = "" if plan.warmup_epochs else f"from {plan.peak:.3g} "
+        parts.append(f"{then}cosine decay {start}to {plan.peak * FLOOR:.3g}")
     else:
-        parts.append(f"{'then ' if plan.warmup_epochs else ''}constant at {plan.peak:.3g}")
+        parts.append(f"{then}constant at {plan.peak:.3g}")
     if plan.freeze_epochs:
         parts.append(
             f"x {plan.fine_tune_factor:g} from epoch {plan.freeze_epochs + 1} (fine-tuning)"

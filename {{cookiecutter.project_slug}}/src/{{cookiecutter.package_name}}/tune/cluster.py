@@ -6,10 +6,15 @@ KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT.
     none set, workers=1   the search runs in this process, as keras-tuner's tuner `tuner0`
     none set, workers=N   this process is the chief, on 127.0.0.1 at a free port, and starts N
                           workers: the same `<package> tune` command with the variables set,
-                          each on its own GPU where there are several (CUDA_VISIBLE_DEVICES), all
-                          on the one GPU with memory growth where there is one, and each on its
-                          own share of the CPU cores; their output goes to tuning/workers/
+                          each on its own GPU where there are several (CUDA_VISIBLE_DEVICES),
+                          with memory growth on any GPU two of them share (more workers than
+                          GPUs, or one GPU), and each on its own share of the CPU cores; their
+                          output goes to tuning/workers/
     set                   this process is the role named (deploy/slurm_tune.sh sets them)
+
+The chief trains nothing, but keras-tuner builds one model in it (`_populate_initial_space`)
+before any worker starts: `keep_off_gpus` hides the GPUs from it first, so it maps none of the
+memory its workers need (deploy/slurm_tune.sh also starts its chief with CUDA_VISIBLE_DEVICES="").
 
 Every trial's files are in tuning/tuner/trial_NN/ (its id is the oracle's, so two workers never
 share one); the chief alone writes the oracle's state and, once every trial has ended,
@@ -99,14 +104,31 @@ def _running(oracle: Any, trial_id: str) -> bool:
     return trial is not None and trial.status == "RUNNING"
 
 
+def keep_off_gpus() -> bool:
+    """Hide every GPU from this process, the chief, before keras-tuner builds its first model;
+    False where TensorFlow's runtime has already started (a notebook that used a GPU): then the
+    chief keeps what it holds."""
+    import tensorflow as tf
+
+    try:
+        tf.config.set_visible_devices([], "GPU")
+    except RuntimeError:  # visible devices cannot be set once the runtime is up
+        return False
+    return True
+
+
 def placement(index: int, workers: int, gpus: list[str], cpus: list[int]) -> dict[str, Any]:
     """Where worker `index` of `workers` runs: its CUDA_VISIBLE_DEVICES (gpus: the ids this
-    process may use) and its CPU cores, an even share (cores are shared when fewer than workers)."""
+    process may use; round robin) and its CPU cores, an even share (cores are shared when fewer
+    than workers). A GPU that two workers share gives each memory growth: each takes the memory
+    it needs, not all of it (TensorFlow's default), which would leave the other none."""
     environment: dict[str, str] = {}
     if len(gpus) > 1:
         environment["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
-    elif gpus:  # one GPU for every worker: each takes the memory it needs, not all of it
-        environment["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
+    if gpus and workers > len(gpus):
+        sharing = len(range(index % len(gpus), workers, len(gpus)))  # workers on this GPU
+        if sharing > 1:
+            environment["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
     share = max(1, len(cpus) // workers)
     own = cpus[index * share : (index + 1) * share] if len(cpus) >= workers else []
     return {"env": environment, "cpus": own or [cpus[index % len(cpus)]]}
@@ -276,9 +298,10 @@ def _show_ended(oracle: Any, folder: Path, shown: int) -> int:
 
 
 def _gpu_text(environment: dict[str, str]) -> str:
+    shared = " (shared, memory growth)" if "TF_FORCE_GPU_ALLOW_GROWTH" in environment else ""
     if "CUDA_VISIBLE_DEVICES" in environment:
-        return f", GPU {environment['CUDA_VISIBLE_DEVICES']}"
-    return ", sharing the GPU" if environment else ""
+        return f", GPU {environment['CUDA_VISIBLE_DEVICES']}{shared}"
+    return ", sharing the GPU" if shared else ""
 
 
 def _tail(path: Path) -> str:

@@ -56,6 +56,8 @@ def search(
     algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
     batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
     weights = params["weights"]
+    if not worker and (params["workers"] > 1 or cluster.role()):  # the chief: it trains nothing
+        cluster.keep_off_gpus()  # before keras-tuner builds a model in it (make_tuner)
     kt = require_keras_tuner()
     folder = resolve_run_dir(run_dir, create=False)
     meta = check_data(folder, model, batch_size, weights)  # no data: names 01_data

@@ -274,6 +274,7 @@ FULL_BAKE = (
     "tests/test_run_folder.py",
     "tests/test_run_folder_lock.py",
     "tests/test_run_report.py",
+    "tests/test_run_report_status.py",
     "tests/test_runner.py",
     "tests/test_runner_held.py",
     "tests/test_runner_records.py",

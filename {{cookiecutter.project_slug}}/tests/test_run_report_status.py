@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from {{ cookiecutter.package_name }}.cli import main
 from {{ cookiecutter.package_name }}.runner.console import closing_lines
 from {{ cookiecutter.package_name }}.runner.report import write_report
 from {{ cookiecutter.package_name }}.runner.summary import headline
@@ -39,13 +40,16 @@ def _record(run_dir: Path) -> dict:
     }
 
 
-def test_a_failed_notebook_keeps_the_run_from_reading_ok(tmp_path: Path) -> None:
+def test_a_failed_notebook_keeps_the_run_from_reading_ok(tmp_path: Path, capsys) -> None:
     run_dir = tmp_path / "run"
     record = _record(run_dir)
     report = write_report(run_dir, record).read_text(encoding="utf-8")
     assert "Status: **failed (03_train)**" in report
     assert "status **failed (03_train)**." in headline(run_dir, record)[-1]
     assert closing_lines(run_dir, 1.0, record)[0] == "Run run: failed (03_train)"
+    (run_dir / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    said = main(["report", "--run-dir", str(run_dir), "--headline"])
+    assert said == 0 and capsys.readouterr().out.startswith("### Run run: failed (03_train)")
 
 
 def test_error_text_is_literal_in_the_markdown_and_plain_in_the_terminal(tmp_path: Path) -> None:

@@ -34,6 +34,10 @@ def table(shape: str, rows: int = ROWS, seed: int = 0) -> tuple[pd.DataFrame, st
     if shape == "one":
         x = rng.normal(0, 1, rows)
         return pd.DataFrame({"x": x, "target": np.where(x > 0, "pos", "neg")}), "target"
+    if shape == "one_category":  # no numbers, no cross: the wide side is that column alone
+        city = rng.choice(["north", "south", "east"], rows)
+        noise = rng.random(rows) < 0.1
+        return pd.DataFrame({"city": city, "rain": (city == "north") ^ noise}), "rain"
     species = rng.choice(["Adelie", "Gentoo", "Chinstrap"], rows, p=[0.45, 0.35, 0.2])
     bill = pd.Series(species).map({"Adelie": 38.8, "Gentoo": 47.5, "Chinstrap": 48.8})
     frame = pd.DataFrame({"bill_length_mm": bill + rng.normal(0, 2, rows)})
@@ -116,7 +120,7 @@ def test_rest_rows_of_a_table_of_one_column_are_answered_as_named_columns(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["numbers", "categories", "one", "species"])
+@pytest.mark.parametrize("shape", ["numbers", "categories", "one", "one_category", "species"])
 def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
     frame, label = table(shape, rows=600)
     source = tmp_path / f"{shape}.csv"

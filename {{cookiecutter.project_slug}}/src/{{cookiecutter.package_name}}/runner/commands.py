@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, prog: str) -> int:
 def report(args: argparse.Namespace, prog: str) -> int:
     """`report --run-dir DIR [--headline]`: from run.json, or from what the notebooks wrote."""
     from .record import interactive_record, record_problem
-    from .summary import headline
+    from .summary import headline, run_status
 
     folder = _existing(args.run_dir)
     try:
@@ -119,7 +119,7 @@ def report(args: argparse.Namespace, prog: str) -> int:
         )
         return 2
     if args.headline:
-        print(f"### Run {folder.name}: {record.get('status')}\n")
+        print(f"### Run {folder.name}: {run_status(record)}\n")
         print("\n".join(headline(folder, record)))
         return 0
     from .. import progress

@@ -10,12 +10,11 @@ notebook names the notebook and says how to clear it from the command line.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .cells import Declared
 
-if TYPE_CHECKING:
-    from .plan import Plan
+Plan = Any  # plan.Plan, which imports this module: named here only as a type
 
 
 def held_values(declared: dict[str, Declared]) -> dict[str, Any]:

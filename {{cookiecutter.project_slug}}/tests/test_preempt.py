@@ -95,7 +95,7 @@ def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
     """SIGTERM as training starts: the stop sentence is said once, by the Interrupted that ends
     the command, and no 'No training step ran in this call' follows 'Stopped … after step N'
     (both were printed, and the stop sentence twice)."""
-    from tf_gpu_project import train
+    from {{ cookiecutter.package_name }} import train
 
     def install(self: preempt.StopRequest) -> None:  # as if SIGTERM came before the first step
         self.received = signal.SIGTERM

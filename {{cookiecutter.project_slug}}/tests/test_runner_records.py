@@ -161,7 +161,8 @@ def test_report_shows_latest_success_newer_failure_and_attempts(
     attempts = report.split("## Attempts")[1].split("## Metrics")[0]
     failed = [line for line in attempts.splitlines() if "| 01_second | failed |" in line]
     assert len(failed) == 2
-    assert all("| [4] | ValueError: boom from 01_second |" in line for line in failed)
+    # report.md escapes error text, so Markdown shows `01_second` as written, not in italics
+    assert all("| [4] | ValueError: boom from 01\\_second |" in line for line in failed)
     assert attempts.count("| ok |") == 3
 
 
@@ -206,7 +207,8 @@ def test_run_json_of_the_earlier_runner_is_read_back(project: Path) -> None:
 def test_steps_preflight_runs_before_the_run_folder_is_made(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each step's own checker sees the plan's values; its refusal leaves no folder behind."""
+    """Each step's own checker sees what each notebook runs with: its cell's values, the plan's
+    over them (runner/held.py); its refusal leaves no folder behind."""
     calls = []
 
     def refuse(run_dir: Path, selected: dict) -> None:
@@ -222,8 +224,8 @@ def test_steps_preflight_runs_before_the_run_folder_is_made(
             run_dir,
             {
                 "00_first": {"size": 5, "label": "from-profile", "rate": 0.25},
-                "01_second": {"size": 5},
-                "02_third": {},
+                "01_second": {"size": 5, "fail": False},
+                "02_third": {"note": None},
             },
             False,
         )

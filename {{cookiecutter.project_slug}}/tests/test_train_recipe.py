@@ -368,7 +368,8 @@ def test_fine_tuning_from_a_model_keras_runs_both_phases_and_records_the_weights
     assert saved["test_accuracy"] == metrics["test_accuracy"]
     record = {"status": "ok", "notebooks": [{"name": "03_train", "status": "ok", "seconds": 1.0}]}
     said = headline(run, record)[0]
-    assert said.startswith(f"- **03_train**: test_accuracy **{metrics['test_accuracy']:.4f}**")
+    assert said.startswith("- **03_train**: ")  # "**stayed at chance**: ..." may come first
+    assert f"test_accuracy **{metrics['test_accuracy']:.4f}**" in said
     # One more epoch: resumed after the frozen phase, it fine-tunes, from the checkpoint; the
     # weights file is not loaded again over the trained weights the checkpoint restored.
     more = train.train(run, verbose=False, **{**values, "epochs": 3})

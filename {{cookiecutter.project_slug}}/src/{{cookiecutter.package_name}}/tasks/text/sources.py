@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...data.split import check_test_fraction, split_indices
+from .audit import refuse_one_class
 from .files import TextSourceError, decode, read_folder_rows
 from .vocab import count_long
 
@@ -97,6 +98,7 @@ def load_text_source(
         else:
             rows, data, skipped = read_folder_rows(path, skip_unreadable)
         digest = hashlib.sha256(data)
+        refuse_one_class(rows[1], str(path))
         _refuse_single_examples(*rows)
         classes = sorted(set(rows[1]))
         texts, labels = _ids(*rows, classes)

@@ -1,0 +1,43 @@
+"""Text sources under bad input (issue 45): a single class refused before anything is written,
+look-alike labels named, texts repeated across splits counted, a folder's odd files (deeper
+folders, links, folders named .txt, unreadable files) said, not skipped or read without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_sentence
+
+from {{ cookiecutter.package_name }}.tasks.text.records import prepare
+from {{ cookiecutter.package_name }}.tasks.text.sources import TextSourceError, load_text_source
+
+
+def csv_of(path: Path, rows: list[tuple[str, str]]) -> Path:
+    path.write_text("text,label\n" + "".join(f"{t},{label}\n" for t, label in rows))
+    return path
+
+
+def class_folders(root: Path, labels: tuple[str, ...] = ("card", "fee"), count: int = 4) -> Path:
+    for label in labels:
+        (root / label).mkdir(parents=True)
+        for i in range(count):
+            (root / label / f"{i}.txt").write_text(f"{label.strip()} question number {i}")
+    return root
+
+
+def all_texts(source) -> list[str]:
+    return sorted(t for split in source.splits.values() for t in split.texts)
+
+
+def test_a_single_class_is_refused_before_data_is_written(tmp_path):
+    """Every row one label: one sentence naming it and the 2 classes needed; no data/ folder."""
+    data = csv_of(tmp_path / "one.csv", [(f"lost card {i}", "card") for i in range(12)])
+    with pytest.raises(TextSourceError) as caught:
+        prepare(tmp_path / "run", "csv", data_dir=data)
+    message = str(caught.value)
+    assert_one_sentence(message)
+    assert "the label 'card'" in message and "at least 2 classes" in message
+    assert not (tmp_path / "run" / "data").exists()
+    with pytest.raises(TextSourceError, match="at least 2 classes"):
+        load_text_source("folder", class_folders(tmp_path / "folder", ("card",)))

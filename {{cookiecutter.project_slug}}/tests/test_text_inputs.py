@@ -41,3 +41,19 @@ def test_a_single_class_is_refused_before_data_is_written(tmp_path):
     assert not (tmp_path / "run" / "data").exists()
     with pytest.raises(TextSourceError, match="at least 2 classes"):
         load_text_source("folder", class_folders(tmp_path / "folder", ("card",)))
+
+
+def test_labels_that_differ_only_in_case_or_spaces_are_named_in_a_note(tmp_path):
+    """card / CARD / ' card' stay three classes (they may be meant), and a note names the group
+    and how to merge it."""
+    source = load_text_source(
+        "folder", class_folders(tmp_path, ("card", "CARD", " card", "fee")), val_fraction=0.25,
+        test_fraction=0.25,
+    )  # fmt: skip
+    assert source.classes == [" card", "CARD", "card", "fee"]
+    note = next(n for n in source.notes if "differ only in case" in n)
+    assert "' card' / 'CARD' / 'card'" in note and "kept as separate classes" in note
+    assert "'fee'" not in note
+    plain = load_text_source("folder", class_folders(tmp_path / "plain"), val_fraction=0.25,
+                             test_fraction=0.25)  # fmt: skip
+    assert not [n for n in plain.notes if "differ only in case" in n]

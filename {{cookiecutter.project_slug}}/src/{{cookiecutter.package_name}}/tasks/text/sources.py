@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...data.split import check_test_fraction, split_indices
-from .audit import refuse_one_class
+from .audit import look_alike_note, refuse_one_class
 from .files import TextSourceError, decode, read_folder_rows
 from .vocab import count_long
 
@@ -82,7 +82,7 @@ def load_text_source(
             f"max_tokens={max_tokens!r} is not allowed: use a whole number of tokens, e.g. 64."
         )
     check_test_fraction(test_fraction if source != "banking77" else 0.0, val_fraction)
-    skipped: list[str] = []  # notes of a folder's unreadable files left out
+    skipped: list[str] = []  # notes of the reading: files left out, look-alike labels
     if source == "banking77":
         classes, texts, labels, test, digest = _banking77()
         test_fraction = 0.0
@@ -101,6 +101,7 @@ def load_text_source(
         refuse_one_class(rows[1], str(path))
         _refuse_single_examples(*rows)
         classes = sorted(set(rows[1]))
+        skipped += look_alike_note(classes)
         texts, labels = _ids(*rows, classes)
     index = split_indices(labels, classes, val_fraction, seed, test_fraction)
     splits = {name: _take(texts, labels, members) for name, members in index.items()}

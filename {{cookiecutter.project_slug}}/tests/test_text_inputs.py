@@ -4,6 +4,7 @@ folders, links, folders named .txt, unreadable files) said, not skipped or read 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,27 @@ def test_labels_that_differ_only_in_case_or_spaces_are_named_in_a_note(tmp_path)
     plain = load_text_source("folder", class_folders(tmp_path / "plain"), val_fraction=0.25,
                              test_fraction=0.25)  # fmt: skip
     assert not [n for n in plain.notes if "differ only in case" in n]
+
+
+def test_texts_repeated_across_splits_are_counted_in_a_note_and_the_metrics(tmp_path):
+    """Each text twice (once in upper case): most validation and test texts are in train too,
+    counted after the vectorizer's standardization, in the notes and in metrics' meta."""
+    rows = [
+        (f"how do I {verb} my card {i}", verb) for i in range(10) for verb in ("freeze", "close")
+    ]
+    rows += [(text.upper() + "!", label) for text, label in rows]
+    data = csv_of(tmp_path / "twice.csv", rows)
+    source = load_text_source("csv", data, val_fraction=0.2, test_fraction=0.2)
+    counts = source.repeated
+    sizes = {name: len(source.splits[name].texts) for name in ("validation", "test")}
+    assert set(counts) == {"validation", "test"} and counts["test"] >= 1
+    note = next(n for n in source.notes if "also appear in train" in n)
+    assert f"{counts['test']} of {sizes['test']} test texts" in note
+    meta = prepare(tmp_path / "run", "csv", data_dir=data, val_fraction=0.2, test_fraction=0.2)
+    written = json.loads((tmp_path / "run" / "data" / "meta.json").read_text())
+    assert written["repeated_in_train"] == meta["repeated_in_train"] == counts
+    unique = [(f"how do I {verb} my card {i}", verb) for i in range(10) for verb in ("a", "b")]
+    clean = load_text_source("csv", csv_of(tmp_path / "u.csv", unique), val_fraction=0.2,
+                             test_fraction=0.2)  # fmt: skip
+    assert clean.repeated == {"validation": 0, "test": 0}
+    assert not [n for n in clean.notes if "also appear in train" in n]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...data.split import check_test_fraction, split_indices
-from .audit import look_alike_note, refuse_one_class
+from .audit import look_alike_note, refuse_one_class, repeated_in_train
 from .files import TextSourceError, decode, read_folder_rows
 from .vocab import count_long
 
@@ -54,6 +54,7 @@ class TextSource:
     fingerprint: str  # sha256 of the bytes read: changes when any input file does
     truncated: dict[str, int] = field(default_factory=dict)  # per split: texts over max_tokens
     notes: list[str] = field(default_factory=list)
+    repeated: dict[str, int] = field(default_factory=dict)  # per split: texts also in train
 
 
 def load_text_source(
@@ -116,7 +117,9 @@ def load_text_source(
             f"{sum(truncated.values())} of {total} texts are longer than max_tokens={max_tokens} "
             "tokens and will be truncated to it."
         )
-    return TextSource(source, classes, splits, digest.hexdigest(), truncated, notes)
+    repeated, said = repeated_in_train(splits)
+    notes += said
+    return TextSource(source, classes, splits, digest.hexdigest(), truncated, notes, repeated)
 
 
 def read_csv_rows(

@@ -5,11 +5,14 @@ folders, links, folders named .txt, unreadable files) said, not skipped or read 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import assert_one_sentence
 
+from {{ cookiecutter.package_name }}.tasks.text.data_step import MAX_TOKENS
 from {{ cookiecutter.package_name }}.tasks.text.records import prepare
 from {{ cookiecutter.package_name }}.tasks.text.sources import TextSourceError, load_text_source
 
@@ -82,3 +85,21 @@ def test_texts_repeated_across_splits_are_counted_in_a_note_and_the_metrics(tmp_
                              test_fraction=0.2)  # fmt: skip
     assert clean.repeated == {"validation": 0, "test": 0}
     assert not [n for n in clean.notes if "also appear in train" in n]
+
+
+def test_the_data_command_refuses_a_value_before_tensorflow_loads(tmp_path):
+    """`<package> data -p max_tokens=0` loaded TensorFlow (8-31 s) before refusing: now exit 2,
+    the step's sentence, nothing written, and TensorFlow never imported (checked in the process)."""
+    run_dir = tmp_path / "run"
+    code = (
+        "import sys\n"
+        "from {{ cookiecutter.package_name }}.cli import main\n"
+        f"status = main(['data', '--run-dir', {str(run_dir)!r}, '-p', 'max_tokens=0'])\n"
+        "assert status == 2, status\n"
+        "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = f"max_tokens=0 is not allowed: use a whole number from 1 to {MAX_TOKENS}."
+    assert expected in done.stderr, done.stderr
+    assert not run_dir.exists()

@@ -103,3 +103,56 @@ def test_the_data_command_refuses_a_value_before_tensorflow_loads(tmp_path):
     expected = f"max_tokens=0 is not allowed: use a whole number from 1 to {MAX_TOKENS}."
     assert expected in done.stderr, done.stderr
     assert not run_dir.exists()
+
+
+def test_a_folders_sub_folders_links_and_outside_files_are_said(tmp_path):
+    """Texts one level deeper are merged into their class (as the image task does), a class
+    folder that links to another is not a second class, a link to /etc/passwd is not a text,
+    an empty folder named x.txt is no file: each in a note, nothing skipped without a word."""
+    root = class_folders(tmp_path / "data")
+    (root / "card" / "extra").mkdir()
+    for i in range(2):
+        (root / "card" / "extra" / f"deep{i}.txt").write_text(f"deeper card question {i}")
+    (root / "card_copy").symlink_to(root / "card", target_is_directory=True)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash")
+    (root / "fee" / "passwd.txt").symlink_to(outside)
+    (root / "fee" / "x.txt").mkdir()
+    source = load_text_source("folder", root, val_fraction=0.25, test_fraction=0.25)
+    assert source.classes == ["card", "fee"]
+    texts = all_texts(source)
+    assert "deeper card question 1" in texts and len(texts) == 10
+    assert not [t for t in texts if "root:x" in t]
+    notes = " ".join(source.notes)
+    assert "2 text(s) in sub-folders merged into their class: card/extra/ (2)" in notes
+    assert "Skipped 1 class folder(s) that link to a class folder already read" in notes
+    assert "card_copy (a link to card)" in notes
+    assert f"Skipped 1 file(s) that link outside {root}: fee/passwd.txt (a link to" in notes
+
+
+def test_a_dangling_link_and_a_read_error_join_the_unreadable_files(tmp_path, monkeypatch):
+    """No FileNotFoundError or OSError: both are named with their reason in the one refusal of
+    the unreadable files, and skip_unreadable leaves them out with a note."""
+    root = class_folders(tmp_path / "data")
+    (root / "card" / "gone.txt").symlink_to(root / "card" / "missing.txt")
+    broken = root / "fee" / "bad.txt"
+    broken.write_text("a file on a failing disk")
+    read_bytes = Path.read_bytes
+
+    def failing(path: Path) -> bytes:
+        if path == broken:
+            raise OSError(5, "Input/output error")
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", failing)
+    with pytest.raises(TextSourceError) as caught:
+        load_text_source("folder", root)
+    message = str(caught.value)
+    assert_one_sentence(message)
+    assert message.startswith(f"2 files in {root} cannot be read as text: ")
+    assert "card/gone.txt (a link to " in message and "which does not exist" in message
+    assert "fee/bad.txt (cannot be read: Input/output error)" in message
+    source = load_text_source(
+        "folder", root, val_fraction=0.25, test_fraction=0.25, skip_unreadable=True
+    )
+    assert len(all_texts(source)) == 8 and source.notes[0].startswith("Skipped 2 files")

@@ -106,9 +106,10 @@ def read_folder_rows(root: Path, skip_unreadable: bool = False) -> tuple[Rows, b
                 nested[f"{name.parts[0]}/{name.parts[1]}"] += 1
     files = f"{len(unreadable)} file{'s' if len(unreadable) > 1 else ''}"
     listed = _listed(unreadable)
+    them = "them" if len(unreadable) > 1 else "it"
     if unreadable and not skip_unreadable:
         raise TextSourceError(
-            f"{files} in {root} cannot be read as text: {listed}, so fix them (text saved as "
+            f"{files} in {root} cannot be read as text: {listed}, so fix {them} (text saved as "
             "UTF-8 or with a byte-order mark), or give skip_unreadable=True to leave them out."
         )
     if not texts:

@@ -118,6 +118,9 @@ def test_a_folders_sub_folders_links_and_outside_files_are_said(tmp_path):
     outside.write_text("root:x:0:0:root:/root:/bin/bash")
     (root / "fee" / "passwd.txt").symlink_to(outside)
     (root / "fee" / "x.txt").mkdir()
+    (root / ".ipynb_checkpoints").mkdir()  # hidden entries: skipped as the image task skips them
+    (root / ".ipynb_checkpoints" / "0.txt").write_text("a checkpoint, not a class")
+    (root / "fee" / ".0-checkpoint.txt").write_text("fee question number 0")
     source = load_text_source("folder", root, val_fraction=0.25, test_fraction=0.25)
     assert source.classes == ["card", "fee"]
     texts = all_texts(source)

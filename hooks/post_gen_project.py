@@ -128,6 +128,7 @@ TASK_FILES = {
     "text_classification": [
         "notebooks/text/01_data.ipynb",
         "src/{pkg}/tasks/text/__init__.py",
+        "src/{pkg}/tasks/text/audit.py",
         "src/{pkg}/tasks/text/banking77/LICENSE",
         "src/{pkg}/tasks/text/banking77/README.md",
         "src/{pkg}/tasks/text/banking77/categories.json",
@@ -153,6 +154,7 @@ TASK_FILES = {
         "tests/test_text_chain.py",
         "tests/test_text_baseline.py",
         "tests/test_text_data_step.py",
+        "tests/test_text_inputs.py",
         "tests/test_text_export.py",
         "tests/test_text_models.py",
         "tests/test_text_pipeline.py",

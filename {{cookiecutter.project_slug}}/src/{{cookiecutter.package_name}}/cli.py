@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         command = next((arg for arg in argv if not arg.startswith("-")), "report")
         if command not in ("report", "run"):  # loads TensorFlow: quietly, first (run: later,
             # after its values are checked, so that a typo is refused in a fraction of a second)
+            refused = _refuse_early(command, argv)  # the data step: checked before it too
+            if refused is not None:
+                return refused
             load_tensorflow(shown=not {"--json", "--help", "-h"} & set(argv))
         parser = _parser(chosen=next((arg for arg in argv if not arg.startswith("-")), None))
         args = parser.parse_args(argv)
@@ -55,6 +58,30 @@ def main(argv: list[str] | None = None) -> int:
     except StepError as error:  # one no command caught (no project found): its sentence
         print(f"{PROG}: {error}", file=sys.stderr)
         return getattr(error, "exit_status", 2)
+
+
+def _refuse_early(command: str, argv: list[str]) -> int | None:
+    """Step 1's values checked before TensorFlow loads, as `run`'s pre-flight does: its module
+    imports none (the other steps' do), so `data -p max_tokens=0` is refused in a fraction of a
+    second. Exit status 2 after the sentence, or None to go on (help and parse errors included)."""
+    if command != "data" or {"--help", "-h"} & set(argv):
+        return None
+    from . import runner
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("-p", "--param", action="append", default=[])
+    early.add_argument("--run-dir", type=Path)
+    known, _ = early.parse_known_args(argv)
+    if known.run_dir is None:
+        return None  # the full parser says what is missing
+    step = steps.BY_NAME["data"]
+    try:
+        params = steps.params_from(step, runner.parse_overrides(known.param))
+        steps.module(step).check(known.run_dir.expanduser().resolve(), params, inputs=False)
+    except (StepError, runner.RunnerInputError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    return None
 
 
 def load_tensorflow(*, shown: bool) -> None:

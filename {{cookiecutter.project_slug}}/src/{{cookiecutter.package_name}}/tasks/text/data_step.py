@@ -158,6 +158,7 @@ def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
         "bucket_boundaries": meta["bucket_boundaries"],
         "truncated": meta["truncated"],
         "notes": meta.get("notes", []),
+        "repeated_in_train": meta.get("repeated_in_train", {}),
         "write_examples_per_sec": write.get("examples_per_sec"),
         "write_seconds": write.get("seconds"),
         "shard_bytes": write.get("shard_bytes"),

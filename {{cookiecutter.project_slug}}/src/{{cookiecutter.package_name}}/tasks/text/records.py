@@ -27,6 +27,7 @@ import numpy as np
 from ... import lineage
 from ...artifacts import DATA_DIR, META_FILE, resolve_run_dir
 from ...writes import write_json, writing
+from .audit import repeated_in_train
 from .pipeline import bucket_boundaries, read_records, write_records
 from .sources import Examples, TextSource, TextSourceError, load_text_source
 from .vocab import VOCABULARY_FILE, build_vocabulary, count_long, save_vocabulary
@@ -127,6 +128,7 @@ def write_data(folder: Path, source: TextSource, request: dict[str, Any]) -> dic
                 "truncated": {name: int(source.truncated.get(name, 0)) for name in splits},
                 "request": request,
                 "notes": list(source.notes),
+                "repeated_in_train": dict(source.repeated),
                 "write": {
                     "seconds": round(seconds, 3),
                     "examples_per_sec": total / max(seconds, 1e-9),
@@ -236,4 +238,7 @@ def load_text_records(folder: Path, out: Path, max_tokens: int) -> TextSource:
             f"{sum(truncated.values())} texts are longer than max_tokens={max_tokens} tokens "
             "and will be truncated to it."
         )
-    return TextSource("tfrecord", classes, loaded, digest.hexdigest(), truncated, notes)
+    repeated, said = repeated_in_train(loaded)
+    return TextSource(
+        "tfrecord", classes, loaded, digest.hexdigest(), truncated, notes + said, repeated
+    )

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...data.split import check_test_fraction, split_indices
+from .audit import look_alike_note, refuse_one_class, repeated_in_train
 from .files import TextSourceError, decode, read_folder_rows
 from .vocab import count_long
 
@@ -53,6 +54,7 @@ class TextSource:
     fingerprint: str  # sha256 of the bytes read: changes when any input file does
     truncated: dict[str, int] = field(default_factory=dict)  # per split: texts over max_tokens
     notes: list[str] = field(default_factory=list)
+    repeated: dict[str, int] = field(default_factory=dict)  # per split: texts also in train
 
 
 def load_text_source(
@@ -81,7 +83,7 @@ def load_text_source(
             f"max_tokens={max_tokens!r} is not allowed: use a whole number of tokens, e.g. 64."
         )
     check_test_fraction(test_fraction if source != "banking77" else 0.0, val_fraction)
-    skipped: list[str] = []  # notes of a folder's unreadable files left out
+    skipped: list[str] = []  # notes of the reading: files left out, look-alike labels
     if source == "banking77":
         classes, texts, labels, test, digest = _banking77()
         test_fraction = 0.0
@@ -97,8 +99,10 @@ def load_text_source(
         else:
             rows, data, skipped = read_folder_rows(path, skip_unreadable)
         digest = hashlib.sha256(data)
+        refuse_one_class(rows[1], str(path))
         _refuse_single_examples(*rows)
         classes = sorted(set(rows[1]))
+        skipped += look_alike_note(classes)
         texts, labels = _ids(*rows, classes)
     index = split_indices(labels, classes, val_fraction, seed, test_fraction)
     splits = {name: _take(texts, labels, members) for name, members in index.items()}
@@ -113,7 +117,9 @@ def load_text_source(
             f"{sum(truncated.values())} of {total} texts are longer than max_tokens={max_tokens} "
             "tokens and will be truncated to it."
         )
-    return TextSource(source, classes, splits, digest.hexdigest(), truncated, notes)
+    repeated, said = repeated_in_train(splits)
+    notes += said
+    return TextSource(source, classes, splits, digest.hexdigest(), truncated, notes, repeated)
 
 
 def read_csv_rows(

@@ -121,7 +121,13 @@ def token_ids(
 def count_tokens(text: str) -> int:
     """The number of tokens the vectorizer's standardize and whitespace split make of a text,
     without TensorFlow: the sources count what the pipeline will truncate before any is built."""
-    return len(_PUNCTUATION.sub("", text.lower()).split())
+    return len(tokens(text))
+
+
+def tokens(text: str) -> list[str]:
+    """The words the vectorizer reads in a text (lower-cased, punctuation removed, split on
+    whitespace), without TensorFlow."""
+    return _PUNCTUATION.sub("", text.lower()).split()
 
 
 def count_long(texts: Sequence[str], max_tokens: int) -> int:

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }} import seam
-from {{ cookiecutter.package_name }}.runner.summary import headline
+from {{ cookiecutter.package_name }}.runner.report import write_report
+from {{ cookiecutter.package_name }}.runner.summary import headline, run_status
 from {{ cookiecutter.package_name }}.train.chance import verdict
 from {{ cookiecutter.package_name }}.train.report import few_steps
 
@@ -108,9 +109,19 @@ def test_a_run_whose_model_stayed_at_chance_says_so_in_its_headline(tmp_path: Pa
     )
 
 
+def test_the_reports_status_line_and_the_terminals_say_chance_not_ok(tmp_path: Path) -> None:
+    run_dir, record = _run(tmp_path, learned=False)
+    record |= {"profile": "smoke", "started": "2026-12-06T01:00:00+00:00", "attempts": []}
+    assert run_status(record, run_dir) == "ok, but the model stayed at chance"
+    assert run_status(record) == "ok"  # without the run folder, the command's own status
+    report = write_report(run_dir, record).read_text(encoding="utf-8")
+    assert "Status: **ok, but the model stayed at chance**" in report
+
+
 def test_a_model_that_learned_keeps_a_plain_ok(tmp_path: Path) -> None:
-    lines = headline(*_run(tmp_path, learned=True))
-    assert "chance" not in "\n".join(lines)
+    run_dir, record = _run(tmp_path, learned=True)
+    lines = headline(run_dir, record)
+    assert "chance" not in "\n".join(lines) and run_status(record, run_dir) == "ok"
     assert lines[-1].endswith("status **ok**.")
 
 

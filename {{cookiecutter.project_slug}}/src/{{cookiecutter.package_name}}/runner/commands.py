@@ -119,7 +119,7 @@ def report(args: argparse.Namespace, prog: str) -> int:
         )
         return 2
     if args.headline:
-        print(f"### Run {folder.name}: {run_status(record)}\n")
+        print(f"### Run {folder.name}: {run_status(record, folder)}\n")
         print("\n".join(headline(folder, record)))
         return 0
     from .. import progress

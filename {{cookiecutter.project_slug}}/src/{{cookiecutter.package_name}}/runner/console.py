@@ -82,7 +82,7 @@ def closing_lines(run_dir: Path, seconds: float, record: dict[str, Any] | None =
             record = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             record = None
-    lines = [f"Run {run_dir.name}: {run_status(record) if record else 'no record'}"]
+    lines = [f"Run {run_dir.name}: {run_status(record, run_dir) if record else 'no record'}"]
     if record:
         for line in headline(run_dir, record):
             text = _plain(line)

@@ -26,7 +26,7 @@ def write_report(run_dir: Path, record: dict[str, Any]) -> Path:
         f"# Run {run_dir.name}",
         "",
         f"Profile **{record['profile']}**: {record.get('description') or 'no description'}  ",
-        f"Status: **{run_status(record)}**, started {record['started']}, "
+        f"Status: **{run_status(record, run_dir)}**, started {record['started']}, "
         f"finished {record.get('finished') or '-'}  ",
         f"Overrides: {_cell(record.get('overrides') or 'none')}",
         "",

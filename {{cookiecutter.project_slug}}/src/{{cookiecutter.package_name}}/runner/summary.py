@@ -25,12 +25,24 @@ def escaped(text: str) -> str:
     return MARKUP.sub(r"\\\1", text)
 
 
-def run_status(record: dict[str, Any]) -> str:
+def run_status(record: dict[str, Any], run_dir: Path | None = None) -> str:
     """The run's status as the report says it: the last command's, unless a notebook's latest
-    attempt failed or was interrupted (04-05 re-run ok after 03 failed is still failed)."""
+    attempt failed or was interrupted (04-05 re-run ok after 03 failed is still failed); with
+    `run_dir`, an ok run whose model stayed at chance says so (train.chance)."""
     bad = [e["name"] for e in record.get("notebooks", []) if e["status"] in BAD]
     status = str(record.get("status"))
-    return f"failed ({', '.join(bad)})" if bad and status == "ok" else status
+    if bad and status == "ok":
+        return f"failed ({', '.join(bad)})"
+    if status == "ok" and run_dir is not None and stayed_at_chance(run_dir, record):
+        return "ok, but the model stayed at chance"
+    return status
+
+
+def stayed_at_chance(run_dir: Path, record: dict[str, Any]) -> bool:
+    """Whether this run's 03_train ran ok and its model did not beat the majority class."""
+    ran = any(e["name"] == "03_train" and e["status"] == "ok" for e in record.get("notebooks", []))
+    trained = read(run_dir, "train") if ran else None
+    return bool(trained) and (trained.get("chance") or {}).get("learned") is False
 
 
 BAD = ("failed", "interrupted")
@@ -72,8 +84,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
     timed = any(entry.get("seconds") is not None for entry in record.get("notebooks", []))
     spent = f"{seconds:.1f} s over " if timed else "no times recorded (run by hand) for "
     status = f"status **{run_status(record)}**"
-    trained = read(run_dir, "train") if run_status(record) == "ok" else None
-    if trained and (trained.get("chance") or {}).get("learned") is False:
+    if run_status(record) == "ok" and stayed_at_chance(run_dir, record):
         status += ", but **the model stayed at chance** (see 03_train)"
     lines.append(f"- **Total**: {spent}{count} notebook(s), {status}.")
     return lines

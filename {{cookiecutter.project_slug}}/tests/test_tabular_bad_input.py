@@ -1,0 +1,46 @@
+"""Step 1 for tables under bad input (issue 45): values the model cannot take, a copy of the
+label, labels written two ways, nested and date columns, padded cells: each refused in one
+sentence naming the file, the row or the column, or handled with a note."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_sentence
+
+from tab_fortyfive.data.base import DataError
+from tab_fortyfive.tasks.tabular import data_step
+from tab_fortyfive.tasks.tabular.sources import load_table
+
+
+def csv(tmp_path: Path, body: str) -> data_step.Params:
+    path = tmp_path / "rows.csv"
+    path.write_text(body, encoding="utf-8")
+    return data_step.Params(dataset="csv", data_dir=str(path), label_column="y")
+
+
+def refused(tmp_path: Path, params: data_step.Params) -> str:
+    with pytest.raises(DataError) as caught:
+        data_step.run(tmp_path, params, verbose=False)
+    message = str(caught.value)
+    assert_one_sentence(message)
+    assert not (tmp_path / "data").exists()
+    return message
+
+
+def numbers(cells: list[str]) -> str:
+    return "x,y\n" + "".join(f"{cell},{i % 2}\n" for i, cell in enumerate(cells))
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e39", "-1e300"])
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_a_number_beyond_float32_is_refused_at_its_row(tmp_path, value, split):
+    cells = [str(i) for i in range(60)]
+    params = csv(tmp_path, numbers(cells))
+    table = load_table("csv", params.data_dir, label_column="y", seed=params.seed)
+    line = int(table.frames[split].index[0])  # the schema's check (train) or the write's
+    cells[line - 2] = value
+    message = refused(tmp_path, csv(tmp_path, numbers(cells)))
+    assert f"rows.csv, line {line}, column 'x': '{value}' is not allowed" in message
+    assert "float32's range (±3.4e38)" in message

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_sentence
 
-from tab_fortyfive.data.base import DataError
-from tab_fortyfive.tasks.tabular import data_step
-from tab_fortyfive.tasks.tabular.sources import load_table
+from {{ cookiecutter.package_name }}.data.base import DataError
+from {{ cookiecutter.package_name }}.tasks.tabular import data_step
+from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
 
 
 def csv(tmp_path: Path, body: str) -> data_step.Params:

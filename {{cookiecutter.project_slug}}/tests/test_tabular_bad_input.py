@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step
-from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
+from {{ cookiecutter.package_name }}.tasks.tabular.sources import TableError, load_table
 
 
 def csv(tmp_path: Path, body: str) -> data_step.Params:
@@ -44,3 +45,28 @@ def test_a_number_beyond_float32_is_refused_at_its_row(tmp_path, value, split):
     message = refused(tmp_path, csv(tmp_path, numbers(cells)))
     assert f"rows.csv, line {line}, column 'x': '{value}' is not allowed" in message
     assert "float32's range (±3.4e38)" in message
+
+
+def loaded_refusal(path: Path, dataset: str = "csv") -> str:
+    with pytest.raises(TableError) as caught:
+        load_table(dataset, path, label_column="y")
+    assert isinstance(caught.value, DataError)
+    assert_one_sentence(str(caught.value))
+    return str(caught.value)
+
+
+def parquet(tmp_path: Path, columns: dict) -> Path:
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame(columns).to_parquet(path, index=False)
+    return path
+
+
+def test_a_copy_of_the_label_is_refused_by_name(tmp_path):
+    rows = "".join(f"{i},{'ab'[i % 3 == 0]},{i % 2},{'ny'[i % 2]}\n" for i in range(60))
+    path = tmp_path / "rows.csv"
+    path.write_text("x,kind,Answer Code,y\n" + rows)
+    message = loaded_refusal(path)
+    assert "rows.csv, column 'answer_code'" in message and "copy of the label" in message
+    assert "'0' → 'n', '1' → 'y'" in message
+    path.write_text("x,kind,code,y\n" + rows.replace(",1,", ",2,", 1))  # one row breaks it
+    assert load_table("csv", path, label_column="y").classes == ["n", "y"]

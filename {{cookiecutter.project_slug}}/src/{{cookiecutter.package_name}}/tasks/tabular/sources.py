@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...data.base import DataError
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
+from .screens import TableError, refuse_leak
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -48,10 +48,6 @@ CENSUS_COLUMNS = [
 ]
 CENSUS_LABEL = "income"
 MISSING = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL")  # read as a missing value
-
-
-class TableError(DataError):
-    """Bad tabular input: one sentence naming the file, row and column, and what to do."""
 
 
 @dataclass
@@ -140,6 +136,7 @@ def load_table(
     index = split_indices(ids["train"], classes, val_fraction, seed, test_fraction)
     out = {s: frames["train"].iloc[rows] for s, rows in index.items()}
     labels = {s: ids["train"][rows].astype(np.int32) for s, rows in index.items()}
+    refuse_leak(out["train"], labels["train"], classes, train_name)
     files = dict.fromkeys(out, train_name)
     if dataset == "census":
         out["test"], labels["test"] = frames["test"], ids["test"].astype(np.int32)

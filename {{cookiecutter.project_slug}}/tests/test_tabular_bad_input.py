@@ -70,3 +70,11 @@ def test_a_copy_of_the_label_is_refused_by_name(tmp_path):
     assert "'0' → 'n', '1' → 'y'" in message
     path.write_text("x,kind,code,y\n" + rows.replace(",1,", ",2,", 1))  # one row breaks it
     assert load_table("csv", path, label_column="y").classes == ["n", "y"]
+
+
+def test_labels_differing_only_in_case_or_a_final_dot_are_refused_naming_the_groups(tmp_path):
+    labels = [">50K", ">50k", "<=50K", "<=50K."] * 10
+    path = tmp_path / "rows.csv"
+    path.write_text("x,y\n" + "".join(f"{i}, {v} \n" for i, v in enumerate(labels)))
+    message = loaded_refusal(path)
+    assert "the labels '<=50K' and '<=50K.'; '>50K' and '>50k' differ only in case" in message

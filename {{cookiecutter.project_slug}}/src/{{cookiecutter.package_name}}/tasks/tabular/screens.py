@@ -14,6 +14,20 @@ class TableError(DataError):
     """Bad tabular input: one sentence naming the file, row and column, and what to do."""
 
 
+def refuse_label_variants(values: pd.Series, name: str, label: str) -> None:
+    """Labels that differ only in case or a final dot (`>50K`, `>50k`, `>50K.`) would be
+    separate classes: refused with every such group named (cells are stripped already)."""
+    seen = pd.Series(values.dropna().unique(), dtype=object)
+    keys = seen.map(lambda text: str(text).rstrip(".").casefold())
+    groups = [sorted(group) for _, group in seen.groupby(keys) if len(group) > 1]
+    if groups:
+        said = "; ".join(" and ".join(repr(v) for v in group) for group in groups)
+        raise TableError(
+            f"{name}, column {label!r}: the labels {said} differ only in case or a final dot, "
+            "so they would be separate classes: write each class one way."
+        )
+
+
 def refuse_leak(frame: pd.DataFrame, labels: np.ndarray, classes: list[str], name: str) -> None:
     """A feature whose values go one to one with the classes on the training rows is the label
     itself under another name (a target leak): refused by name."""

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
-from .screens import TableError, refuse_leak
+from .screens import TableError, refuse_label_variants, refuse_leak
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -125,6 +125,7 @@ def load_table(
         )
     names = {s: frame.pop(label) for s, frame in frames.items()}
     frames = {s: frame.drop(columns=empty) for s, frame in frames.items()}
+    refuse_label_variants(pd.concat(names.values()), train_name, label)
     classes = sorted(set(names["train"]))
     if len(classes) < 2:
         raise TableError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import assert_one_sentence
@@ -78,3 +79,17 @@ def test_labels_differing_only_in_case_or_a_final_dot_are_refused_naming_the_gro
     path.write_text("x,y\n" + "".join(f"{i}, {v} \n" for i, v in enumerate(labels)))
     message = loaded_refusal(path)
     assert "the labels '<=50K' and '<=50K.'; '>50K' and '>50k' differ only in case" in message
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([["a", "b"], ["c"], ["c"], ["a", "b"]] * 10, "list<"),
+        ([{"a": 1, "b": "x"}] * 40, "struct<"),
+    ],
+    ids=["list", "struct"],
+)
+def test_a_nested_parquet_column_is_refused_with_its_type(tmp_path, values, kind):
+    path = parquet(tmp_path, {"x": np.arange(40.0), "Tags": values, "y": [0, 1] * 20})
+    message = loaded_refusal(path, "parquet")
+    assert f"rows.parquet, column 'Tags': its type {kind}" in message

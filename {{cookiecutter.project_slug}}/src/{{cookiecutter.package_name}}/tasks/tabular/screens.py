@@ -4,14 +4,29 @@ sentence naming the file and the column (`TableError`), or says what it did in a
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ...data.base import DataError
 
 
 class TableError(DataError):
     """Bad tabular input: one sentence naming the file, row and column, and what to do."""
+
+
+def refuse_nested(data: bytes, name: str) -> None:
+    """A Parquet list, struct or map column holds several values per row: refused by name."""
+    for field in pq.read_schema(io.BytesIO(data)):
+        if pa.types.is_nested(field.type):
+            raise TableError(
+                f"{name}, column {field.name!r}: its type {field.type} holds several values per "
+                "row, which a model input cannot take; a column holds one number or one text per "
+                "row, so flatten it into columns or drop it."
+            )
 
 
 def refuse_label_variants(values: pd.Series, name: str, label: str) -> None:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
-from .screens import TableError, refuse_label_variants, refuse_leak
+from .screens import TableError, refuse_label_variants, refuse_leak, refuse_nested
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -193,6 +193,7 @@ def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
     except Exception as error:  # pyarrow's errors have no common base worth naming
         reason = _first_clause(error)
         raise TableError(f"{name} cannot be read as Parquet ({reason}): fix the file.") from None
+    refuse_nested(data, name)
     frame.index = np.arange(1, len(frame) + 1)
     return frame
 

@@ -93,3 +93,20 @@ def test_a_nested_parquet_column_is_refused_with_its_type(tmp_path, values, kind
     path = parquet(tmp_path, {"x": np.arange(40.0), "Tags": values, "y": [0, 1] * 20})
     message = loaded_refusal(path, "parquet")
     assert f"rows.parquet, column 'Tags': its type {kind}" in message
+
+
+def test_date_columns_are_dropped_with_a_note_unless_declared_categorical(tmp_path):
+    days = pd.date_range("2024-01-01", periods=40, freq="D")
+    path = parquet(tmp_path, {
+        "x": np.arange(40.0),
+        "stamp": days,  # datetime64
+        "day": [str(d.date()) for d in days],  # ISO text
+        "when": [d.isoformat() + "Z" for d in days],
+        "y": [0, 1] * 20,
+    })  # fmt: skip
+    table = load_table("parquet", path, label_column="y")
+    assert list(table.frames["train"].columns) == ["x"]
+    said = [note for note in table.notes if "holds dates" in note]
+    assert len(said) == 3 and "column 'day' holds dates (e.g. '2024-01-" in said[1]
+    kept = load_table("parquet", path, label_column="y", categorical=["day"])
+    assert list(kept.frames["train"].columns) == ["x", "day"]

@@ -5,6 +5,7 @@ sentence naming the file and the column (`TableError`), or says what it did in a
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...data.base import DataError
+
+DATE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$"
+)
 
 
 class TableError(DataError):
@@ -60,3 +65,23 @@ def refuse_leak(frame: pd.DataFrame, labels: np.ndarray, classes: list[str], nam
                 f"{len(frame):,} training rows ({shown}), so it is a copy of the label (a target "
                 "leak) that scores perfectly here and means nothing on new rows: remove the column."
             )
+
+
+def date_columns(frame: pd.DataFrame, declared: set[str], name: str, unit: str) -> tuple:
+    """(columns, notes): the text columns whose every value is an ISO date or date-time (a
+    Parquet date or timestamp reads as such text), dropped: a date seen in training never comes
+    again, so as a category every new row's is out of vocabulary."""
+    dropped, notes = [], []
+    for column in frame.columns:
+        values = frame[column].dropna()
+        if column in declared or values.dtype != object or not len(values):
+            continue
+        if values.map(lambda text: bool(DATE.match(str(text)))).all():
+            dropped.append(column)
+            notes.append(
+                f"{name}, column {column!r} holds dates (e.g. {values.iloc[0]!r} at {unit} "
+                f"{values.index[0]}) and was dropped: as a category each new date is unseen; add "
+                "its parts (year, month, day of week) as numeric columns to use it, or declare "
+                f"categorical_columns={column} to keep it as categories."
+            )
+    return dropped, notes

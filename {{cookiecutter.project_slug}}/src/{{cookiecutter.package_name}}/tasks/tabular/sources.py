@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
-from .screens import TableError, refuse_label_variants, refuse_leak, refuse_nested
+from .screens import TableError, date_columns, refuse_label_variants, refuse_leak, refuse_nested
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -124,7 +124,9 @@ def load_table(
             "and were dropped."
         )
     names = {s: frame.pop(label) for s, frame in frames.items()}
-    frames = {s: frame.drop(columns=empty) for s, frame in frames.items()}
+    dates, said = date_columns(frames["train"].drop(columns=empty), declared, train_name, unit)
+    notes += said
+    frames = {s: frame.drop(columns=[*empty, *dates]) for s, frame in frames.items()}
     refuse_label_variants(pd.concat(names.values()), train_name, label)
     classes = sorted(set(names["train"]))
     if len(classes) < 2:

@@ -110,3 +110,13 @@ def test_date_columns_are_dropped_with_a_note_unless_declared_categorical(tmp_pa
     assert len(said) == 3 and "column 'day' holds dates (e.g. '2024-01-" in said[1]
     kept = load_table("parquet", path, label_column="y", categorical=["day"])
     assert list(kept.frames["train"].columns) == ["x", "day"]
+
+
+def test_padded_cells_are_stripped_to_one_category(tmp_path):
+    path = parquet(tmp_path, {
+        "work": [" Private", "Private ", "\tState-gov", "State-gov"] * 10,
+        "y": [0, 1] * 20,
+    })  # fmt: skip
+    table = load_table("parquet", path, label_column="y")
+    seen = set(pd.concat(table.frames.values())["work"])
+    assert seen == {"Private", "State-gov"}

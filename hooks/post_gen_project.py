@@ -191,6 +191,7 @@ TASK_FILES = {
         "tests/test_tabular_baseline.py",
         "tests/test_tabular_chain.py",
         "tests/test_tabular_data_step.py",
+        "tests/test_tabular_bad_input.py",
         "tests/test_tabular_export.py",
         "tests/test_tabular_features.py",
         "tests/test_tabular_models.py",

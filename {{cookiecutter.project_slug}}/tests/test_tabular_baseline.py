@@ -49,3 +49,19 @@ def test_scores_are_those_of_the_positive_class():
     probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
     result = scores(np.array([0, 1, 1, 0]), probabilities)
     assert result["test_accuracy"] == 0.5 and result["roc_auc"] == 0.75
+
+
+def test_a_categorical_of_over_255_values_enters_the_trees_as_codes_with_a_note():
+    rng = np.random.default_rng(0)
+    labels = np.tile([0, 1], 300)
+    data = pd.DataFrame({
+        "x": labels + rng.normal(0, 0.5, 600),
+        "row_id": [f"id{i}" for i in range(600)],  # 600 distinct: over the trees' 255
+        "kind": np.where(labels == 1, "a", "b"),
+        "__label__": labels.astype(np.int32),
+    })  # fmt: skip
+    schema = {"numeric": [{"name": "x"}], "categorical": [{"name": "row_id"}, {"name": "kind"}]}
+    boosted, logistic = run_baselines(data, data, {"schema": schema})
+    assert boosted["test_accuracy"] > 0.9 and "note" not in logistic
+    assert "row_id hold more than 255 distinct values" in boosted["note"]
+    assert "kind" not in boosted["note"]

@@ -65,7 +65,7 @@ def test_the_same_request_is_reused_and_another_rewrites(census_run, tmp_path):
 
 def test_a_failed_write_leaves_the_earlier_data_whole(tmp_path, monkeypatch):
     path = tmp_path / "rows.csv"
-    body = "x,kind,y\n" + "".join(f"{i},{'ab'[i % 2]},{i % 2}\n" for i in range(40))
+    body = "x,kind,y\n" + "".join(f"{i},{'ab'[i % 3 == 0]},{i % 2}\n" for i in range(40))
     path.write_text(body)
     params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y")
     data_step.run(tmp_path, params, verbose=False)

@@ -87,6 +87,11 @@ def test_the_rest_body_is_json_rows_with_named_columns_and_nan_for_a_missing_num
             lambda row: row.update(amount="lots"),
             r"instances\[1\]\['amount'\] is 'lots', not a number",
         ),
+        (
+            lambda row: row.update(amount=1e300),
+            r"instances\[1\]\['amount'\] is 1e\+300, beyond float32's range",
+        ),
+        (lambda row: row.update(age=float("-inf")), r"instances\[1\]\['age'\] is -inf, beyond"),
         (  # as TF Serving does: a null for a float input fails the request
             lambda row: row.update(amount=None),
             r"instances\[1\]\['amount'\] is null, not a number \(NaN where missing",
@@ -119,3 +124,16 @@ def test_the_columns_check_names_a_missing_extra_or_wrong_typed_column(exported)
     odd = rows.astype([(n, "U8") for n in rows.dtype.names])
     with pytest.raises(StepError, match="column 'amount' holds <U8 values: it is numeric"):
         export.check_rows(odd, meta["schema"])
+
+
+def test_a_model_answering_nan_on_validation_rows_is_not_exported(tmp_path):
+    run = make_table_run(tmp_path)
+    meta = dataset.read_tabular_meta(run)
+    model = task.build_model("wide_deep", meta)
+    for weight in model.trainable_weights:  # a diverged training's weights
+        weight.assign(np.full(weight.shape, np.nan, np.float32))
+    with pytest.raises(StepError) as caught:
+        task.build_archive(model, meta, run)
+    assert "not finite (NaN or inf) on 150 of 150 validation rows" in str(caught.value)
+    assert "re-run 03_train" in str(caught.value)
+    assert len(str(caught.value).split(". ")) == 1

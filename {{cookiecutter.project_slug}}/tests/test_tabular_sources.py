@@ -71,7 +71,11 @@ def test_a_csv_is_split_stratified_with_names_made_identifiers(tmp_path):
 
 def test_a_parquet_file_keeps_its_typed_columns(tmp_path):
     frame = pd.DataFrame(
-        {"Amount": np.arange(40, dtype=float), "kind": ["a", "b"] * 20, "y": [0, 1] * 20}
+        {
+            "Amount": np.arange(40, dtype=float),
+            "kind": ["a", "b", "b"] * 13 + ["a"],
+            "y": [0, 1] * 20,
+        }
     )
     path = tmp_path / "rows.parquet"
     frame.to_parquet(path, index=False)

@@ -199,6 +199,12 @@ def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.
                 "Serving refuses null for a number)"
             )
         numbers = [float(v) for v in values]
+        beyond = [i for i, v in enumerate(numbers) if abs(v) > np.finfo(np.float32).max]
+        if beyond and spec.dtype == tf.float32:  # NaN (missing) passes; inf and 1e300 do not
+            return _refuse(
+                f"instances[{beyond[0]}][{name!r}] is {values[beyond[0]]!r}, beyond float32's "
+                "range (finite numbers within ±3.4e38, NaN where missing)"
+            )
         columns[name] = tf.constant(numbers, spec.dtype)
     return columns
 

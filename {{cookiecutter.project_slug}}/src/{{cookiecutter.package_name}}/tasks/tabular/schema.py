@@ -23,6 +23,7 @@ import pandas as pd
 
 from .columns import SchemaError, parse_crosses
 
+FLOAT32_MAX = 3.4028234663852886e38  # the model and the export take numbers as float32
 AUTO_CROSS_COLUMNS = 4  # auto crosses pair the most varied of the non-hashed categoricals
 TOP = 5  # most frequent values listed per categorical column
 
@@ -90,6 +91,7 @@ def _numeric(values: pd.Series, place: Callable[[Any], str]) -> dict[str, Any]:
             f"{place(row)}, column {values.name!r}: {values[row]!r} is not a number, but the "
             "column is declared in numeric_columns; fix the value or declare it categorical."
         )
+    check_range(values, numbers, place)  # before its mean and std turn inf and NaN
     present = numbers.dropna()
     return {
         "name": values.name,
@@ -99,6 +101,19 @@ def _numeric(values: pd.Series, place: Callable[[Any], str]) -> dict[str, Any]:
         "max": float(present.max()),
         "missing_share": float(1 - len(present) / max(len(values), 1)),
     }
+
+
+def check_range(values: pd.Series, numbers: pd.Series, place: Callable[[Any], str]) -> None:
+    """inf, -inf or a number beyond float32's range is refused at its row: the model's float32
+    would make it inf, its column's mean inf and std NaN, and the training loss nan."""
+    beyond = numbers.abs() > FLOAT32_MAX  # inf included, NaN (missing) not
+    if beyond.any():
+        row = beyond.index[beyond.argmax()]
+        raise SchemaError(
+            f"{place(row)}, column {values.name!r}: {values[row]!r} is not allowed: a numeric "
+            "column holds finite numbers within float32's range (±3.4e38); fix the value or "
+            "leave the cell empty (missing)."
+        )
 
 
 def _categorical(

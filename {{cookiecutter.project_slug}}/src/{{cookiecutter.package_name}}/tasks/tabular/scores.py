@@ -90,6 +90,7 @@ def test_lines(metrics: dict[str, Any]) -> list[str]:
         values = zip(BASELINE_SCORES, (model.get(k) for k in BASELINE_SCORES.values()), strict=True)
         said = ", ".join(f"{name} {value:.4f}" for name, value in values if value is not None)
         lines.append(f"  {model['name']}: {said}")
+        lines += [f"    {model['note']}"] if model.get("note") else []
     return lines
 
 

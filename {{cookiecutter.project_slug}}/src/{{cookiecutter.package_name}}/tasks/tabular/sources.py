@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...data.base import DataError
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
+from .screens import TableError, date_columns, refuse_label_variants, refuse_leak, refuse_nested
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -48,10 +48,6 @@ CENSUS_COLUMNS = [
 ]
 CENSUS_LABEL = "income"
 MISSING = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL")  # read as a missing value
-
-
-class TableError(DataError):
-    """Bad tabular input: one sentence naming the file, row and column, and what to do."""
 
 
 @dataclass
@@ -128,7 +124,10 @@ def load_table(
             "and were dropped."
         )
     names = {s: frame.pop(label) for s, frame in frames.items()}
-    frames = {s: frame.drop(columns=empty) for s, frame in frames.items()}
+    dates, said = date_columns(frames["train"].drop(columns=empty), declared, train_name, unit)
+    notes += said
+    frames = {s: frame.drop(columns=[*empty, *dates]) for s, frame in frames.items()}
+    refuse_label_variants(pd.concat(names.values()), train_name, label)
     classes = sorted(set(names["train"]))
     if len(classes) < 2:
         raise TableError(
@@ -140,6 +139,7 @@ def load_table(
     index = split_indices(ids["train"], classes, val_fraction, seed, test_fraction)
     out = {s: frames["train"].iloc[rows] for s, rows in index.items()}
     labels = {s: ids["train"][rows].astype(np.int32) for s, rows in index.items()}
+    refuse_leak(out["train"], labels["train"], classes, train_name)
     files = dict.fromkeys(out, train_name)
     if dataset == "census":
         out["test"], labels["test"] = frames["test"], ids["test"].astype(np.int32)
@@ -195,6 +195,7 @@ def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
     except Exception as error:  # pyarrow's errors have no common base worth naming
         reason = _first_clause(error)
         raise TableError(f"{name} cannot be read as Parquet ({reason}): fix the file.") from None
+    refuse_nested(data, name)
     frame.index = np.arange(1, len(frame) + 1)
     return frame
 

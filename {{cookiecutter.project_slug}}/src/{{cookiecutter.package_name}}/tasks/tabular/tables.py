@@ -29,7 +29,7 @@ from ... import lineage
 from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
 from ...writes import write_json, writing
 from .columns import SchemaError
-from .schema import fingerprint, infer_schema, stringify
+from .schema import check_range, fingerprint, infer_schema, stringify
 from .sources import Table, load_table
 
 TASK = "tabular_classification"
@@ -154,6 +154,7 @@ def to_columns(table: Table, split: str, schema: dict[str, Any]) -> pd.DataFrame
                     f"number, but the column is numeric in train; fix the value or declare "
                     f"categorical_columns={name}."
                 )
+            check_range(values, numbers, lambda row: table.place(split, row))
             columns[name] = numbers.to_numpy()
         else:
             columns[name] = stringify(values).to_numpy(dtype=object)

@@ -166,9 +166,24 @@ def build_archive(
 ) -> keras.export.ExportArchive:
     """serving_default (raw named columns, encoded inside by data/'s FeatureSpace) and features
     (the encoded matrix, for ONNX Runtime and TensorRT)."""
+    check_finite(model, run_dir)
     space = feature_space(run_dir, meta)
     width = len(meta["layout"])
     return export.build_table_archive(model, space, meta["schema"], list(meta["classes"]), width)
+
+
+def check_finite(model: keras.Model, run_dir: str | os.PathLike[str], count: int = 512) -> None:
+    """A model that answers NaN or inf on validation rows (its training diverged) is not exported:
+    its parity line would read "largest probability difference nan" and a server answer NaN."""
+    inputs, _ = model_examples(run_dir, "validation", count)
+    outputs = model.predict(inputs, batch_size=256, verbose=0)
+    bad = int((~np.isfinite(outputs).all(axis=-1)).sum())
+    if bad:
+        raise StepError(
+            f"model.keras answers probabilities that are not finite (NaN or inf) on {bad:,} of "
+            f"{len(inputs):,} validation rows, so its training diverged: re-run 03_train (a lower "
+            "learning rate; 01_data refuses values beyond float32) before exporting."
+        )
 
 
 def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -136,17 +136,18 @@ def test_a_text_that_is_not_a_string_is_refused_not_sent_as_its_repr(run_dir, te
     [
         ({"instances": ["lost card", 7]}, "instances[1] is 7, not a string"),
         ({"instances": ["lost card", None]}, "instances[1] is None, not a string"),
-        ({"instances": [{"text": "lost card"}]}, "instances[0] is {'text': 'lost card'}, not a"),
+        ({"instances": [["lost", "card"]]}, "instances[0] is ['lost', 'card'], not a string"),
         ({"instances": "lost card"}, "instances must be a non-empty list, not str"),
         ({"inputs": {"text": [1.5]}}, "inputs['text'][0] is 1.5, not a string"),
     ],
-    ids=["number", "null", "object", "bare string", "columnar number"],
+    ids=["number", "null", "list", "bare string", "columnar number"],
 )
 def test_the_rest_stand_in_answers_a_bad_text_body_with_an_error_as_tf_serving(
     signature, body, said
 ):
     """answer_rest classified numbers and nulls as text, or raised NumPy's own ValueError on
-    objects: TF Serving answers {"error": ...}, and so does the stand-in, in one sentence."""
+    objects: TF Serving answers {"error": ...}, and so does the stand-in, in one sentence. (A
+    JSON object naming the input, {"text": ...}, is TF Serving's named row form, and answered.)"""
     answer = answer_rest(signature, {"signature_name": "serving_default", **body})
     assert set(answer) == {"error"}
     assert answer["error"].startswith(said), answer["error"]

@@ -5,12 +5,13 @@ run only where 05_optimize meets a GPU)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }}.optimize import onnx_backend
+from {{ cookiecutter.package_name }}.optimize import core, onnx_backend
 
 needs_ort = pytest.mark.skipif(
     not all(importlib.util.find_spec(name) for name in onnx_backend.PACKAGES),
@@ -55,3 +56,75 @@ def test_dynamic_int8_runs_on_the_cpu_provider_and_static_int8_on_a_gpu(
         onnx_backend, "onnx_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
     )
     assert onnx_backend.onnx_available("int8")[0]
+
+
+TEXT_GPU_PLAN = {  # the text task's GPU profile, as params.plan gives it
+    "backends": ["onnx", "tensorrt"],
+    "precisions": ["fp32", "fp16", "int8"],
+    "batch_sizes": [1, 32, 256],
+}
+BUCKETS = ((1, 8), (9, 16), (17, 32), (33, 64))  # max_tokens 64's length buckets
+
+
+@needs_ort
+def test_the_engines_per_precision_are_counted_before_the_step_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fake plan (text's GPU profile) under a fake TensorRT provider: 3 batch sizes x 4 length
+    buckets is 12 engines per precision, said in one line with why; dynamic int8 is not counted
+    (it is skipped on a GPU session)."""
+    part = SimpleNamespace(
+        PROVIDER="TensorrtExecutionProvider", NAME="ONNX Runtime's TensorRT provider"
+    )
+    monkeypatch.setattr(onnx_backend, "engine", lambda: part)
+    monkeypatch.setattr(
+        onnx_backend, "onnx_providers", lambda: [part.PROVIDER, "CPUExecutionProvider"]
+    )
+    monkeypatch.setattr(onnx_backend, "current", lambda: SimpleNamespace(INT8="dynamic"))
+    monkeypatch.setattr(onnx_backend, "length_ranges", lambda run_dir: BUCKETS)
+    note = onnx_backend.engine_plan_note(tmp_path, TEXT_GPU_PLAN)
+    assert note.startswith(
+        "ONNX Runtime's TensorRT provider will build 12 engines per precision (fp32, fp16): one "
+        "per batch size (1, 32, 256) times length bucket (up to 8, 16, 32, 64 tokens)"
+    )
+    assert "first profile" in note
+    assert_one_sentence(note)
+    # no buckets (images, tables), no engine provider, or ONNX not asked for: nothing to say
+    assert not onnx_backend.engine_plan_note(tmp_path, {**TEXT_GPU_PLAN, "backends": ["tensorrt"]})
+    monkeypatch.setattr(onnx_backend, "length_ranges", lambda run_dir: None)
+    assert not onnx_backend.engine_plan_note(tmp_path, TEXT_GPU_PLAN)
+    monkeypatch.setattr(onnx_backend, "length_ranges", lambda run_dir: BUCKETS)
+    monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: ["CPUExecutionProvider"])
+    assert not onnx_backend.engine_plan_note(tmp_path, TEXT_GPU_PLAN)
+
+
+def test_optimize_prints_the_engine_count_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The step prints the note right after its plan, before it loads anything."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(core, "check", lambda folder, params: None)
+    monkeypatch.setattr(
+        core,
+        "plan",
+        lambda folder, params: {
+            **TEXT_GPU_PLAN,
+            "export_dir": tmp_path,
+            "iterations": 1,
+            "seconds": 1.0,
+        },
+    )
+    monkeypatch.setattr(
+        core, "engine_plan_note", lambda folder, request: "12 engines per precision."
+    )
+    monkeypatch.setattr(core, "read_meta", stop)
+    monkeypatch.setattr(core.progress, "task", lambda *args, **kwargs: None)
+    with pytest.raises(Stop):
+        core.optimize(tmp_path, core.Params(), verbose=True)
+    assert capsys.readouterr().out.splitlines()[0] == "12 engines per precision."

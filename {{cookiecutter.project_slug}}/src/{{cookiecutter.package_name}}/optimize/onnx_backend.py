@@ -42,7 +42,7 @@ from .calibration import (
     quantize_dynamic_int8,
     quantize_int8,
 )
-from .lengths import cut, length_ranges
+from .lengths import cut, engines_sentence, length_ranges
 
 ORT_PROVIDERS = ("CUDAExecutionProvider", "CPUExecutionProvider")  # after the engine's, if any
 # Providers that run the session on a GPU: dynamic int8's MatMulInteger falls back to the CPU there.
@@ -145,6 +145,20 @@ def onnx_load(path: Path, job: Job) -> Predict:
         reason += part.tolerance_note(tolerance)
     predict.reason, predict.tolerance = reason, tolerance  # type: ignore[attr-defined]
     return predict
+
+
+def engine_plan_note(run_dir: Path, request: dict[str, Any]) -> str:
+    """The line 05_optimize prints before it starts where the engine provider gets a session per
+    batch size and length bucket (token ids): how many engines per precision, and why; else ""."""
+    part = engine()
+    if "onnx" not in request["backends"] or part is None or part.PROVIDER not in onnx_providers():
+        return ""
+    ranges = length_ranges(run_dir)
+    precisions = [p for p in request["precisions"] if onnx_available(p)[0]]
+    if not ranges or not precisions:
+        return ""
+    sizes = serving_sizes(Job(run_dir, precisions[0], tuple(request["batch_sizes"])))
+    return engines_sentence(part.NAME, sizes, ranges, precisions)
 
 
 def serving_sizes(job: Job) -> tuple[int, ...]:

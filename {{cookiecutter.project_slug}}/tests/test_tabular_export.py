@@ -136,4 +136,4 @@ def test_tf_trt_says_it_does_not_convert_the_string_columns_signature(exported):
     assert reason.startswith("TF-TRT would convert serving_default, which takes strings (the ")
     assert "'features' signature" in reason
     assert_one_sentence(reason)
-{%- endif %}
+{% endif %}

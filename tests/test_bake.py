@@ -266,6 +266,7 @@ FULL_BAKE = (
     "tests/test_notebooks.py",
     "tests/test_observe.py",
     "tests/test_optimize.py",
+    "tests/test_optimize_gpu_sessions.py",
     "tests/test_optimize_tensorrt.py",
     "tests/test_preempt.py",
     "tests/test_prometheus_scrape.py",

@@ -11,6 +11,9 @@
 #   RUN_DIR=/shared/artifacts/run1 TUNE_PARAMS="-p max_trials=64 -p epochs=10" sbatch deploy/slurm_tune.sh
 #   RUN_DIR=R sbatch --nodes=1 --ntasks=2 --cpus-per-task=1 --gres=none deploy/slurm_tune.sh
 #
+# Each task gets one GPU (SLURM binds it) or none: a worker trains each trial on one GPU, so a
+# layout that gives a task several (--gpus-per-task, or more GPUs than tasks on a node) is refused
+# in one sentence; ask for one task per GPU instead, which runs that many trials at once.
 # The last line is the CPU-only layout: one chief and two workers on one node, no GPU. RUN_DIR must
 # already hold data/ (notebook 01_data). The chief writes tuning/trials.json (which worker, which
 # pid ran each trial), tuning/best_hparams.json and metrics/tune.json once every trial has ended.
@@ -47,6 +50,9 @@ TASKS_PER_NODE=$(( TASKS / NODES ))
 GPUS_PER_NODE="${SLURM_GPUS_ON_NODE:-0}"
 (( GPUS_PER_NODE % TASKS_PER_NODE == 0 )) || fail "$GPUS_PER_NODE GPUs per node do not split evenly over $TASKS_PER_NODE tasks per node: ask for a multiple, e.g. --gres=gpu:$TASKS_PER_NODE."
 GPUS_PER_TASK=$(( GPUS_PER_NODE / TASKS_PER_NODE ))
+# A worker trains each trial on one GPU (its trials are small; more trials at once use GPUs
+# better than one trial spread over several): a second GPU per task would sit idle.
+(( GPUS_PER_TASK <= 1 )) || fail "--gpus-per-task=$GPUS_PER_TASK is not allowed ($GPUS_PER_NODE GPUs over $TASKS_PER_NODE tasks per node): a tuning worker trains each trial on one GPU, so give each task one GPU or none, e.g. --ntasks-per-node=$GPUS_PER_NODE --gres=gpu:$GPUS_PER_NODE, which runs $GPUS_PER_NODE trials at once on each node."
 
 # The chief listens on this node's address as SLURM knows it (NodeAddr), at a port derived from
 # the job id (two jobs on one node do not collide); TUNE_ORACLE_IP or TUNE_PORT choose others.

@@ -137,3 +137,21 @@ def test_a_model_answering_nan_on_validation_rows_is_not_exported(tmp_path):
     assert "not finite (NaN or inf) on 150 of 150 validation rows" in str(caught.value)
     assert "re-run 03_train" in str(caught.value)
     assert len(str(caught.value).split(". ")) == 1
+{% if cookiecutter.include_tensorrt %}
+
+def test_tf_trt_says_it_does_not_convert_the_string_columns_signature(exported):
+    """TF-TRT converts serving_default, which takes the category columns as strings (checked on
+    the table's own signature): it is skipped with that reason, before any GPU is looked for."""
+    from helpers import assert_one_sentence
+
+    from {{ cookiecutter.package_name }}.optimize.tf_trt import tf_trt_available
+
+    _, _, loaded = exported
+    inputs = loaded.signatures["serving_default"].structured_input_signature[1]
+    assert tf.string in {spec.dtype for spec in inputs.values()}
+    available, reason = tf_trt_available("fp32")
+    assert not available
+    assert reason.startswith("TF-TRT would convert serving_default, which takes strings (the ")
+    assert "'features' signature" in reason
+    assert_one_sentence(reason)
+{% endif %}

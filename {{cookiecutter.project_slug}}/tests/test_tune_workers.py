@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import assert_one_sentence
@@ -137,35 +138,36 @@ def test_the_chief_hides_the_gpus_before_keras_tuner_builds_a_model(
     assert stopped.value.args[0] == ([([], "GPU")] if hidden else [])
 
 
-def test_the_slurm_chief_is_started_with_no_gpu_and_each_worker_with_its_own(
-    tmp_path: Path,
-) -> None:
-    """Issue 42 §2.2: deploy/slurm_tune.sh's chief line gave the chief every GPU of its node. Run
-    with fake scontrol, srun (binding a GPU per task) and package commands that record each
-    process's env: the chief gets CUDA_VISIBLE_DEVICES="", each worker its own GPU."""
+# deploy/slurm_tune.sh's commands, faked: scontrol names the node, srun starts each task in turn
+# (binding a GPU per task where asked), and the package command records the env it was given.
+SLURM_FAKES = {
+    "scontrol": "#!/usr/bin/env bash\necho 'NodeName=n1 NodeAddr=127.0.0.1 State=IDLE'\n",
+    "srun": (
+        "#!/usr/bin/env python3\nimport os, subprocess, sys\nargs = sys.argv[1:]\n"
+        "options = {}\nwhile args[0].startswith('-'):\n"
+        "    key, _, value = args.pop(0).partition('=')\n    options[key] = value\n"
+        "for index in range(int(options['--ntasks'])):\n"
+        "    env = {**os.environ, 'SLURM_PROCID': str(index)}\n"
+        "    if '--gpu-bind' in options:\n        env['CUDA_VISIBLE_DEVICES'] = str(index)\n"
+        "    subprocess.run(args, env=env, check=True)\n"
+    ),
+    PACKAGE: (
+        "#!/usr/bin/env python3\nimport json, os\nname = os.environ['KERASTUNER_TUNER_ID']\n"
+        "keys = ('CUDA_VISIBLE_DEVICES', 'TF_FORCE_GPU_ALLOW_GROWTH')\n"
+        "seen = {key: os.environ.get(key) for key in keys}\n"
+        "with open(os.path.join(os.environ['FAKE_OUT'], name + '.json'), 'w') as f:\n"
+        "    json.dump(seen, f)\n"
+    ),
+}
+
+
+def fake_slurm_tune(tmp_path: Path, tasks: int, gpus_on_node: int) -> tuple[Any, dict]:
+    """deploy/slurm_tune.sh run as a one-node job of `tasks` tasks and `gpus_on_node` GPUs, with
+    SLURM_FAKES: (the finished process, {tuner id: the env it saw})."""
     bin_dir, out = tmp_path / "bin", tmp_path / "out"
     bin_dir.mkdir()
     out.mkdir()
-    fakes = {
-        "scontrol": "#!/usr/bin/env bash\necho 'NodeName=n1 NodeAddr=127.0.0.1 State=IDLE'\n",
-        "srun": (
-            "#!/usr/bin/env python3\nimport os, subprocess, sys\nargs = sys.argv[1:]\n"
-            "options = {}\nwhile args[0].startswith('-'):\n"
-            "    key, _, value = args.pop(0).partition('=')\n    options[key] = value\n"
-            "for index in range(int(options['--ntasks'])):\n"
-            "    env = {**os.environ, 'SLURM_PROCID': str(index)}\n"
-            "    if '--gpu-bind' in options:\n        env['CUDA_VISIBLE_DEVICES'] = str(index)\n"
-            "    subprocess.run(args, env=env, check=True)\n"
-        ),
-        PACKAGE: (
-            "#!/usr/bin/env python3\nimport json, os\nname = os.environ['KERASTUNER_TUNER_ID']\n"
-            "keys = ('CUDA_VISIBLE_DEVICES', 'TF_FORCE_GPU_ALLOW_GROWTH')\n"
-            "seen = {key: os.environ.get(key) for key in keys}\n"
-            "with open(os.path.join(os.environ['FAKE_OUT'], name + '.json'), 'w') as f:\n"
-            "    json.dump(seen, f)\n"
-        ),
-    }
-    for name, text in fakes.items():
+    for name, text in SLURM_FAKES.items():
         (bin_dir / name).write_text(text, encoding="utf-8")
         (bin_dir / name).chmod(0o755)
     run = tmp_path / "run"
@@ -178,8 +180,8 @@ def test_the_slurm_chief_is_started_with_no_gpu_and_each_worker_with_its_own(
         "PATH": f"{bin_dir}{os.pathsep}{kept['PATH']}",
         "RUN_DIR": str(run),
         "FAKE_OUT": str(out),
-        "SLURM_NTASKS": "2",
-        "SLURM_GPUS_ON_NODE": "2",
+        "SLURM_NTASKS": str(tasks),
+        "SLURM_GPUS_ON_NODE": str(gpus_on_node),
         "SLURM_JOB_ID": "4343",
         "TUNE_PORT": str(cluster.free_port()),
     }
@@ -190,10 +192,33 @@ def test_the_slurm_chief_is_started_with_no_gpu_and_each_worker_with_its_own(
         text=True,
         timeout=60,
     )
+    return done, {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+
+
+def test_the_slurm_chief_is_started_with_no_gpu_and_each_worker_with_its_own(
+    tmp_path: Path,
+) -> None:
+    """Issue 42 §2.2: deploy/slurm_tune.sh's chief line gave the chief every GPU of its node. Run
+    with fake scontrol, srun (binding a GPU per task) and package commands that record each
+    process's env: the chief gets CUDA_VISIBLE_DEVICES="", each worker its own GPU."""
+    done, seen = fake_slurm_tune(tmp_path, tasks=2, gpus_on_node=2)
     assert done.returncode == 0, done.stderr
-    seen = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     assert seen["chief"]["CUDA_VISIBLE_DEVICES"] == "", seen
     assert [seen[f"worker{i}"]["CUDA_VISIBLE_DEVICES"] for i in (0, 1)] == ["0", "1"], seen
+
+
+def test_slurm_tune_refuses_several_gpus_per_task_before_the_chief_starts(
+    tmp_path: Path,
+) -> None:
+    """Issue 42 §2.9: a tuning worker trains each trial on one GPU, so 4 GPUs over 2 tasks would
+    leave one GPU of each idle: refused in one sentence naming the value, nothing started."""
+    done, seen = fake_slurm_tune(tmp_path, tasks=2, gpus_on_node=4)
+    assert done.returncode == 2, done.stderr
+    sentence = done.stderr.strip()
+    assert sentence.startswith("--gpus-per-task=2 is not allowed"), sentence
+    assert "--ntasks-per-node=4 --gres=gpu:4" in sentence
+    assert_one_sentence(sentence)
+    assert seen == {}
 
 
 def test_a_trial_left_running_is_run_again_and_an_ended_one_never(tmp_path: Path) -> None:

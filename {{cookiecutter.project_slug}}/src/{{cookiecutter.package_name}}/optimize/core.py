@@ -18,6 +18,7 @@ from ..tasks import current as task
 from ..writes import write_metrics
 from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedmodel
 from .judge import INT8_RULE, PRECISION_TOLERANCE, parity
+from .onnx_backend import engine_plan_note
 from .params import Params, check, plan
 from .registry import BACKEND_TABLE
 from .timing import PREDICT, RAW, benchmark, best_ratios, latency_text
@@ -67,6 +68,9 @@ def optimize(
     request = plan(folder, params)
     export_dir = request["export_dir"]
     sizes, count, seconds = request["batch_sizes"], request["iterations"], request["seconds"]
+    note = engine_plan_note(folder, request)  # engines an ONNX Runtime provider will build
+    if verbose and note:
+        print(note)
     jobs = [
         (name, precision) for name in request["backends"] for precision in request["precisions"]
     ]

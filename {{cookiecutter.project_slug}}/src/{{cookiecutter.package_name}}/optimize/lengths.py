@@ -38,3 +38,18 @@ def cut(batch: np.ndarray, ranges: Ranges) -> tuple[np.ndarray, int]:
     if batch.shape[1] < width:  # padded to less than its bucket: pad on
         batch = np.pad(batch, ((0, 0), (0, width - batch.shape[1])))
     return np.ascontiguousarray(batch[:, :width]), index
+
+
+def engines_sentence(
+    who: str, sizes: tuple[int, ...], ranges: Ranges, precisions: list[str]
+) -> str:
+    """What an engine provider with a profile per batch size and length bucket will build, said
+    before the step starts: the count per precision and why (one line)."""
+    count = len(sizes) * len(ranges)
+    return (
+        f"{who} will build {count} engines per precision ({', '.join(precisions)}): one per "
+        f"batch size ({', '.join(map(str, sizes))}) times length bucket (up to "
+        f"{', '.join(str(most) for _, most in ranges)} tokens), each in a session of its own, "
+        "because a session's execution context stays on its first profile; the first run "
+        "builds them (minutes each on a large model), later runs load them from the cache."
+    )

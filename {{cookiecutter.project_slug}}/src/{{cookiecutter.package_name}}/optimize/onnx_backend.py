@@ -11,7 +11,10 @@ SavedModel. Each precision is its own graph in optimized/:
 - int8: static quantization with ONNX Runtime's tools: Q/DQ nodes whose scales come from
   calibration on training images. Activations are unsigned (the fast kind on CPU), with 7-bit
   weights on x86 CPUs without VNNI (calibration.int8_format says why), except where an engine
-  provider runs the graph (engine()), which says the format it needs.
+  provider runs the graph (engine()), which says the format it needs. Tasks whose INT8 is
+  "dynamic" (text, tables) quantize weights only, activations per batch (DynamicQuantizeLinear to
+  uint8, MatMulInteger): only the CPU provider runs that, so on a CUDA or TensorRT session int8
+  is skipped with the reason (onnx_available) rather than timed on the CPU under a GPU's name.
 
 ONNX Runtime picks its execution provider by what is installed: the engine provider where this
 project holds the optional part that brings it (engine(): its ort_engine module), then CUDA, then
@@ -39,9 +42,11 @@ from .calibration import (
     quantize_dynamic_int8,
     quantize_int8,
 )
-from .lengths import cut, length_ranges
+from .lengths import cut, engines_sentence, length_ranges
 
 ORT_PROVIDERS = ("CUDAExecutionProvider", "CPUExecutionProvider")  # after the engine's, if any
+# Providers that run the session on a GPU: dynamic int8's MatMulInteger falls back to the CPU there.
+GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 ENGINE_MODULE = "ort_engine"  # the optional part's provider module: engine()
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
 # ONNX file -> fingerprint of the model.keras this process exported it from. Every backend and
@@ -56,10 +61,24 @@ def onnx_available(precision: str) -> tuple[bool, str]:
         if importlib.util.find_spec(module) is None:
             return False, f"the {module} package is not installed (pip install '.[onnx]')."
     providers = onnx_providers()
+    if precision == "int8" and current().INT8 == "dynamic":
+        gpu = [provider for provider in providers if provider in GPU_PROVIDERS]
+        if gpu:
+            return False, dynamic_int8_sentence(gpu)
     note = ""
     if precision == "fp16" and providers[0] == "CPUExecutionProvider":
         note = " (float16 on the CPU provider mostly runs in float32 behind casts)"
     return True, f"ONNX Runtime on {', '.join(providers)}{note}."
+
+
+def dynamic_int8_sentence(gpu: list[str]) -> str:
+    """Why dynamic int8 is not measured where a GPU provider runs the session."""
+    return (
+        "dynamic int8 runs MatMulInteger on the CPU inside a GPU session: its activations are "
+        "quantized to uint8 per batch, and CUDA's MatMulInteger takes only int8 x int8 while "
+        f"TensorRT has neither op, so {' and '.join(gpu)} would be named while the int8 "
+        "MatMuls ran on the CPU; fp32 and fp16 run on the GPU."
+    )
 
 
 def onnx_convert(job: Job) -> Path:
@@ -126,6 +145,20 @@ def onnx_load(path: Path, job: Job) -> Predict:
         reason += part.tolerance_note(tolerance)
     predict.reason, predict.tolerance = reason, tolerance  # type: ignore[attr-defined]
     return predict
+
+
+def engine_plan_note(run_dir: Path, request: dict[str, Any]) -> str:
+    """The line 05_optimize prints before it starts where the engine provider gets a session per
+    batch size and length bucket (token ids): how many engines per precision, and why; else ""."""
+    part = engine()
+    if "onnx" not in request["backends"] or part is None or part.PROVIDER not in onnx_providers():
+        return ""
+    ranges = length_ranges(run_dir)
+    precisions = [p for p in request["precisions"] if onnx_available(p)[0]]
+    if not ranges or not precisions:
+        return ""
+    sizes = serving_sizes(Job(run_dir, precisions[0], tuple(request["batch_sizes"])))
+    return engines_sentence(part.NAME, sizes, ranges, precisions)
 
 
 def serving_sizes(job: Job) -> tuple[int, ...]:

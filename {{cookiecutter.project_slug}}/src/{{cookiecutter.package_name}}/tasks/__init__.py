@@ -25,7 +25,8 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     model_spec(model)          the TensorSpec of the trained model's input (ONNX export)
     build_archive(model, meta, run_dir)   the SavedModel's endpoints (raw input in)
     MODEL_SIGNATURE            the endpoint that takes model_examples (parity of converted models)
-    RAW_STRINGS                optional: serving_default takes strings (converters meet string ops)
+    RAW_STRINGS                optional: serving_default takes strings (converters meet string ops):
+                               True, or the words naming which (tables: the category columns)
     length_ranges(meta)        optional: (fewest, most) tokens of each length bucket, where the
                                model input's length varies: an engine's profiles (lengths.py)
     INT8                       "static" (calibrated on training examples) or "dynamic" quantization

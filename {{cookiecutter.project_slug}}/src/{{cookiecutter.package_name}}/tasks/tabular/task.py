@@ -28,6 +28,8 @@ NOUN = NOUNS["tabular"]
 RAW_INPUT = "columns"  # serving_default takes one input per raw column, by the column's name
 MODEL_INPUT = export.FEATURES_INPUT
 MODEL_SIGNATURE = export.FEATURES_SIGNATURE  # the matrix the model, ONNX and TensorRT take
+# serving_default takes strings, which TF-TRT (it converts serving_default) cannot: it says so.
+RAW_STRINGS = "the category columns, by name, looked up in the graph by the FeatureSpace"
 INT8 = "dynamic"  # a few MatMuls and one gather: ranges per batch, no calibration set needed
 MODELS = tuple(models.BUILDERS)
 DEFAULT_MODEL = "wide_deep"

@@ -380,7 +380,13 @@ MENTIONS_WHEN_DECLINED = {
     # "Tensorrt" is ONNX Runtime's spelling (TensorrtExecutionProvider): a bake that declined the
     # part names no TensorRT provider either (onnx_backend asks the part's ort_engine for it).
     "include_tensorrt": (
-        "TensorRT", "tensorrt", "Tensorrt", "tf_trt", "TF-TRT", "trt", "polygraphy",
+        "TensorRT",
+        "tensorrt",
+        "Tensorrt",
+        "tf_trt",
+        "TF-TRT",
+        "trt",
+        "polygraphy",
     ),  # fmt: skip
     "include_serving": (
         "serve canary",

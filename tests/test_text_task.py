@@ -74,6 +74,15 @@ def test_the_text_bake_is_ruff_clean(bake: Callable[[dict], Baked]) -> None:
     assert_ruff_clean(bake(TEXT).root)
 
 
+@pytest.mark.parametrize("answers", [TEXT, TABULAR], ids=["text", "tabular"])
+def test_a_task_bake_without_tensorrt_is_ruff_clean(
+    bake: Callable[[dict], Baked], answers: dict
+) -> None:
+    """A task's tests hold TensorRT-only cells: declined, they left a blank line at the end of
+    tests/test_text_export.py, which ruff format refuses."""
+    assert_ruff_clean(bake({**answers, "include_tensorrt": False}).root)
+
+
 def test_an_unknown_task_is_refused_in_one_sentence(pre_gen: ModuleType) -> None:
     found = pre_gen.check_task({"task": "speech"})
     assert found == [

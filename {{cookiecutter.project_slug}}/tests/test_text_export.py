@@ -150,7 +150,8 @@ def test_rest_payload_sends_plain_strings():
         "signature_name": "serving_default",
         "instances": ["hi", "é"],
     }
-{% if cookiecutter.include_tensorrt %}
+{%- if cookiecutter.include_tensorrt %}
+
 
 def test_a_text_engine_is_built_per_length_bucket_and_not_in_int8() -> None:
     """The engine runs the token ids with a profile per length bucket (the pipeline's buckets);

@@ -11,6 +11,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from .lr import centered
+
 
 def plot_batch(record: dict[str, Any], path: Path) -> Path:
     """examples/s (and peak GPU memory, when measured) per probed batch; the choice marked."""
@@ -62,7 +64,15 @@ def plot_lr(record: dict[str, Any], path: Path) -> Path:
     ax = fig.add_subplot()
     rates = record["learning_rates"]
     ax.plot(rates, record["losses"], color="tab:blue", alpha=0.3, label="loss")
-    ax.plot(rates, record["smoothed"], color="tab:blue", label="smoothed")
+    beta = (record.get("settings") or {}).get("beta")
+    if beta:  # the curve the suggestion is read from (lr.centered): no lag behind the loss
+        both = centered(record["losses"], beta)
+        ax.plot(rates, both, color="tab:blue", label="smoothed both ways")
+        ax.plot(
+            rates, record["smoothed"], color="tab:gray", lw=0.8, ls="--", label="moving average"
+        )
+    else:
+        ax.plot(rates, record["smoothed"], color="tab:blue", label="smoothed")
     ax.axvline(
         record["suggestion"], color="tab:green", label=f"suggested: {record['suggestion']:.2g}"
     )

@@ -72,6 +72,7 @@ TENSORRT = [
     "src/{pkg}/optimize/ort_engine.py",  # ONNX Runtime's TensorRT provider (onnx_backend.engine)
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
+    "tests/test_optimize_gpu_sessions.py",  # fakes of the engine provider's sessions
     "tests/test_optimize_tensorrt.py",
 ]
 
@@ -183,6 +184,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/tabular/reading.py",
         "src/{pkg}/tasks/tabular/schema.py",
         "src/{pkg}/tasks/tabular/scores.py",
+        "src/{pkg}/tasks/tabular/screens.py",
         "src/{pkg}/tasks/tabular/sources.py",
         "src/{pkg}/tasks/tabular/tables.py",
         "src/{pkg}/tasks/tabular/task.py",

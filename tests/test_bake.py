@@ -340,6 +340,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/optimize/ort_engine.py",
         "src/{pkg}/optimize/tensorrt_engine.py",
         "src/{pkg}/optimize/tf_trt.py",
+        "tests/test_optimize_gpu_sessions.py",
         "tests/test_optimize_tensorrt.py",
     ),
     "include_serving": (

@@ -13,8 +13,9 @@ SavedModel. Each precision is its own graph in optimized/:
   weights on x86 CPUs without VNNI (calibration.int8_format says why), except where an engine
   provider runs the graph (engine()), which says the format it needs. Tasks whose INT8 is
   "dynamic" (text, tables) quantize weights only, activations per batch (DynamicQuantizeLinear to
-  uint8, MatMulInteger): only the CPU provider runs that, so on a CUDA or TensorRT session int8
-  is skipped with the reason (onnx_available) rather than timed on the CPU under a GPU's name.
+  uint8, MatMulInteger): only the CPU provider runs that, so on a GPU session (CUDA, or the
+  engine provider) int8 is skipped with the reason (onnx_available) rather than timed on the CPU
+  under a GPU's name.
 
 ONNX Runtime picks its execution provider by what is installed: the engine provider where this
 project holds the optional part that brings it (engine(): its ort_engine module), then CUDA, then
@@ -45,8 +46,6 @@ from .calibration import (
 from .lengths import cut, engines_sentence, length_ranges
 
 ORT_PROVIDERS = ("CUDAExecutionProvider", "CPUExecutionProvider")  # after the engine's, if any
-# Providers that run the session on a GPU: dynamic int8's MatMulInteger falls back to the CPU there.
-GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 ENGINE_MODULE = "ort_engine"  # the optional part's provider module: engine()
 PACKAGES = ("onnxruntime", "tf2onnx", "onnx")
 # ONNX file -> fingerprint of the model.keras this process exported it from. Every backend and
@@ -62,7 +61,8 @@ def onnx_available(precision: str) -> tuple[bool, str]:
             return False, f"the {module} package is not installed (pip install '.[onnx]')."
     providers = onnx_providers()
     if precision == "int8" and current().INT8 == "dynamic":
-        gpu = [provider for provider in providers if provider in GPU_PROVIDERS]
+        # On a GPU provider (any but the CPU's), MatMulInteger falls back to the CPU.
+        gpu = [provider for provider in providers if provider != "CPUExecutionProvider"]
         if gpu:
             return False, dynamic_int8_sentence(gpu)
     note = ""
@@ -76,7 +76,7 @@ def dynamic_int8_sentence(gpu: list[str]) -> str:
     return (
         "dynamic int8 runs MatMulInteger on the CPU inside a GPU session: its activations are "
         "quantized to uint8 per batch, and CUDA's MatMulInteger takes only int8 x int8 while "
-        f"TensorRT has neither op, so {' and '.join(gpu)} would be named while the int8 "
+        f"an engine provider has neither op, so {' and '.join(gpu)} would be named while the int8 "
         "MatMuls ran on the CPU; fp32 and fp16 run on the GPU."
     )
 

@@ -77,3 +77,14 @@ def slowed(make_dataset: Callable[..., Any], seconds: float) -> Callable[..., An
         return dataset.map(late).with_options(options)
 
     return slow
+
+
+class Ticks:
+    """A controlled clock: each read moves it by `tick` seconds, whatever the machine does."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now

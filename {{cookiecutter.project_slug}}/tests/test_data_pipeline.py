@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
-from helpers import assert_one_sentence
+from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
 from {{ cookiecutter.package_name }}.data import benchmark, pipeline, timing
@@ -285,17 +285,6 @@ def measured(run_dir: Path) -> dict:
     """One small benchmark with every step, shared by the checks below (timings are not checked):
     a clock that moves 1 ms a read gives every pipeline a few epochs of the 50 records."""
     return data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.001))
-
-
-class Ticks:
-    """A controlled clock: each read moves it by `tick` seconds, whatever the machine does."""
-
-    def __init__(self, tick: float) -> None:
-        self.now, self.tick = 0.0, tick
-
-    def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
 
 
 def test_benchmark_reports_positive_rates_and_says_what_it_compares(measured: dict) -> None:

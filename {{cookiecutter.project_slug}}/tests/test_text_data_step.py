@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import assert_one_sentence
+from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.find import probes
@@ -64,17 +64,6 @@ def run(tmp_path_factory) -> tuple[Path, dict, Path]:
     csv = write_corpus(folder / "intents.csv")
     metrics = data_step.run(folder / "run", params(csv), verbose=False)
     return folder / "run", metrics, csv
-
-
-class Ticks:
-    """A controlled clock: each read moves it by `tick` seconds, whatever the machine does."""
-
-    def __init__(self, tick: float) -> None:
-        self.now, self.tick = 0.0, tick
-
-    def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
 
 
 def test_a_text_benchmark_too_short_to_compare_writes_no_ratio(run) -> None:

@@ -90,7 +90,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from {{ cookiecutter.package_name }} import models, tasks  # the image task's (digits, synthetic)
 
     keras.utils.set_random_seed(0)
-    default = tasks.current().DEFAULT_MODEL
+    default = tasks.current().models.default
     model = models.build_model(default, OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
     batches = list(data.make_dataset(folder, "train", 32, training=False))
     images = np.concatenate([batch.numpy() for batch, _ in batches])

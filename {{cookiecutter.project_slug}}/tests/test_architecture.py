@@ -59,6 +59,27 @@ def test_the_low_floors_import_no_step(graph: grimp.ImportGraph) -> None:
     assert not found, "a low floor reaches a step:\n" + "\n".join(found)
 
 
+# What shared code may import of tasks/: current() (tasks/__init__.py), the Task class and its
+# groups (tasks/base.py), and the outputs every task's export gives (tasks/outputs.py).
+SEAM = ("tasks", "tasks.base", "tasks.outputs")
+
+
+def test_shared_code_reaches_a_task_only_through_the_seam(graph: grimp.ImportGraph) -> None:
+    """No module outside tasks/ imports a task's folder (tasks/<folder>/...): it asks
+    tasks.current(), so the shared code runs the same for every task and a fourth task is one
+    folder. (The task's own modules may import shared code: arrows run into the seam, not out.)"""
+    seam = {f"{PACKAGE}.{name}" for name in SEAM}
+    shared = [m for m in sorted(graph.modules) if not m.startswith(f"{PACKAGE}.tasks")]
+    assert len(shared) > 20, "too few shared modules found: the rule below would hold vacuously"
+    found = [
+        f"{_short(module)} -> {_short(imported)}"
+        for module in shared
+        for imported in sorted(graph.find_modules_directly_imported_by(module))
+        if imported.startswith(f"{PACKAGE}.tasks.") and imported not in seam
+    ]
+    assert not found, "shared code imports a task's folder:\n" + "\n".join(found)
+
+
 def test_every_hook_of_a_part_names_a_function() -> None:
     """A parts.Hook is the registry's one call upward, invisible to the graph: it must resolve."""
     hooks = [

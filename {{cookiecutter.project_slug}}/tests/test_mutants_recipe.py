@@ -293,7 +293,8 @@ def test_a_weights_file_is_read_into_the_same_builder_with_the_files_classes(
         rebuilt.append((model, classes))
         return tiny(classes)
 
-    monkeypatch.setattr(finetune, "task", lambda: SimpleNamespace(rebuilt=rebuild))
+    fake = SimpleNamespace(models=SimpleNamespace(rebuilt=rebuild))
+    monkeypatch.setattr(finetune, "task", lambda: fake)
     loaded = finetune.load_into(target, str(tmp_path / "three.weights.h5"))
     assert rebuilt == [(target, 3)]
     assert loaded == {"layers": 2, "head": "new", "matched_by": "name"}

@@ -76,10 +76,12 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tupl
         return values.get("extras", {"extra": split})
 
     fake = SimpleNamespace(
-        make_dataset=make_dataset,
-        test_extras=test_extras,
-        baseline=lambda folder: values.get("baseline") if folder == tmp_path else "elsewhere",
-        NOUN="images",
+        build_inputs=make_dataset,
+        scores=SimpleNamespace(
+            extras=test_extras,
+            baseline=lambda folder: values.get("baseline") if folder == tmp_path else "elsewhere",
+        ),
+        noun="images",
     )
     monkeypatch.setattr(evaluate, "task", lambda: fake)
     loop = SimpleNamespace(

@@ -33,7 +33,7 @@ def test_dynamic_int8_is_skipped_on_a_gpu_session(
     """Dynamic int8 (text, tables) would run MatMulInteger on the CPU under a GPU provider's
     name: it is skipped with the reason; fp32 and fp16 still run there."""
     monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: providers)
-    monkeypatch.setattr(onnx_backend, "current", lambda: SimpleNamespace(INT8="dynamic"))
+    monkeypatch.setattr(onnx_backend, "current", lambda: int8_task("dynamic"))
     ok, reason = onnx_backend.onnx_available("int8")
     assert not ok
     assert reason.startswith("dynamic int8 runs MatMulInteger on the CPU inside a GPU session: ")
@@ -48,10 +48,10 @@ def test_dynamic_int8_runs_on_the_cpu_provider_and_static_int8_on_a_gpu(
 ) -> None:
     """Only the combination is skipped: dynamic int8 on the CPU provider, static Q/DQ int8
     (images) on CUDA."""
-    monkeypatch.setattr(onnx_backend, "current", lambda: SimpleNamespace(INT8="dynamic"))
+    monkeypatch.setattr(onnx_backend, "current", lambda: int8_task("dynamic"))
     monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: ["CPUExecutionProvider"])
     assert onnx_backend.onnx_available("int8")[0]
-    monkeypatch.setattr(onnx_backend, "current", lambda: SimpleNamespace(INT8="static"))
+    monkeypatch.setattr(onnx_backend, "current", lambda: int8_task("static"))
     monkeypatch.setattr(
         onnx_backend, "onnx_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
     )
@@ -80,7 +80,7 @@ def test_the_engines_per_precision_are_counted_before_the_step_starts(
     monkeypatch.setattr(
         onnx_backend, "onnx_providers", lambda: [part.PROVIDER, "CPUExecutionProvider"]
     )
-    monkeypatch.setattr(onnx_backend, "current", lambda: SimpleNamespace(INT8="dynamic"))
+    monkeypatch.setattr(onnx_backend, "current", lambda: int8_task("dynamic"))
     monkeypatch.setattr(onnx_backend, "length_ranges", lambda run_dir: BUCKETS)
     note = onnx_backend.engine_plan_note(tmp_path, TEXT_GPU_PLAN)
     assert note.startswith(
@@ -128,3 +128,8 @@ def test_optimize_prints_the_engine_count_before_it_starts(
     with pytest.raises(Stop):
         core.optimize(tmp_path, core.Params(), verbose=True)
     assert capsys.readouterr().out.splitlines()[0] == "12 engines per precision."
+
+
+def int8_task(kind: str) -> SimpleNamespace:
+    """A task whose export quantizes int8 `kind`ly ("dynamic" or "static")."""
+    return SimpleNamespace(export=SimpleNamespace(int8=kind))

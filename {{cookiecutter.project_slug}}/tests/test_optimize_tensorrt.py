@@ -386,7 +386,9 @@ def test_a_token_ids_engine_is_not_built_in_int8_and_tf_trt_not_on_strings(
 ) -> None:
     """int8 of an ids engine is refused in one sentence before anything is looked for; TF-TRT,
     which converts serving_default, says it cannot take a signature of strings."""
-    ids_task = SimpleNamespace(length_ranges=lambda meta: RANGES, RAW_STRINGS=True)
+    ids_task = SimpleNamespace(
+        export=SimpleNamespace(length_ranges=lambda meta: RANGES, raw_strings=True)
+    )
     monkeypatch.setattr(tensorrt_engine, "current", lambda: ids_task)
     ok, reason = optimize.BACKEND_TABLE["tensorrt"].available("int8")
     assert not ok and reason.startswith("int8 of a token-ids engine is not built")

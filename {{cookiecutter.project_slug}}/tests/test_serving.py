@@ -432,7 +432,7 @@ def test_serve_bench_takes_the_tasks_examples_in_turn():
 
     from {{ cookiecutter.package_name }}.tasks import current
 
-    images = current().serving_examples(None, {"image_shape": [8, 8, 1]}, 5, seed=1)
+    images = current().bench.serving_examples(None, {"image_shape": [8, 8, 1]}, 5, seed=1)
     assert images.dtype == np.uint8 and images.shape == (5, 8, 8, 1)
     batches = bench.request_batches(images, 2)
     assert [len(batch) for batch in batches] == [2, 2]

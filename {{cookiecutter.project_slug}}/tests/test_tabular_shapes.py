@@ -138,7 +138,7 @@ def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
     exported = export.run(folder, export.Params(version=1), verbose=False)
     assert exported["parity_ok"], exported
     loaded = __import__("tensorflow").saved_model.load(str(folder / "export" / "1"))
-    rows, _ = tasks.current().raw_examples(folder, "test", 3)
+    rows, _ = tasks.current().examples(folder, "test", 3)
     answer = answer_rest(loaded.signatures["serving_default"], export.rest_payload(rows))
     assert len(answer["predictions"]) == 3, answer
     optimized = optimize.run(

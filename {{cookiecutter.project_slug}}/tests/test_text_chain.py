@@ -81,7 +81,7 @@ def test_the_mistakes_are_the_texts_scored_in_that_order(text_run) -> None:
     """test_extras reads the split in the order it was scored: each mistake's text is a test text
     of its true class (a shuffled order would pair texts with other labels)."""
     folder, trained, _, _ = text_run
-    texts, labels = tasks.current().raw_examples(folder, "test", 10_000)
+    texts, labels = tasks.current().examples(folder, "test", 10_000)
     classes = trained["test_per_class"]
     names = list(classes)
     truth = {text: names[label] for text, label in zip(texts, labels, strict=True)}
@@ -150,7 +150,7 @@ def test_ids_cut_to_their_length_bucket_give_the_same_answers(text_run) -> None:
     folder = text_run[0]
     ranges = length_ranges(folder)
     assert ranges == ((1, 8), (9, 16), (17, 32))  # the pipeline's buckets for max_tokens=32
-    ids, _ = tasks.current().model_examples(folder, "test", 48)
+    ids, _ = tasks.current().examples(folder, "test", 48, form="model")
     model = folder / "optimized" / "model_fp32.onnx"
     session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name

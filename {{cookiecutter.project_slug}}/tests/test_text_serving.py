@@ -61,7 +61,7 @@ def run_dir(tmp_path_factory) -> Path:
     task = tasks.current()
     meta = meta_of(folder / "run")
     model = task.build_model("bag_of_ngrams", meta, width=16)
-    task.build_archive(model, meta, folder / "run").write_out(
+    task.export.build_archive(model, meta, folder / "run").write_out(
         str(folder / "run" / "export" / "1"), verbose=False
     )
     return folder / "run"
@@ -78,14 +78,14 @@ def signature(run_dir):
 
 def validation_texts(run_dir: Path) -> list[str]:
     count = meta_of(run_dir)["splits"]["validation"]["count"]
-    texts, _ = tasks.current().raw_examples(run_dir, "validation", count)
+    texts, _ = tasks.current().examples(run_dir, "validation", count)
     return texts.tolist()
 
 
 def test_the_load_test_sends_the_validation_texts_in_shard_order(run_dir):
     """serving_examples: the validation split's own texts, first to last, repeated past its end."""
     texts = validation_texts(run_dir)
-    sent = tasks.current().serving_examples(run_dir, meta_of(run_dir), len(texts) + 3)
+    sent = tasks.current().bench.serving_examples(run_dir, meta_of(run_dir), len(texts) + 3)
     assert sent.tolist() == texts + texts[:3]
     assert all(isinstance(text, str) for text in sent.tolist())
 
@@ -94,7 +94,7 @@ def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
     """The REST answer computed in this process: one class name per text, that text's top class
     as the signature itself gives it; a payload without the texts is TF Serving's error."""
     texts = validation_texts(run_dir)[:5] + ["", "héllo 🙂"]
-    payload = tasks.current().rest_payload(texts)
+    payload = tasks.current().export.rest_payload(texts)
     assert payload == {"signature_name": "serving_default", "instances": texts}
     rows = answer_rest(signature, json.loads(json.dumps(payload)))["predictions"]  # TF Serving's
     assert len(rows) == len(texts) and set(rows[0]) == {"probabilities", "class_ids", "class_names"}
@@ -120,7 +120,7 @@ def test_a_text_that_is_not_a_string_is_refused_not_sent_as_its_repr(run_dir, te
     from {{ cookiecutter.package_name }}.tasks.text import export as text_export
 
     for call in (
-        tasks.current().rest_payload,
+        tasks.current().export.rest_payload,
         text_export.rest_payload,
         lambda t: text_export.predict_texts(run_dir / "export" / "1", t),
     ):
@@ -163,12 +163,12 @@ def test_synthetic_texts_are_token_ids_the_task_models_take():
     """synthetic_meta and synthetic_batch: int64 ids max_tokens long, never padding (0) or unknown
     (1), inside the vocabulary; both text models take them and give one probability per class."""
     task = tasks.current()
-    meta = task.synthetic_meta(24, 5)
-    ids, labels = task.synthetic_batch(meta, 6, seed=1)
+    meta = task.bench.synthetic_meta(24, 5)
+    ids, labels = task.bench.synthetic_batch(meta, 6, seed=1)
     assert ids.dtype == np.int64 and ids.shape == (6, 24)
     assert ids.min() >= 2 and ids.max() < meta["vocab_size"]
     assert labels.dtype == np.int64 and set(labels.tolist()) <= set(range(5))
-    for name in task.MODELS:
+    for name in task.models.names:
         model = task.build_model(name, meta, width=16)
         assert tuple(model(ids).shape) == (6, 5)
 
@@ -258,7 +258,7 @@ def test_rest_bodies_are_strings_in_the_row_form_and_answered_with_class_names(
     """serve-bench's REST body for text: {"signature_name", "instances": [str, ...]}, plain JSON
     strings (no ids, no base64), a different batch of validation texts each turn; serving_default
     answers every one with probabilities and class names, so no request is an error."""
-    examples = tasks.current().serving_examples(run_dir, meta_of(run_dir), 12)
+    examples = tasks.current().bench.serving_examples(run_dir, meta_of(run_dir), 12)
     params = bench.BenchParams(port=rest_server, concurrency=2, requests=12, batch=3)
     result = bench.run_bench(params, examples)
     assert (result["requests"], result["ok"], result["errors"]) == (12, 12, 0), result
@@ -313,7 +313,7 @@ def test_grpc_requests_carry_a_string_tensor_answered_by_the_export(run_dir, sig
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Service(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    examples = tasks.current().serving_examples(run_dir, meta_of(run_dir), 4)
+    examples = tasks.current().bench.serving_examples(run_dir, meta_of(run_dir), 4)
     try:
         params = bench.BenchParams(
             port=port, protocol="grpc", concurrency=1, requests=4, batch=2, labels={"canary": 1.0}

@@ -133,6 +133,7 @@ EMPTY_REPLICA = textwrap.dedent(
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from {{ cookiecutter.package_name }}.replica import make_eval_step
+    from {{ cookiecutter.package_name }}.tasks import current
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         model = keras.Sequential([
@@ -146,7 +147,7 @@ EMPTY_REPLICA = textwrap.dedent(
         images = tf.zeros([9, 8, 8, 1])
         labels = tf.zeros([9], tf.int32)
         return tf.data.Dataset.from_tensor_slices((images, labels)).batch(2)
-    step = make_eval_step(strategy, model)
+    step = make_eval_step(strategy, model, current())
     totals = sum(step(b).numpy() for b in strategy.distribute_datasets_from_function(batches))
     print("examples", int(totals[2]))
     """

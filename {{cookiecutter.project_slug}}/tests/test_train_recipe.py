@@ -207,7 +207,7 @@ def test_each_worker_augments_with_its_own_seed(
 
     role = Cluster(workers=3, task_type=task_type, task_index=index, has_chief=has_chief)
     monkeypatch.setattr(loop_module, "worker_role", lambda strategy: role)
-    monkeypatch.setattr(current(), "make_augmenter", record)
+    monkeypatch.setattr(current().recipe, "augmenter", record)
     with pytest.raises(Built):
         train.run(run_dir, Params(epochs=1, augment="light", seed=42), verbose=False)
     assert seeds == [42 + loop_module.AUGMENT_SEED_STRIDE * rank]
@@ -229,7 +229,7 @@ def test_the_augmenter_is_built_outside_the_strategys_scope(monkeypatch, run_dir
         inside.append(tf.distribute.has_strategy())
         raise Built
 
-    monkeypatch.setattr(current(), "make_augmenter", record)
+    monkeypatch.setattr(current().recipe, "augmenter", record)
     with pytest.raises(Built):
         train.run(run_dir, Params(epochs=1, augment="light", strategy="mirrored"), verbose=False)
     assert inside == [False]
@@ -403,7 +403,7 @@ def test_augmentation_never_reaches_the_export_and_parity_holds_on_the_test_spli
 
 def test_augment_bench_times_augmentation_in_tf_data_and_on_the_device(run_dir: Path) -> None:
     """Both ways run the same steps and report examples/s and input wait; the ratio is theirs."""
-    from {{ cookiecutter.package_name }}.train import augment_bench
+    from {{ cookiecutter.package_name }}.tasks.image import augment_bench
 
     result = augment_bench.measure(run_dir, batch_size=32, steps=2, repeats=1)
     rates = [result[way]["examples_per_sec"] for way in ("tf_data", "device")]
@@ -429,10 +429,9 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
         return [(tf.zeros((len(labels), 2)), tf.constant(labels))]
 
     fake = SimpleNamespace(
-        make_dataset=make_dataset,
-        test_extras=lambda *args, **_: {},
-        baseline=lambda folder: None,
-        NOUN="images",
+        build_inputs=make_dataset,
+        scores=SimpleNamespace(extras=lambda *args, **_: {}, baseline=lambda folder: None),
+        noun="images",
     )
     monkeypatch.setattr(evaluate, "task", lambda: fake)
     loop = SimpleNamespace(

@@ -350,7 +350,7 @@ def test_a_full_disk_while_writing_an_export_leaves_no_version_and_keeps_the_ear
             (Path(folder) / "saved_model.pb").write_bytes(b"half")
             tf_full_disk()
 
-    monkeypatch.setattr(tasks.current(), "build_archive", lambda *_: Archive())
+    monkeypatch.setattr(tasks.current().export, "build_archive", lambda *_: Archive())
     for version, overwrite in ((2, False), (1, True)):
         with pytest.raises(WriteError) as error:
             savedmodel.export_savedmodel(run, version=version, overwrite=overwrite)

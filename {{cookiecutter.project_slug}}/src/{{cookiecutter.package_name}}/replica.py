@@ -33,6 +33,7 @@ def make_train_steps(
     model: keras.Model,
     optimizer: keras.optimizers.Optimizer,
     *,
+    task: Any,
     global_batch: int,
     loss_scaling: bool,
     jit: bool,
@@ -49,19 +50,17 @@ def make_train_steps(
 
     `augment` (augment.py) runs on each replica's batch before the model, outside XLA; it may
     return soft (mixed) labels. With those, or with `label_smoothing`, the loss is the categorical
-    cross-entropy of one-hot targets, and accuracy counts the target's top class."""
+    cross-entropy of one-hot targets, and accuracy counts the target's top class.
+
+    The loss and the counted accuracy are the task's (`task`: tasks.current(), whose
+    build_losses and build_metrics give them); this module imports no task."""
     replicas = strategy.num_replicas_in_sync
     agree = loss_scaling and replicas > 1
     soft = bool(label_smoothing) or augment is not None
 
-    def loss_of(targets: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
-        if not soft:
-            return keras.losses.sparse_categorical_crossentropy(targets, probabilities)
-        if targets.shape.rank == 1:
-            targets = tf.one_hot(targets, num_classes, dtype=probabilities.dtype)
-        return keras.losses.categorical_crossentropy(
-            tf.cast(targets, probabilities.dtype), probabilities, label_smoothing=label_smoothing
-        )
+    # The task's loss (tasks/base.py build_losses): sparse cross-entropy by default.
+    loss_of = task.build_losses(label_smoothing=label_smoothing, soft=soft, num_classes=num_classes)
+    correct = task.build_metrics()["accuracy"]
 
     def gradients(images: tf.Tensor, labels: tf.Tensor):
         with tf.GradientTape() as tape:
@@ -74,7 +73,7 @@ def make_train_steps(
         grads = tape.gradient(scaled, model.trainable_variables)
         if labels.shape.rank == 2:  # soft labels: their top class
             labels = tf.argmax(labels, axis=-1, output_type=tf.int32)
-        return grads, sums(labels, probabilities, per_example)
+        return grads, sums(labels, correct(labels, probabilities), per_example)
 
     # XLA compiles the forward and backward pass, where the time goes; the update, with its
     # cross-replica all-reduce, stays outside, where every strategy supports it.
@@ -131,15 +130,17 @@ def timed_next(iterator: Any, *, after: tf.Tensor) -> tuple[Any, tf.Tensor]:
 
 
 def make_eval_step(
-    strategy: tf.distribute.Strategy, model: keras.Model
+    strategy: tf.distribute.Strategy, model: keras.Model, task: Any
 ) -> Callable[[Any], tf.Tensor]:
-    """`eval_step(batch)`: [loss sum, correct, examples] of one global batch, all replicas."""
+    """`eval_step(batch)`: [loss sum, correct, examples] of one global batch, all replicas, by
+    the task's loss and accuracy (its build_losses and build_metrics)."""
+
+    loss_of, correct = task.build_losses(), task.build_metrics()["accuracy"]
 
     def scored(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         probabilities = model(images, training=False)
         labels = tf.cast(labels, tf.int32)
-        per_example = keras.losses.sparse_categorical_crossentropy(labels, probabilities)
-        return sums(labels, probabilities, per_example)
+        return sums(labels, correct(labels, probabilities), loss_of(labels, probabilities))
 
     def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         # The last batch of a split that does not fill every replica leaves a replica an empty
@@ -156,12 +157,12 @@ def make_eval_step(
     return eval_step
 
 
-def sums(labels: tf.Tensor, probabilities: tf.Tensor, per_example: tf.Tensor) -> tf.Tensor:
-    """[loss sum, correct predictions, examples] of one replica's batch, as float32."""
-    predicted = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-    correct = tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
+def sums(labels: tf.Tensor, correct: tf.Tensor, per_example: tf.Tensor) -> tf.Tensor:
+    """[loss sum, correct predictions, examples] of one replica's batch, as float32: `correct`
+    is the task's accuracy of each example (1.0 where the top class is the label)."""
     count = tf.cast(tf.size(labels), tf.float32)
-    return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), correct, count])
+    hits = tf.reduce_sum(tf.cast(correct, tf.float32))
+    return tf.stack([tf.reduce_sum(tf.cast(per_example, tf.float32)), hits, count])
 
 
 def dense(grads: list[Any]) -> list[Any]:

@@ -50,7 +50,7 @@ from .savedmodel import (
 )
 from .step import export_metrics, run
 
-INPUT_NAME = _task().RAW_INPUT  # serving_default's one input: "images", "text"
+INPUT_NAME = _task().export.raw_input  # serving_default's one input: "images", "text"
 
 # This step's TensorFlow shares the GPU with the parity process and TF Serving: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op

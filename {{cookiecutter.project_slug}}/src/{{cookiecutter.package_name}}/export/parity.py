@@ -72,11 +72,11 @@ def check_parity(
     # shows images no choice was made on; else the validation split.
     split = parity_split(meta)
     # As many as the task compares (images: up to max_examples; text: the whole split, cheap).
-    max_examples = task().parity_examples(meta, split, max_examples)
+    max_examples = task().export.parity_examples(meta, split, max_examples)
     # The same examples twice: raw, as a client sends them to the SavedModel (pixels, strings),
     # and as the trained model takes them (for text, the ids the tokenizer makes of the strings).
-    raw, labels = task().raw_examples(folder, split, max_examples)
-    inputs, _ = task().model_examples(folder, split, max_examples)
+    raw, labels = task().examples(folder, split, max_examples)
+    inputs, _ = task().examples(folder, split, max_examples, form="model")
     served = predict_in_fresh_process(export_dir, raw)  # and saved_model_cli's text
     with exact_float32():
         expected = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
@@ -149,7 +149,7 @@ def served_errors(
 
 def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
     """Up to max_examples validation examples as the trained model takes them, in shard order."""
-    return task().model_examples(run_dir, "validation", max_examples)[0]
+    return task().examples(run_dir, "validation", max_examples, form="model")[0]
 
 
 def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
@@ -247,6 +247,6 @@ def _verdict(
             "than the rounding between the two runs."
         )
     return (
-        f"Same top class on all {count} {split} {task().NOUN}; largest probability difference "
+        f"Same top class on all {count} {split} {task().noun}; largest probability difference "
         f"{diff:.2g} (allowed under {precision}: {tolerance:g})."
     )

@@ -52,7 +52,7 @@ def rest_payload(raw: Any) -> dict[str, Any]:
     """The JSON body of a `:predict` request for a batch of raw examples, as the task sends them
     (uint8 images [N, H, W, C] as integers, texts as strings); anything else is one sentence."""
     try:
-        return task().rest_payload(raw)
+        return task().export.rest_payload(raw)
     except StepError as error:
         raise ExportError(str(error)) from None
 

@@ -64,10 +64,10 @@ def export_savedmodel(
     made_from = {name: lineage.fingerprint(folder, name) for name in ("model", "data")}
     model = load_model(folder, ExportError)
     try:
-        task().check_trained(model, meta, model_path)
+        task().models.check_trained(model, meta, model_path)
     except StepError as error:
         raise ExportError(str(error)) from None
-    archive = task().build_archive(model, meta, folder)
+    archive = task().export.build_archive(model, meta, folder)
     with writing(target, "run 04_export again"):  # a full disk: one sentence, nothing left
         _write_whole(archive, target)
     lineage.record(folder, f"export/{int(version)}", "export", made_from)
@@ -77,7 +77,7 @@ def export_savedmodel(
         "model_path": str(model_path),
         "model_name": MODEL_NAME,
         "precision": model_precision(model),
-        **task().model_state(meta),
+        **task().models.state(meta),
         "classes": list(meta["classes"]),
         "signature": describe_signature(target),
         "removed": [str(path) for path in removed],

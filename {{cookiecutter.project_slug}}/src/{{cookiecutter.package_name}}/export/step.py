@@ -61,8 +61,8 @@ def draw_misclassified(folder: Path, metrics: dict[str, Any], path: Path) -> Pat
     count = export_figures.images_needed(metrics)
     if not count:  # no mistakes: no figure, nothing read
         return None
-    raw, _ = task().raw_examples(folder, metrics.get("parity_split", "validation"), count)
-    return task().plot_mistakes(raw, metrics, _classes(folder), path)
+    raw, _ = task().examples(folder, metrics.get("parity_split", "validation"), count)
+    return task().export.plot_mistakes(raw, metrics, _classes(folder), path)
 
 
 # The figures that read the data back (figures draw the arrays handed to them).

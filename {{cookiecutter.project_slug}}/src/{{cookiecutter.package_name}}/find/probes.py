@@ -97,16 +97,17 @@ class Trainer:
             strategy,
             self.model,
             optimizer,
+            task=task(),
             global_batch=batch,
             loss_scaling=loss_scaling,
             jit=jit,
             timed=False,
         )
 
-        pad = getattr(task(), "longest_batches", None) if longest else None
+        pad = task().models.longest_batches if longest else None
 
         def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            data = task().make_dataset(
+            data = task().build_inputs(
                 folder,
                 "train",
                 batch,
@@ -243,7 +244,7 @@ def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int
         width=params.width,
         dropout=params.dropout,
     )
-    longest = task().longest(meta)  # a length the model leaves open (text: max_tokens)
+    longest = task().models.longest(meta)  # a length the model leaves open (text: max_tokens)
     values = sum(  # a layer with several outputs (a table's columns: numbers and ids) counts each
         int(np.prod([side or longest for side in output.shape[1:]]))
         for layer in model.layers

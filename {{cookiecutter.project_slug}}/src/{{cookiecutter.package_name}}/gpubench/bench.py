@@ -1,6 +1,6 @@
 """`<package> gpu-bench`: plan the measurements, run each in its own process, judge, write.
 
-The model and its synthetic data come from the task (tasks.current().bench_model, synthetic_meta,
+The model and its synthetic data come from the task (tasks.current().bench.model, synthetic_meta,
 synthetic_batch). Full (a GPU): images: Keras ResNet50 (no weights) on synthetic 224x224x3 images;
 texts: the Transformer encoder on 128 random token ids; 128 examples per GPU (NVIDIA's A100
 figures run 256 per 40 GB GPU, its V100 ones float32 at 128 and AMP at 256 per 16 GB GPU; 128
@@ -47,13 +47,13 @@ def plan(
     """The shared settings, the measurements (name, spec) to run, and why any is left out."""
     from ..tasks import current as task
 
-    reference_model = task().bench_model(quick)
+    reference_model = task().bench.model(quick)
     if not gpus and not quick:
         raise GpuBenchError(
             f"No GPU found: the full benchmark ({reference_model['shown']}) would take hours on "
             "a CPU; add --quick to check the code path here, or run it on a GPU machine."
         )
-    models = task().MODELS
+    models = task().models.names
     if model is not None and model not in models:
         raise GpuBenchError(f"--model {model!r} is not allowed: use one of {', '.join(models)}.")
     if batch is not None and batch < 1:

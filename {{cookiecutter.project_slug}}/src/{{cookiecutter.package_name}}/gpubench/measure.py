@@ -59,7 +59,7 @@ def _train_rate(spec: dict[str, Any], strategy: Any) -> dict[str, Any]:
         trainer.run(spec["steps"])
         seconds = time.perf_counter() - started
     return {
-        f"{task().NOUN}_per_second": batch * spec["steps"] / seconds,
+        f"{task().noun}_per_second": batch * spec["steps"] / seconds,
         "seconds": seconds,
         "replicas": strategy.num_replicas_in_sync,
     }
@@ -106,13 +106,13 @@ def _inputs(spec: dict[str, Any]) -> tuple[Path, dict[str, Any], Any]:
 
         folder = Path(spec["data_dir"])
         return folder, read_meta(folder), params
-    return Path("."), task().synthetic_meta(spec["size"], spec["num_classes"]), params
+    return Path("."), task().bench.synthetic_meta(spec["size"], spec["num_classes"]), params
 
 
 @contextlib.contextmanager
 def _fed(spec: dict[str, Any], meta: dict[str, Any], batch: int) -> Iterator[None]:
     """The task's synthetic batch as the training split, built once in memory, for the duration
-    of one call (the task's make_dataset is swapped, then restored, also when the call fails);
+    of one call (the task's build_inputs is swapped, then restored, also when the call fails);
     with --data run, the run's own pipeline."""
     if spec.get("data_dir"):
         yield
@@ -120,9 +120,9 @@ def _fed(spec: dict[str, Any], meta: dict[str, Any], batch: int) -> Iterator[Non
     from ..tasks import current as task
     from ..train.benchmark_memory import memory_dataset
 
-    inputs, labels = task().synthetic_batch(meta, batch, seed=0)
-    module = task()
-    original = module.make_dataset
+    inputs, labels = task().bench.synthetic_batch(meta, batch, seed=0)
+    current = task()
+    original = current.build_inputs
 
     def make_dataset(
         run_dir: Any, split: str = "train", batch_size: int = 64, **options: Any
@@ -138,11 +138,11 @@ def _fed(spec: dict[str, Any], meta: dict[str, Any], batch: int) -> Iterator[Non
             input_context=options.get("input_context"),
         )
 
-    module.make_dataset = make_dataset
+    current.build_inputs = make_dataset  # type: ignore[method-assign]
     try:
         yield
     finally:
-        module.make_dataset = original
+        del current.build_inputs  # the class's own again
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,7 +94,7 @@ def calibration_images(run_dir: Path, count: int) -> np.ndarray:
     """Up to `count` training examples from run_dir/data/, as the model takes them."""
     from ..tasks import current
 
-    return current().model_examples(run_dir, "train", count)[0]
+    return current().examples(run_dir, "train", count, form="model")[0]
 
 
 def calibration_batches(

@@ -75,7 +75,8 @@ def optimize(
         (name, precision) for name in request["backends"] for precision in request["precisions"]
     ]
     # One task for the whole step: a moving bar, or a line every few seconds, saying what runs.
-    timed_raw = task().MODEL_SIGNATURE != SIGNATURE  # raw input ≠ model input: time the difference
+    # raw input ≠ model input: time the difference
+    timed_raw = task().export.model_signature != SIGNATURE
     total = 2 + timed_raw + len(jobs)
     work = progress.task("Optimize", total=total, unit="benchmark") if verbose else None
 
@@ -88,10 +89,10 @@ def optimize(
         # As the trained model (and every converted graph) takes them: for text, token ids.
         meta = read_meta(folder)
         split = parity_split(meta)  # the test split where there is one, as export's parity
-        max_examples = task().parity_examples(meta, split, max_examples)
-        images, labels = task().model_examples(folder, split, max_examples)
+        max_examples = task().export.parity_examples(meta, split, max_examples)
+        images, labels = task().examples(folder, split, max_examples, form="model")
         model = load_model(folder, OptimizeError)
-        signature = load_savedmodel(export_dir, OptimizeError, task().MODEL_SIGNATURE)
+        signature = load_savedmodel(export_dir, OptimizeError, task().export.model_signature)
         reference = run_savedmodel(signature)
         expected = reference_probabilities(reference, images)
         model_tolerance = TOLERANCE["float32" if model_precision(model) == "float32" else "mixed"]
@@ -145,7 +146,7 @@ def raw_baseline(
 ) -> dict[str, Any]:
     """serving_default timed on the raw examples (strings), where the converted graphs take the
     model's input (token ids): set beside `savedmodel`, the cost of the preprocessing itself."""
-    raw, _ = task().raw_examples(folder, split, count)
+    raw, _ = task().examples(folder, split, count)
     predict = run_savedmodel(load_savedmodel(export_dir, OptimizeError, SIGNATURE))
     sizes, count, seconds = timing
     return {"name": RAW, **benchmark(predict, raw, sizes, count, seconds, now=_say(now, RAW))}

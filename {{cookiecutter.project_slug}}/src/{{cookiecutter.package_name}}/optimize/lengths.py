@@ -24,7 +24,7 @@ def length_ranges(run_dir: Path) -> Ranges | None:
     from ..data.meta import read_meta
     from ..tasks import current
 
-    ranges = getattr(current(), "length_ranges", None)
+    ranges = current().export.length_ranges
     return ranges(read_meta(run_dir)) if ranges is not None else None
 
 

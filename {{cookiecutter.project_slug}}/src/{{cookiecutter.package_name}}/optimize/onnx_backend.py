@@ -236,7 +236,7 @@ def export_onnx(run_dir: Path, out_dir: Path) -> Path:
     if target.is_file() and target in _EXPORTED and _EXPORTED[target] == made_from:
         return target
     model = load_model(run_dir, OptimizeError)
-    spec = current().model_spec(model)  # uint8 images, int64 token ids: the model's own input
+    spec = current().export.model_spec(model)  # uint8 images, int64 token ids: the model's input
     out_dir.mkdir(parents=True, exist_ok=True)
     model.export(str(target), format="onnx", input_signature=[spec], verbose=False)
     _EXPORTED[target] = made_from

@@ -39,7 +39,7 @@ from .onnx_backend import PACKAGES, export_onnx, serving_sizes
 def tensorrt_available(precision: str) -> tuple[bool, str]:
     """Needs the trt extra (tensorrt, polygraphy, the onnx tools), a GPU, and, for token ids,
     TensorRT 10 (int64 inputs) and a precision other than int8 (the module docstring says why)."""
-    ids = getattr(current(), "length_ranges", None) is not None
+    ids = current().export.length_ranges is not None
     if ids and precision == "int8":
         return False, (
             "int8 of a token-ids engine is not built (its Q/DQ calibration never ran on a GPU "
@@ -149,7 +149,7 @@ def tensorrt_load(path: Path, job: Job) -> Predict:
             runner.set_profile(wanted)
             active[0] = wanted
         fed = batch if ranges else batch.astype(np.float32)
-        outputs = runner.infer({current().MODEL_INPUT: fed})
+        outputs = runner.infer({current().export.model_input: fed})
         # The model has one output, the probabilities. The runner reuses its host buffers on
         # the next call, so copy before returning.
         return np.array(next(iter(outputs.values())), copy=True)

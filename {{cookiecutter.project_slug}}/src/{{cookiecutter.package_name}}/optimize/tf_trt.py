@@ -18,12 +18,12 @@ from .calibration import calibration_batches, calibration_images
 
 
 def tf_trt_available(precision: str) -> tuple[bool, str]:
-    strings = getattr(current(), "RAW_STRINGS", False)  # TF-TRT converts serving_default
+    strings = current().export.raw_strings  # TF-TRT converts serving_default
     if isinstance(strings, str):  # the task says which of its inputs are strings (tables)
         return False, (
             f"TF-TRT would convert serving_default, which takes strings ({strings}), and "
             "TensorRT takes no string ops; ONNX and the TensorRT engine run the string-free "
-            f"{current().MODEL_SIGNATURE!r} signature."
+            f"{current().export.model_signature!r} signature."
         )
     if strings:
         return False, (

@@ -86,8 +86,8 @@ def example_count(batch: int) -> int:
 
 def request_batches(examples: Any, batch: int, seed: int = 0) -> list[np.ndarray]:
     """The batches the requests send in turn: `examples` (raw, as serving_default takes them:
-    tasks.current().serving_examples) cut into batches of `batch`, repeated when fewer; or, given
-    a shape [d1, d2, ...] (whole numbers), random uint8 examples of that shape, one batch."""
+    tasks.current().bench.serving_examples) cut into batches of `batch`, repeated when fewer; or,
+    given a shape [d1, d2, ...] (whole numbers), random uint8 examples of that shape, one batch."""
     given = np.asarray(examples)
     if given.ndim == 1 and given.dtype.kind in "iu" and len(given):
         shape = (batch, *given.tolist())
@@ -150,7 +150,7 @@ def run_bench(
                 snapshot = list(records)
             progress(progress_line(snapshot, time.perf_counter() - started))
     elapsed = time.perf_counter() - started
-    return summarize(params, port, records, elapsed, noun=task().NOUN, bodies=len(batches))
+    return summarize(params, port, records, elapsed, noun=task().noun, bodies=len(batches))
 
 
 def summarize(
@@ -206,7 +206,7 @@ def rest_sender(params: BenchParams, port: int, batches: list[np.ndarray]) -> Ca
     each batch's body the task's rest_payload."""
     from ..tasks import current as task
 
-    bodies = [json.dumps(task().rest_payload(batch)).encode("utf-8") for batch in batches]
+    bodies = [json.dumps(task().export.rest_payload(batch)).encode("utf-8") for batch in batches]
     headers = {"Content-Type": "application/json"}
 
     def make() -> Callable[[str, int], str | None]:
@@ -250,7 +250,7 @@ def grpc_request(params: BenchParams, batch: np.ndarray, label: str) -> Any:
     request.model_spec.signature_name = SIGNATURE
     request.model_spec.version_label = label
     names = batch.dtype.names  # a table's rows: one TensorProto per column
-    for name in names or (task().RAW_INPUT,):
+    for name in names or (task().export.raw_input,):
         request.inputs[name].CopyFrom(tf.make_tensor_proto(batch[name] if names else batch))
     return request
 

@@ -115,7 +115,7 @@ def serve_bench(args: argparse.Namespace) -> int:
         from ..tasks import current as task
 
         count = bench.example_count(params.batch)
-        examples = task().serving_examples(folder, meta, count, seed=params.seed)
+        examples = task().bench.serving_examples(folder, meta, count, seed=params.seed)
     except StepError as error:
         print(f"{versions.MODEL_NAME}: {error}", file=sys.stderr)
         return 2

@@ -35,19 +35,19 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     result["test_loss"] = float(np.mean(-np.log(np.clip(picked, 1e-7, 1.0))))
     # What the task adds (text: the most confused pairs, the most confident mistakes as text).
     # (tables: ROC and PR AUC, and accuracy at the threshold chosen on validation, predicted here)
-    extras = task().test_extras(
+    extras = task().scores.extras(
         loop.folder, TEST_SPLIT, truth, probabilities, classes, predict=lambda s: predict(loop, s)
     )
     result.update(extras)
     auc = result.get("test_roc_auc")
     say(
-        f"Test split ({result['test_examples']} {task().NOUN}, evaluated once, after training): "
+        f"Test split ({result['test_examples']} {task().noun}, evaluated once, after training): "
         f"accuracy {result['test_accuracy']:.4f}, macro F1 {result['test_macro_f1']:.4f}"
         + (f", ROC AUC {auc:.4f}." if auc is not None else ".")
     )
     # A scikit-learn model trained on the same training split, scored on the same test split:
     # the bar the network has to clear (None where the task measures none).
-    result["baseline"] = task().baseline(loop.folder)
+    result["baseline"] = task().scores.baseline(loop.folder)
     for said in _baselines(result["baseline"]):
         f1, auc = said.get("test_macro_f1"), said.get("roc_auc")
         also = f", macro F1 {f1:.4f}" if f1 is not None else ""
@@ -71,7 +71,7 @@ def predict(loop: Running, split: str) -> tuple[np.ndarray, np.ndarray]:
     # whole global batch there (replicas x what training put on one device) could run it out
     # of memory at the very end of a run.
     batch = max(1, loop.global_batch // max(1, loop.replicas))
-    dataset = task().make_dataset(loop.folder, split, batch, training=False, cache=False)
+    dataset = task().build_inputs(loop.folder, split, batch, training=False, cache=False)
     labels, outputs = [], []
     for inputs, batch_labels in dataset:
         outputs.append(loop.model(inputs, training=False).numpy())

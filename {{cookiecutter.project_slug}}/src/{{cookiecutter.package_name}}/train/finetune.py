@@ -99,7 +99,7 @@ def check_source(weights: str, meta: dict[str, Any]) -> None:
     it is (nothing to compare it with)."""
     import json
 
-    keys = getattr(task(), "SAME_INPUTS", ())
+    keys = task().recipe.same_inputs
     source = Path(weights).expanduser().parent / "data" / "meta.json"
     if weights in ("none", "imagenet") or not keys or not source.is_file():
         return
@@ -200,7 +200,7 @@ def _read(path: Path, model: keras.Model) -> keras.Model:
         source = (
             keras.models.clone_model(model)
             if classes is None
-            else task().rebuilt(model, classes)  # the same builder, another head
+            else task().models.rebuilt(model, classes)  # the same builder, another head
         )
         source.load_weights(path)
         return source

@@ -67,7 +67,7 @@ class Loop:
         # worker's replicas advance one after another in the step's graph, so each replica draws
         # its own flips, crops and mixes (mirrored ones would give every replica the same). One
         # seed per worker: with the run's seed in every worker, all drew the same in lockstep.
-        self.augment = task().make_augmenter(
+        self.augment = task().recipe.augmenter(
             self.params.augment,
             int(meta["num_classes"]),
             self.params.seed + AUGMENT_SEED_STRIDE * self.role.rank,
@@ -94,7 +94,7 @@ class Loop:
         self.stop = preempt.StopRequest()  # outside the scope: each worker's own flag
         self.phase: str | None = None  # set by phases.enter, which builds the train steps
         self.timed, self.weights_loaded = _TIMED[-1], None
-        self.eval_step = make_eval_step(distribution, self.model)
+        self.eval_step = make_eval_step(distribution, self.model, task())
         self.steps_done = 0  # training steps run by this call, for reports and the profiler
         self.partial: dict[str, Any] | None = None  # an epoch cut short by a stop signal
 
@@ -198,7 +198,7 @@ class Loop:
         training = split == "train"
 
         def dataset(context: tf.distribute.InputContext) -> tf.data.Dataset:
-            return task().make_dataset(
+            return task().build_inputs(
                 self.folder,
                 split,
                 self.global_batch,

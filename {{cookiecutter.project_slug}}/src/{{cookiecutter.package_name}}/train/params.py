@@ -28,7 +28,7 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
 # What model and learning_rate left at None mean when step 2 wrote no value for them.
-DEFAULT_MODEL = task().DEFAULT_MODEL  # the task's own (tasks/<folder>/task.py)
+DEFAULT_MODEL = task().models.default  # the task's own (tasks/<folder>/task.py)
 DEFAULT_LEARNING_RATE = 1e-3
 # The linear scaling rule (Goyal et al. 2017): the learning rate grows with the global batch, so
 # adding replicas (and with them a larger global batch) keeps the same progress per example.
@@ -48,7 +48,7 @@ class Params:
     to this device.
     """
 
-    model: str | None = param(None, task().MODEL_HELP)
+    model: str | None = param(None, task().models.help)
     epochs: int = param(5, "epochs in all, counted from the start of the run")
     batch_size: int | str = param(64, "the global batch, split across the replicas; auto: found")
     learning_rate: float | str | None = param(
@@ -120,7 +120,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     parse_profile_steps(params.profile_steps)
     check_recipe(params)
     try:  # what the task takes: image augmentation levels; none of them for text
-        task().check_recipe(params)
+        task().recipe.check(params)
     except StepError as error:
         raise TrainError(str(error)) from None
     cluster = read_tf_config()
@@ -165,8 +165,8 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
 
 def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> None:
     """The values step 2 may set: the model's name, its learning rate and its knobs."""
-    if not isinstance(model, str) or model not in task().MODELS:
-        raise TrainError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
+    if not isinstance(model, str) or model not in task().models.names:
+        raise TrainError(f"model={model!r} is not allowed: use {task().models.help}.")
     if learning_rate == AUTO:
         pass
     elif (
@@ -180,7 +180,7 @@ def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> N
             "auto (the learning-rate range test)."
         )
     try:
-        task().check_knobs(model, width=width, dropout=dropout)
+        task().models.check_knobs(model, width=width, dropout=dropout)
     except StepError as error:
         raise TrainError(str(error)) from None
 

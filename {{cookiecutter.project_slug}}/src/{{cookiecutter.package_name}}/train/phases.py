@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..replica import make_train_steps
+from ..tasks import current as task
 from . import finetune, schedule
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def enter(loop: Running, epoch: int) -> None:
         loop.strategy,
         loop.model,
         loop.optimizer,
+        task=task(),
         global_batch=loop.global_batch,
         loss_scaling=loop.loss_scaling,
         jit=loop.jit,

@@ -98,7 +98,7 @@ def check(
     recorded = saved.get(DATA_KEY)
     if recorded is not None and recorded != data_fingerprint:
         return Resume(None, other_data=True)
-    # STATE_KEYS and what the task adds (tasks.current().model_state: the image shape, ...)
+    # STATE_KEYS and what the task adds (tasks.current().models.state: the image shape, ...)
     keys = [key for key in wanted if key != DATA_KEY]
     changed = [key for key in keys if saved.get(key, RECIPE_DEFAULTS.get(key)) != wanted[key]]
     if changed:

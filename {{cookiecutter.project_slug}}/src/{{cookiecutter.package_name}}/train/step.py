@@ -147,7 +147,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         lineage.record(folder, "model", "train", inputs, origins=origins)
         reads = ["data", *read_artifacts(checked.resolved)]
         metrics["lineage"] = lineage.summary(folder, reads=reads, writes=["model"])
-        drawers = getattr(task(), "DRAWERS", {}).get("train")  # the task's own (tables: scores)
+        drawers = task().scores.drawers.get("train")  # the task's own (tables: scores)
         metrics["figures"] = figures.save(folder, "train", metrics, drawers=drawers)
         write_metrics(folder, "train", metrics)
     # A normal end waits too: a worker that exits while the chief saves and evaluates
@@ -188,7 +188,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         )
     num_classes = int(meta["num_classes"])
     try:
-        task().check_model(
+        task().models.check(
             values.model,
             meta,
             weights="imagenet" if values.weights == "imagenet" else None,
@@ -212,7 +212,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         check_window(window, values.epochs * steps, values.epochs)
     state = {
         "model": values.model,
-        **task().model_state(meta),
+        **task().models.state(meta),
         "num_classes": num_classes,
         "batch_size": values.batch_size,
         "learning_rate": values.learning_rate,

@@ -35,7 +35,7 @@ class Params:
     max_trials: int = param(4, "models to try (hyperband: at most this many)")
     epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
     batch_size: int = param(64, "examples per batch in every trial")
-    model: str = param(task().DEFAULT_MODEL, f"the builder searched: {task().MODEL_HELP}")
+    model: str = param(task().models.default, f"the builder searched: {task().models.help}")
     weights: str = param(
         "none", "none, imagenet or a .keras file to start from; not none: freeze_epochs searched"
     )
@@ -53,11 +53,11 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
     for name in ("max_trials", "epochs", "batch_size", "seed"):  # the ranges train's share
         limits.whole(name, getattr(params, name), TuneError)
     check_workers(params.workers, params.max_trials)
-    if not isinstance(model, str) or model not in task().MODELS:
-        raise TuneError(f"model={model!r} is not allowed: use {task().MODEL_HELP}.")
+    if not isinstance(model, str) or model not in task().models.names:
+        raise TuneError(f"model={model!r} is not allowed: use {task().models.help}.")
     try:  # training's own sentences: none, imagenet or an existing .keras/.weights.h5 file
         check_weights(params.weights)
-        task().check_recipe(SimpleNamespace(augment="none", weights=params.weights))
+        task().recipe.check(SimpleNamespace(augment="none", weights=params.weights))
     except StepError as error:
         raise TuneError(str(error)) from None
     if not isinstance(overwrite, bool):
@@ -102,7 +102,7 @@ def check_data(folder: Path, model: str, batch_size: int, weights: str = "none")
     images (or imagenet weights), or when one batch is larger than its training split."""
     meta = data.read_meta(folder)
     try:
-        task().check_model(model, meta, weights="imagenet" if weights == "imagenet" else None)
+        task().models.check(model, meta, weights="imagenet" if weights == "imagenet" else None)
         data.meta.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
     except StepError as error:
         raise TuneError(str(error)) from None

@@ -88,7 +88,7 @@ def read_tuning(folder: Path) -> dict[str, Any] | None:
         # The recipe's values, by training's checks (any epoch count: the run's is checked later)
         recipe = TrainParams(**{key: hparams[key] for key in RECIPE if key in hparams})
         check_recipe(dataclasses.replace(recipe, epochs=LONGEST))
-        task().check_recipe(recipe)
+        task().recipe.check(recipe)
     except StepError as error:  # training's sentence, as it would refuse the value given
         raise _unusable(path, str(error)) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:

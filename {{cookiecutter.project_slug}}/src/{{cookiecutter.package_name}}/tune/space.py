@@ -55,7 +55,7 @@ def search_space(model: str, weights: str = "none", epochs: int = 2) -> dict[str
     warmup = min(MOST_WARMUP, epochs - 1)
     if warmup > 0:
         space["warmup_epochs"] = _whole(0, warmup, 0)
-    knobs = task().KNOBS.get(model)  # the task's own builders: width and dropout, their ranges
+    knobs = task().models.knobs.get(model)  # the task's own builders: width, dropout, ranges
     if knobs is not None:
         low, high = knobs["width_range"]
         # width in multiples of 8 (Tensor Cores), dropout in steps of 0.05; keras.applications
@@ -70,7 +70,7 @@ def search_space(model: str, weights: str = "none", epochs: int = 2) -> dict[str
             "sampling": "linear",
             "default": knobs["dropout"],
         }
-    for name, values in task().RECIPE_CHOICES.items():  # images: augment none, light, strong
+    for name, values in task().recipe.choices.items():  # images: augment none, light, strong
         space[name] = {"type": "choice", "values": list(values), "default": values[0]}
     if weights != "none" and epochs > 1:
         space["freeze_epochs"] = _whole(0, epochs - 1, 0)

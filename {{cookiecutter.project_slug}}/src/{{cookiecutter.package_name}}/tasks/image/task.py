@@ -1,8 +1,8 @@
 """The image task behind the seam: uint8 pixels in the shards, CNNs and keras.applications models.
 
 Its code lives where it always has (data/, models.py, nets.py, figures/); this module is what the
-steps ask of it, in the seam's names (tasks/__init__.py). Each call reads the function through
-its module at call time, so a test or a benchmark that swaps `data.make_dataset` or
+steps ask of it, grouped at the end into the seam's Task (tasks/base.py). Each call reads the
+function through its module at call time, so a test or a benchmark that swaps `data.make_dataset` or
 `models.build_model` swaps it for every step.
 """
 
@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from ... import data, models
 from ...seam import NOUNS
+from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from ..outputs import SIGNATURE
 from . import augment
 from . import export as image_export
@@ -197,3 +198,66 @@ def synthetic_batch(
     rng = np.random.default_rng(seed)
     images = rng.integers(0, 256, (count, *input_shape(meta)), dtype=np.uint8)
     return images, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)
+
+
+class ImageTask(Task):
+    """The image task as every step sees it (tasks/base.py): this module's answers, grouped."""
+
+    name = NAME
+    noun = NOUN
+    data_step = "data"
+
+    def __init__(self) -> None:
+        self.models = Models(
+            names=MODELS,
+            default=DEFAULT_MODEL,
+            help=MODEL_HELP,
+            knobs=KNOBS,
+            check=check_model,
+            check_knobs=check_knobs,
+            check_trained=check_trained,
+            rebuilt=rebuilt,
+            state=model_state,
+            longest=longest,
+        )
+        self.recipe = Recipe(
+            check=check_recipe,
+            augmenter=make_augmenter,
+            choices=RECIPE_CHOICES,
+        )
+        self.export = Export(
+            raw_input=RAW_INPUT,
+            model_input=MODEL_INPUT,
+            model_signature=MODEL_SIGNATURE,
+            build_archive=build_archive,
+            model_spec=model_spec,
+            rest_payload=rest_payload,
+            parity_examples=parity_examples,
+            plot_mistakes=plot_mistakes,
+            int8=INT8,
+        )
+        self.scores = Scores(baseline=baseline, extras=test_extras)
+        self.bench = Bench(
+            model=bench_model,
+            synthetic_meta=synthetic_meta,
+            synthetic_batch=synthetic_batch,
+            serving_examples=serving_examples,
+        )
+
+    def build_inputs(
+        self, run_dir: str | os.PathLike[str], split: str, batch_size: int, **options: Any
+    ) -> tf.data.Dataset:
+        """(uint8 images [B, H, W, C], int32 labels [B]) batches: data.make_dataset."""
+        return make_dataset(run_dir, split, batch_size, **options)
+
+    def examples(
+        self, run_dir: str | os.PathLike[str], split: str, count: int, form: str = "raw"
+    ) -> tuple[Any, np.ndarray]:
+        """The first images of a split and their labels: the model takes the raw pixels too."""
+        return examples_of(form, raw_examples, model_examples)(run_dir, split, count)
+
+    def build_model(self, name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
+        return build_model(name, meta, **options)
+
+
+TASK = ImageTask()

@@ -1,9 +1,10 @@
 """The table task behind the seam: census income by default, a user's CSV or Parquet file.
 
 data/ holds each split as Parquet with the schema and the fitted FeatureSpace (features.py); the
-pipeline encodes raw columns in tf.data, the models take the encoded matrix, and the export puts
-the FeatureSpace in front of the model so a client sends raw named columns. This module is what
-the steps ask of the task, in the seam's names (tasks/__init__.py); each module below does one job.
+pipeline encodes raw columns in tf.data, the models take the encoded matrix, and the export puts the
+FeatureSpace in front of the model so a client sends raw named columns. This module is what the
+steps ask of the task, grouped at the end into the seam's Task (tasks/base.py); each module below
+does one job.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
+from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from . import export, models
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
@@ -306,3 +308,68 @@ def synthetic_batch(
             columns.append(rng.integers(0, int(slot["size"]), count))
     rows = np.stack(columns, axis=1).astype(np.float32)
     return rows, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)
+
+
+class TabularTask(Task):
+    """The table task as every step sees it (tasks/base.py): this module's answers, grouped."""
+
+    name = NAME
+    noun = NOUN
+    data_step = "tasks.tabular.data_step"
+
+    def __init__(self) -> None:
+        self.models = Models(
+            names=MODELS,
+            default=DEFAULT_MODEL,
+            help=MODEL_HELP,
+            knobs=KNOBS,
+            check=check_model,
+            check_knobs=check_knobs,
+            check_trained=check_trained,
+            rebuilt=rebuilt,
+            state=model_state,
+            longest=longest,
+        )
+        self.recipe = Recipe(
+            check=check_recipe,
+            augmenter=make_augmenter,
+            choices=RECIPE_CHOICES,
+            same_inputs=SAME_INPUTS,
+        )
+        self.export = Export(
+            raw_input=RAW_INPUT,
+            model_input=MODEL_INPUT,
+            model_signature=MODEL_SIGNATURE,
+            build_archive=build_archive,
+            model_spec=model_spec,
+            rest_payload=rest_payload,
+            parity_examples=parity_examples,
+            plot_mistakes=plot_mistakes,
+            int8=INT8,
+            raw_strings=RAW_STRINGS,
+        )
+        self.scores = Scores(baseline=baseline, extras=test_extras, drawers=DRAWERS)
+        self.bench = Bench(
+            model=bench_model,
+            synthetic_meta=synthetic_meta,
+            synthetic_batch=synthetic_batch,
+            serving_examples=serving_examples,
+        )
+
+    def build_inputs(
+        self, run_dir: str | os.PathLike[str], split: str, batch_size: int, **options: Any
+    ) -> tf.data.Dataset:
+        """(float32 encoded rows [B, F], int32 labels [B]) batches."""
+        return make_dataset(run_dir, split, batch_size, **options)
+
+    def examples(
+        self, run_dir: str | os.PathLike[str], split: str, count: int, form: str = "raw"
+    ) -> tuple[Any, np.ndarray]:
+        """The first rows of a split: raw columns (a structured array), or encoded rows."""
+        return examples_of(form, raw_examples, model_examples)(run_dir, split, count)
+
+    def build_model(self, name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
+        return build_model(name, meta, **options)
+
+
+TASK = TabularTask()

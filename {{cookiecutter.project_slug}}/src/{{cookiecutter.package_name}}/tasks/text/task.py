@@ -1,9 +1,9 @@
 """The text task behind the seam: BANKING77 by default, a CSV, a folder of .txt files or TFRecords.
 
 The shards hold raw UTF-8 text; the data step fits the vocabulary on the training split, the
-pipeline tokenizes in tf.data and batches by length, the models take token ids, and the export
-puts the tokenizer in front of the model so a client sends strings. This module is what the steps
-ask of the task, in the seam's names (tasks/__init__.py); each module below does one job.
+pipeline tokenizes in tf.data and batches by length, the models take token ids, and the export puts
+the tokenizer in front of the model so a client sends strings. This module is what the steps ask of
+the task, grouped at the end into the seam's Task (tasks/base.py); each module below does one job.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
+from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from . import export, models
 from .dataset import longest_batches, make_dataset, model_examples, raw_examples
 
@@ -283,3 +284,70 @@ def synthetic_batch(
     shape = (count, int(meta["max_tokens"]))
     ids = rng.integers(2, int(meta["vocab_size"]), shape, dtype=np.int64)  # 0 pads, 1 is unknown
     return ids, rng.integers(0, int(meta["num_classes"]), count).astype(np.int64)
+
+
+class TextTask(Task):
+    """The text task as every step sees it (tasks/base.py): this module's answers, grouped."""
+
+    name = NAME
+    noun = NOUN
+    data_step = "tasks.text.data_step"
+
+    def __init__(self) -> None:
+        self.models = Models(
+            names=MODELS,
+            default=DEFAULT_MODEL,
+            help=MODEL_HELP,
+            knobs=KNOBS,
+            check=check_model,
+            check_knobs=check_knobs,
+            check_trained=check_trained,
+            rebuilt=rebuilt,
+            state=model_state,
+            longest=longest,
+            longest_batches=longest_batches,
+        )
+        self.recipe = Recipe(
+            check=check_recipe,
+            augmenter=make_augmenter,
+            choices=RECIPE_CHOICES,
+            same_inputs=SAME_INPUTS,
+        )
+        self.export = Export(
+            raw_input=RAW_INPUT,
+            model_input=MODEL_INPUT,
+            model_signature=MODEL_SIGNATURE,
+            build_archive=build_archive,
+            model_spec=model_spec,
+            rest_payload=rest_payload,
+            parity_examples=parity_examples,
+            plot_mistakes=plot_mistakes,
+            int8=INT8,
+            raw_strings=RAW_STRINGS,
+            length_ranges=length_ranges,
+        )
+        self.scores = Scores(baseline=baseline, extras=test_extras)
+        self.bench = Bench(
+            model=bench_model,
+            synthetic_meta=synthetic_meta,
+            synthetic_batch=synthetic_batch,
+            serving_examples=serving_examples,
+        )
+
+    def build_inputs(
+        self, run_dir: str | os.PathLike[str], split: str, batch_size: int, **options: Any
+    ) -> tf.data.Dataset:
+        """(int32 token ids [B, T], int32 labels [B]) batches, bucketed by length."""
+        return make_dataset(run_dir, split, batch_size, **options)
+
+    def examples(
+        self, run_dir: str | os.PathLike[str], split: str, count: int, form: str = "raw"
+    ) -> tuple[Any, np.ndarray]:
+        """The first texts of a split: raw strings, or the token ids the model takes."""
+        return examples_of(form, raw_examples, model_examples)(run_dir, split, count)
+
+    def build_model(self, name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
+        return build_model(name, meta, **options)
+
+
+TASK = TextTask()

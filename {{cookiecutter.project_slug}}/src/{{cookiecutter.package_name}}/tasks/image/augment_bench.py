@@ -9,7 +9,8 @@ step function also times its wait for input, so the result says whether (a) star
 On a machine without a GPU both ways compute on the same CPU cores, so the ratio there shows the
 cost of the mechanism, not the gain: the claim is for a GPU, and is measured by running this there.
 
-    python -m <package>.train.augment_bench --run-dir artifacts/<run> [--level light] [--steps 30]
+    python -m <package>.tasks.image.augment_bench --run-dir artifacts/<run> [--level light] \
+        [--steps 30]
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from .. import data, models
-from ..progress import line
-from ..replica import make_train_steps
-from ..tasks.image.augment import LEVELS, make_augmenter
+from ... import data, models
+from ...progress import line
+from ...replica import make_train_steps
+from .augment import LEVELS, make_augmenter
+from .task import TASK
 
 
 def measure(
@@ -57,6 +59,7 @@ def measure(
             tf.distribute.get_strategy(),
             net,
             optimizer,
+            task=TASK,
             global_batch=batch_size,
             loss_scaling=False,
             jit=False,

@@ -1,0 +1,191 @@
+"""The task seam, typed: what every step asks of a task, in one class of thirteen members.
+
+In the spirit of TF Model Garden's `official/core/base_task.Task` (build_inputs, build_model,
+build_losses, build_metrics) and keras-hub's `Task`: a task is one object that builds its inputs and
+its model, says how they are scored, and hands the steps four groups of answers. The steps reach
+it through `tasks.current()`; nothing else in the shared code names a task.
+
+    name            the bake's answer ("image_classification")
+    noun            what one example is called in sentences and on axes ("images", "texts", "rows")
+    data_step       the module of step 1, relative to the package (its Params, check, run)
+    build_inputs    (run_dir, split, batch_size, **options) → (model inputs, int32 labels) batches
+    examples        (run_dir, split, count, form) → the first examples of a split and their labels:
+                    form="raw" as serving_default takes them (uint8 pixels, strings, a table's
+                    rows as a structured array), form="model" as the trained model (and ONNX) does
+    build_model     (name, meta, *, weights, width, dropout) → a Keras model
+    build_losses    (label_smoothing, soft, num_classes) → the per-example loss of (targets, probs)
+    build_metrics   () → {"accuracy": per-example score of (int32 labels, probabilities)}
+    models          Models: the names accepted, the default, the checks of a model and its knobs
+    recipe          Recipe: the task's own training values (augmentation), their checks, a search's
+                    choices among them, what earlier weights must share with this run's data
+    export          Export: the SavedModel's endpoints, the converters' input, REST bodies
+    scores          Scores: the baseline beside the model, the task's test extras, its figures
+    bench           Bench: gpu-bench's reference model and synthetic data; a load test's requests
+
+Optional capabilities are fields with defaults (a Recipe with no choices, no baseline, no length
+ranges); a task gives what it has. tests/test_task_contract.py checks that the task of the bake
+gives every member, and that this list and the class agree.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+Meta = dict[str, Any]
+RunDir = str | os.PathLike[str]
+
+
+def _nothing(*_: Any, **__: Any) -> None:
+    return None
+
+
+def _no_extras(*_: Any, **__: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclass
+class Models:
+    """The models a task builds: what `model=` accepts and how a choice is checked."""
+
+    names: tuple[str, ...]  # every name the steps and the finders accept
+    default: str
+    help: str  # the allowed values, in words (train's --help, refusals)
+    knobs: Mapping[str, Mapping[str, Any]]  # own builders' width and dropout: default, range
+    check: Callable[..., None]  # (name, meta, **options): refuse what this data cannot take
+    check_knobs: Callable[..., None]  # (model, *, width, dropout)
+    check_trained: Callable[..., None]  # (model, meta, path): model.keras fits this data
+    rebuilt: Callable[..., Any]  # (model, classes): the same builder, another head
+    state: Callable[[Meta], dict[str, Any]]  # what a checkpoint depends on beyond training values
+    longest: Callable[[Meta], int]  # the input length the model leaves open (1: none)
+    # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
+    # finder probes memory at that shape); None where every input has one shape
+    longest_batches: Callable[..., Any] | None = None
+
+
+@dataclass
+class Recipe:
+    """The task's own training values beyond the shared recipe."""
+
+    check: Callable[[Any], None] = _nothing  # (params): refuse a value the task cannot use
+    # (level, num_classes, seed) → on-device augmentation of (inputs, labels), or None
+    augmenter: Callable[..., Any] = _nothing
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st
+    same_inputs: tuple[str, ...] = ()  # meta keys earlier weights must share with this data
+
+
+@dataclass
+class Export:
+    """What export, optimize and serving need: endpoints, the converters' input, REST bodies."""
+
+    raw_input: str  # serving_default's input name ("images", "text"; tables: "columns")
+    model_input: str  # the trained model's input name (ONNX, TensorRT)
+    model_signature: str  # the endpoint taking `examples(form="model")` (converted models' parity)
+    build_archive: Callable[..., Any]  # (model, meta, run_dir) → keras.export.ExportArchive
+    model_spec: Callable[[Any], Any]  # (model) → the TensorSpec of the model's input
+    rest_payload: Callable[[Any], dict[str, Any]]  # raw examples → TF Serving's REST body
+    parity_examples: Callable[..., int]  # (meta, split, default) → how many parity compares
+    plot_mistakes: Callable[..., Any]  # (raw, metrics, classes, path) → the mistakes figure
+    int8: str = "static"  # "static" (calibrated on training examples) or "dynamic" quantization
+    # serving_default takes strings (converters meet string ops): True, or words naming which
+    raw_strings: bool | str = False
+    # optional: (meta) → (fewest, most) tokens of each length bucket, where the input length varies
+    length_ranges: Callable[[Meta], Any] | None = None
+
+
+@dataclass
+class Scores:
+    """What the task adds to the test split's scores."""
+
+    baseline: Callable[[RunDir], dict[str, Any] | None] = _nothing  # scikit-learn, same split
+    # (run_dir, split, labels, probabilities, classes, *, predict) → confused pairs, AUCs, ...
+    extras: Callable[..., dict[str, Any]] = _no_extras
+    drawers: Mapping[str, Mapping[str, Callable[..., Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Bench:
+    """gpu-bench's reference and synthetic data; what a load test of TF Serving sends."""
+
+    model: Callable[[bool], dict[str, Any]]  # (quick) → model, size, classes, and in words
+    synthetic_meta: Callable[[int, int], Meta]  # (size, num_classes) → a meta build_model takes
+    synthetic_batch: Callable[..., Any]  # (meta, count, seed) → (inputs, int64 labels)
+    serving_examples: Callable[..., Any]  # (run_dir, meta, count, seed) → raw request examples
+
+
+FORMS = ("raw", "model")  # what Task.examples gives: serving_default's input, or the model's
+
+
+def examples_of(
+    form: str, raw: Callable[..., Any], model: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The task's reader of examples in `form`: "raw" or "model"."""
+    if form not in FORMS:
+        raise ValueError(f"form={form!r} is not a form of examples: use one of {', '.join(FORMS)}.")
+    return raw if form == "raw" else model
+
+
+class Task(abc.ABC):
+    """One task, as every step sees it (the members are listed in this module's docstring)."""
+
+    name: ClassVar[str]
+    noun: ClassVar[str]
+    data_step: ClassVar[str]
+    models: Models
+    recipe: Recipe
+    export: Export
+    scores: Scores
+    bench: Bench
+
+    MEMBERS: ClassVar[tuple[str, ...]] = (
+        "name", "noun", "data_step", "build_inputs", "examples", "build_model", "build_losses",
+        "build_metrics", "models", "recipe", "export", "scores", "bench",
+    )  # fmt: skip
+
+    @abc.abstractmethod
+    def build_inputs(self, run_dir: RunDir, split: str, batch_size: int, **options: Any) -> Any:
+        """(model inputs, int32 labels) batches of a split, as a tf.data.Dataset."""
+
+    @abc.abstractmethod
+    def examples(self, run_dir: RunDir, split: str, count: int, form: str = "raw") -> Any:
+        """The first `count` examples of a split and their labels, "raw" or as the "model" takes."""
+
+    @abc.abstractmethod
+    def build_model(self, name: str, meta: Meta, **options: Any) -> Any:
+        """A Keras model for this data (weights, width, dropout as options)."""
+
+    def build_losses(
+        self, *, label_smoothing: float = 0.0, soft: bool = False, num_classes: int | None = None
+    ) -> Callable[[Any, Any], Any]:
+        """The per-example loss of (targets, probabilities): sparse cross-entropy of class ids;
+        with `soft` labels (mixed by augmentation) or label smoothing, the categorical
+        cross-entropy of one-hot targets."""
+        import keras
+        import tensorflow as tf
+
+        if not soft:
+            return keras.losses.sparse_categorical_crossentropy
+
+        def loss(targets: Any, probabilities: Any) -> Any:
+            if targets.shape.rank == 1:
+                targets = tf.one_hot(targets, num_classes, dtype=probabilities.dtype)
+            return keras.losses.categorical_crossentropy(
+                tf.cast(targets, probabilities.dtype),
+                probabilities,
+                label_smoothing=label_smoothing,
+            )
+
+        return loss
+
+    def build_metrics(self) -> dict[str, Callable[[Any, Any], Any]]:
+        """{"accuracy": 1.0 where the top class is the label, else 0.0}, per example."""
+        import tensorflow as tf
+
+        def accuracy(labels: Any, probabilities: Any) -> Any:
+            predicted = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+            return tf.cast(tf.equal(predicted, labels), tf.float32)
+
+        return {"accuracy": accuracy}

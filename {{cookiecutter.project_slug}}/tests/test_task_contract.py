@@ -1,0 +1,98 @@
+"""The seam between the shared steps and the task is one class, tasks/base.Task: the task this
+project was baked for gives every member, and the class, its documentation and the light seam
+(seam.py, which answers without importing the task) agree."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+
+import pytest
+
+from {{ cookiecutter.package_name }} import seam, tasks
+from {{ cookiecutter.package_name }}.tasks import base
+
+GROUPS = {"models": base.Models, "recipe": base.Recipe, "export": base.Export}
+GROUPS.update(scores=base.Scores, bench=base.Bench)
+
+
+def test_the_projects_task_gives_every_member_of_the_interface():
+    task = tasks.current()
+    assert isinstance(task, base.Task)
+    missing = [member for member in base.Task.MEMBERS if getattr(task, member, None) is None]
+    assert not missing, f"{type(task).__name__} lacks {missing}"
+    for member, kind in GROUPS.items():
+        group = getattr(task, member)
+        assert isinstance(group, kind), f"{member} is a {type(group).__name__}, not {kind.__name__}"
+        for field in dataclasses.fields(kind):
+            value = getattr(group, field.name)
+            given = (field.default, field.default_factory)
+            required = all(value is dataclasses.MISSING for value in given)
+            if required and "Callable" in str(field.type):
+                assert callable(value), f"{member}.{field.name} is not callable"
+    for method in ("build_inputs", "examples", "build_model", "build_losses", "build_metrics"):
+        assert callable(getattr(task, method))
+    assert not inspect.isabstract(type(task))
+
+
+def test_the_light_seam_agrees_with_the_task():
+    """steps.py and the runner ask seam.py (no TensorFlow); the task says the same."""
+    task = tasks.current()
+    assert task.name == seam.name() and task.noun == seam.noun()
+    assert task.data_step == seam.data_step()
+    step = importlib.import_module(f"{{ cookiecutter.package_name }}.{task.data_step}")
+    assert all(hasattr(step, name) for name in ("Params", "check", "run"))
+
+
+def test_the_documented_members_are_the_class_members():
+    """base.py's docstring lists each member once, in the order of Task.MEMBERS."""
+    listed = re.findall(r"^    (\w+) ", base.__doc__, flags=re.MULTILINE)
+    assert tuple(listed) == base.Task.MEMBERS
+    declared = set(base.Task.__annotations__) | {
+        name for name, _ in inspect.getmembers(base.Task, inspect.isfunction)
+    }
+    assert set(base.Task.MEMBERS) <= declared
+
+
+def test_a_task_that_lacks_a_member_cannot_be_made():
+    """A subclass without build_inputs is refused when made, and a group without one of its
+    required answers too: the contract cannot be left half-filled."""
+
+    class Partial(base.Task):
+        name, noun, data_step = "x", "xs", "data"
+
+        def examples(self, run_dir, split, count, form="raw"):
+            return None
+
+        def build_model(self, name, meta, **options):
+            return None
+
+    with pytest.raises(TypeError, match="build_inputs"):
+        Partial()
+    with pytest.raises(TypeError, match="check"):
+        base.Models(names=(), default="", help="", knobs={})  # type: ignore[call-arg]
+
+
+def test_examples_are_raw_or_model_and_nothing_else():
+    refusal = "form='ids' is not a form of examples: use one of raw, model"
+    with pytest.raises(ValueError, match=refusal):
+        base.examples_of("ids", print, print)
+
+
+def test_the_default_loss_and_accuracy_are_sparse_cross_entropy_and_top_class():
+    import numpy as np
+    import tensorflow as tf
+
+    task = tasks.current()
+    probabilities = tf.constant([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    labels = tf.constant([0, 1], tf.int32)
+    loss = task.build_losses()(labels, probabilities).numpy()
+    np.testing.assert_allclose(loss, -np.log([0.7, 0.3]), rtol=1e-5)
+    assert task.build_metrics()["accuracy"](labels, probabilities).numpy().tolist() == [1.0, 0.0]
+    smooth = task.build_losses(label_smoothing=0.1, soft=True, num_classes=3)
+    smoothed = smooth(labels, probabilities)
+    targets = np.array([[0.9 + 0.1 / 3, 0.1 / 3, 0.1 / 3], [0.1 / 3, 0.9 + 0.1 / 3, 0.1 / 3]])
+    expected = -(targets * np.log(probabilities.numpy())).sum(axis=1)
+    np.testing.assert_allclose(smoothed.numpy(), expected, rtol=1e-5)

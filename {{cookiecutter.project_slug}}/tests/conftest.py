@@ -87,7 +87,8 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         synthetic_classes=OPTIMIZE_CLASSES,
         synthetic_count=120,
     )
-    from {{ cookiecutter.package_name }} import models, tasks  # the image task's (digits, synthetic)
+    from {{ cookiecutter.package_name }} import tasks
+    from {{ cookiecutter.package_name }}.tasks.image import models  # the image task's (digits, synthetic)
 
     keras.utils.set_random_seed(0)
     default = tasks.current().models.default

@@ -29,13 +29,14 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, lineage, models
+from {{ cookiecutter.package_name }} import data, export, lineage
 from {{ cookiecutter.package_name }}.artifacts import (
     MissingInputError,
     StaleInputError,
     StepError,
     read_metrics,
 )
+from {{ cookiecutter.package_name }}.tasks.image import models
 from {{ cookiecutter.package_name }}.writes import WriteError, write_json
 
 SHAPE = (8, 8, 1)

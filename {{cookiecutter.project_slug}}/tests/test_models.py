@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import models
+from {{ cookiecutter.package_name }}.tasks.image import models
 from {{ cookiecutter.package_name }}.tasks.outputs import output_dtype
 from {{ cookiecutter.package_name }}.train import dtype_policy
 

@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, lineage, models, optimize
+from {{ cookiecutter.package_name }} import data, export, lineage, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
 from {{ cookiecutter.package_name }}.data.pipeline import first_examples
 from {{ cookiecutter.package_name }}.optimize import core, registry
@@ -35,6 +35,7 @@ from {{ cookiecutter.package_name }}.optimize.calibration import (
     quantize_int8,
 )
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load
+from {{ cookiecutter.package_name }}.tasks.image import models
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 pytestmark = pytest.mark.skipif(

@@ -18,10 +18,10 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, lineage, models, train
+from {{ cookiecutter.package_name }} import data, export, lineage, train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 from {{ cookiecutter.package_name }}.runner.summary import headline
-from {{ cookiecutter.package_name }}.tasks.image import augment
+from {{ cookiecutter.package_name }}.tasks.image import augment, models
 from {{ cookiecutter.package_name }}.train import Params, TrainError, finetune, schedule
 from {{ cookiecutter.package_name }}.train.evaluate import scores
 from {{ cookiecutter.package_name }}.train.recipe import make_optimizer

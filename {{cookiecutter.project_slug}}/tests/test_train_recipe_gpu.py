@@ -10,9 +10,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, models, train
+from {{ cookiecutter.package_name }} import data, train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
-from {{ cookiecutter.package_name }}.tasks.image import augment
+from {{ cookiecutter.package_name }}.tasks.image import augment, models
 from {{ cookiecutter.package_name }}.train import Params, finetune
 from {{ cookiecutter.package_name }}.train.devices import dtype_policy
 

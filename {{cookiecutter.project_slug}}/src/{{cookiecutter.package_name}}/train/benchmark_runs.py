@@ -24,8 +24,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import data, env, models
+from .. import data, env
 from ..artifacts import DATA_DIR
+from ..tasks import current as task
 from . import step
 from .benchmark_memory import fed_from_memory, load_split
 from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
@@ -127,7 +128,7 @@ def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
     batch_size = params.batch_size
     keras.utils.set_random_seed(params.seed)
     with dtype_policy(policy), distribution.scope():
-        net = models.build_model(params.model, meta["image_shape"], int(meta["num_classes"]))
+        net = task().build_model(params.model, meta)
         net.compile(
             optimizer=keras.optimizers.Adam(
                 effective_learning_rate(params.learning_rate, batch_size)

@@ -24,9 +24,10 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from ... import data, models
+from ... import data
 from ...progress import line
 from ...replica import make_train_steps
+from . import models
 from .augment import LEVELS, make_augmenter
 from .task import TASK
 

@@ -1,9 +1,9 @@
 """The image task behind the seam: uint8 pixels in the shards, CNNs and keras.applications models.
 
-Its code lives where it always has (data/, models.py, nets.py, figures/); this module is what the
-steps ask of it, grouped at the end into the seam's Task (tasks/base.py). Each call reads the
-function through its module at call time, so a test or a benchmark that swaps `data.make_dataset` or
-`models.build_model` swaps it for every step.
+Its code lives here (models.py, nets.py, augment.py, export.py) and in data/ and figures/; this
+module is what the steps ask of it, grouped at the end into the seam's Task (tasks/base.py). Each
+call reads the function through its module at call time, so a test or a benchmark that swaps
+`data.make_dataset` or `models.build_model` swaps it for every step.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ... import data, models
+from ... import data
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from ..outputs import SIGNATURE
-from . import augment
+from . import augment, models
 from . import export as image_export
 
 NAME = "image_classification"

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 from keras import layers
 
-from .artifacts import StepError
+from ...artifacts import StepError
 from .nets import head, resnet_small, small_cnn
 
 # Builders written here, then every model of keras.applications (its class name, e.g. "ResNet50").

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from {{ cookiecutter.package_name }} import tasks
 from {{ cookiecutter.package_name }}.data import decode
 from {{ cookiecutter.package_name }}.train import TrainError, finetune, phases, schedule
 from {{ cookiecutter.package_name }}.train.recipe import check_recipe, make_optimizer
@@ -585,8 +586,9 @@ def test_each_epoch_enters_its_phase_and_a_new_phase_traces_new_steps(
     assert (loop.phase, loop.train_steps, set_to) == ("frozen", "steps 1", [("model", "frozen", 2)])
     assert made[0] == (
         ("strategy", "model", "optimizer"),
-        {"global_batch": 512, "loss_scaling": True, "jit": False, "timed": True,
-         "augment": "augmenter", "label_smoothing": 0.1, "num_classes": 7, "stop": "flag"},
+        {"task": tasks.current(), "global_batch": 512, "loss_scaling": True, "jit": False,
+         "timed": True, "augment": "augmenter", "label_smoothing": 0.1, "num_classes": 7,
+         "stop": "flag"},
     )  # fmt: skip
     assert loop.said == []  # the first phase is said by describe()
     phases.enter(loop, 0)

@@ -60,7 +60,7 @@ def onnx_available(precision: str) -> tuple[bool, str]:
         if importlib.util.find_spec(module) is None:
             return False, f"the {module} package is not installed (pip install '.[onnx]')."
     providers = onnx_providers()
-    if precision == "int8" and current().INT8 == "dynamic":
+    if precision == "int8" and current().export.int8 == "dynamic":
         # On a GPU provider (any but the CPU's), MatMulInteger falls back to the CPU.
         gpu = [provider for provider in providers if provider != "CPUExecutionProvider"]
         if gpu:
@@ -89,7 +89,7 @@ def onnx_convert(job: Job) -> Path:
     target = job.out_dir / f"model_{job.precision}.onnx"
     if job.precision == "fp16":
         return float16_onnx(source, target)
-    if current().INT8 == "dynamic":  # weights only, activations' ranges per batch (text)
+    if current().export.int8 == "dynamic":  # weights only, activations' ranges per batch (text)
         return quantize_dynamic_int8(source, target, onnx_int8_format())
     images = calibration_images(job.run_dir, job.calibration_examples)
     return quantize_int8(source, target, images, onnx_int8_format())

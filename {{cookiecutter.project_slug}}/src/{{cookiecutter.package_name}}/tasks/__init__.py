@@ -25,6 +25,8 @@ What each task's `tasks/<folder>/task.py` gives the steps:
     model_spec(model)          the TensorSpec of the trained model's input (ONNX export)
     build_archive(model, meta, run_dir)   the SavedModel's endpoints (raw input in)
     MODEL_SIGNATURE            the endpoint that takes model_examples (parity of converted models)
+    client_encoder(run_dir)    where MODEL_SIGNATURE is not serving_default: raw examples -> its
+                               input, as a client of a converted model runs it (05's end to end)
     RAW_STRINGS                optional: serving_default takes strings (converters meet string ops):
                                True, or the words naming which (tables: the category columns)
     length_ranges(meta)        optional: (fewest, most) tokens of each length bucket, where the

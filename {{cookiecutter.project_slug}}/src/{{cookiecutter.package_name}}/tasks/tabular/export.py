@@ -11,7 +11,7 @@ converts that one and measures the preprocessing's own cost apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -93,3 +93,16 @@ def rest_payload(rows: np.ndarray, schema: dict[str, Any]) -> dict[str, Any]:
     """TF Serving's REST body for serving_default: one JSON object per row, named columns."""
     check_rows(rows, schema)
     return {"signature_name": SIGNATURE, "instances": rest_rows(rows)}
+
+
+def client_encoder(space: Any, schema: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """What a client of the `features` signature (or of its ONNX model) runs in front of it:
+    serving_default's FeatureSpace as one compiled TensorFlow function, rows (a structured array)
+    in, the float32 matrix out. 05_optimize times a converted backend with it, end to end."""
+    specs = column_specs(schema)
+
+    @tf.function(input_signature=[specs])
+    def matrix(columns: dict[str, tf.Tensor]) -> tf.Tensor:
+        return encode(space, columns, schema)
+
+    return lambda rows: matrix({name: tf.constant(rows[name]) for name in specs}).numpy()

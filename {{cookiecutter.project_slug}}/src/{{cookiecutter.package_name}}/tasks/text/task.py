@@ -19,7 +19,8 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from . import export, models
-from .dataset import longest_batches, make_dataset, model_examples, raw_examples
+from .dataset import longest_batches, make_dataset, model_examples, raw_examples, read_text_meta
+from .dataset import vocabulary as run_vocabulary
 
 __all__ = ["longest_batches", "make_dataset", "model_examples", "raw_examples"]
 
@@ -182,6 +183,12 @@ def build_archive(
     return export.build_text_archive(
         model, vocabulary, list(meta["classes"]), int(meta["max_tokens"])
     )
+
+
+def client_encoder(run_dir: str | os.PathLike[str]) -> Any:
+    """raw texts -> the token ids MODEL_SIGNATURE takes, as a converted model's client runs it."""
+    meta = read_text_meta(run_dir)
+    return export.client_encoder(run_vocabulary(run_dir, meta), int(meta["max_tokens"]))
 
 
 def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -141,6 +141,37 @@ def test_best_ratios_pick_the_fastest_backend_with_parity() -> None:
     }
 
 
+def test_the_best_backend_is_judged_end_to_end_where_the_client_encodes() -> None:
+    """Issue 42 §3.8: ONNX on token ids was timed against serving_default on raw strings. Where
+    each backend was timed with the client's encoding in front too, the verdict compares that
+    with savedmodel_raw: here the encoding dominates, so the fastest model alone loses, and the
+    SavedModel on raw input beats every backend."""
+    baselines = [
+        {"name": "savedmodel", "p50_ms": 0.31},
+        {"name": timing.RAW, "p50_ms": 0.75, "throughput": {"1": 1333.0, "256": 63830.0}},
+    ]
+
+    def ran(name: str, model: float, end: float, rate: float) -> dict:
+        timed = {"p50_ms": end, "throughput": {"1": 1e3 / end, "256": rate}}
+        return {"name": name, "precision": "fp32", "status": "ran", "parity_ok": True,
+                "p50_ms": model, timing.END_TO_END: timed}  # fmt: skip
+
+    entries = [ran("onnx", 0.02, 1.5, 21788.0), ran("trt", 0.05, 1.0, 48601.0)]
+    ratios = timing.best_ratios(baselines, entries)
+    assert ratios["comparison"] == timing.END_TO_END and ratios["best_backend"] == "trt (fp32)"
+    assert ratios["best_vs_savedmodel_batch1"] == pytest.approx(0.75)
+    assert ratios["model_only_vs_savedmodel_batch1"] == pytest.approx(0.31 / 0.02)
+    said = timing.best_sentence(ratios, "texts")
+    assert said.startswith("best backend end to end (the client's preprocessing included): trt")
+    assert "0.75× (slower: the SavedModel is the faster way to serve raw input)" in said
+    assert "at batch 256: 48,601 against 63,830 texts/s" in said
+    # without end-to-end timings (images: raw input is the model's), the model-input verdict
+    plain = timing.best_ratios(baselines[:1], [{**e, timing.END_TO_END: None} for e in entries])
+    assert "comparison" not in plain and plain["best_backend"] == "onnx (fp32)"
+    said = timing.best_sentence(plain, "images")
+    assert said == "best backend onnx (fp32), 15.5× the SavedModel at batch 1."
+
+
 def test_preprocess_sentence_says_what_tokenizing_in_the_export_costs() -> None:
     lines = [{"name": timing.RAW, "p50_ms": 1.5}, {"name": "savedmodel", "p50_ms": 0.25}]
     (sentence,) = timing.preprocess_sentences({"baselines": lines})

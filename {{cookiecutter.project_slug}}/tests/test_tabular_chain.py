@@ -101,6 +101,8 @@ def test_onnx_keeps_the_answers_and_preprocessing_is_timed_apart(table_run) -> N
     names = [baseline["name"] for baseline in optimized["baselines"]]
     # serving_default on raw columns, beside the features graph: the preprocessing's own cost
     assert "savedmodel_raw" in names and optimize.preprocess_sentences(optimized)
+    # issue 42 §3.8: the verdict is end to end, the client's encoding in front of ONNX
+    assert fp32["end_to_end"]["calls"]["1"] >= 3 and optimized["comparison"] == "end_to_end"
 
 
 @pytest.mark.parametrize(

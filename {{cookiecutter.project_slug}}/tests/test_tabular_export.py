@@ -65,6 +65,38 @@ def test_a_missing_value_and_an_unseen_category_get_probabilities(exported):
     assert probabilities.shape == (2, 2) and np.isfinite(probabilities).all()
 
 
+def test_each_answer_names_the_columns_unlike_the_training_split(exported):
+    """Issue 42 §3.7: capital_gain=1e9 gave p = 1.0 and an all-empty row a class, with no sign
+    either was unlike the training rows. out_of_range names the columns beyond train's [min, max]
+    or with a category the vocabulary lacks; missing_share is the share of columns missing."""
+    _, _, loaded = exported
+    answer = loaded.signatures["serving_default"](
+        amount=tf.constant([0.5, 1e9, np.nan, 4.0]),
+        age=tf.constant([30.0, 17.0, np.nan, np.nan]),
+        city=tf.constant(["north", "atlantis", "", "north"]),
+        device=tf.constant(["web", "web", "", "toaster"]),
+    )
+    assert [name.decode() for name in answer["out_of_range"].numpy()] == [
+        "", "amount, age, city", "", "device",
+    ]  # fmt: skip
+    assert answer["missing_share"].numpy().tolist() == [0.0, 0.0, 1.0, 0.25]
+    assert answer["probabilities"].shape == (4, 2)  # the model still answers every row
+
+
+def test_a_client_sending_the_files_column_names_is_told_the_renamed_ones(exported):
+    """Census's `education-num` is the export's `education_num`: the refusal says so."""
+    run, _, _ = exported
+    rows, _ = dataset.raw_examples(run, "train", 2)
+    names = ["Amount", "age", "city", "device"]
+    pairs = zip(names, rows.dtype.names, strict=True)
+    sent = rows.astype([(new, rows.dtype[old]) for new, old in pairs])
+    with pytest.raises(StepError) as caught:
+        export.check_rows(sent, dataset.read_tabular_meta(run)["schema"])
+    said = str(caught.value)
+    assert "send exactly the columns amount, age, city, device" in said
+    assert "renamed the file's columns to identifiers: send 'Amount' as 'amount'" in said
+
+
 def test_the_rest_body_is_json_rows_with_named_columns_and_nan_for_a_missing_number(exported):
     run, _, loaded = exported
     rows, _ = dataset.raw_examples(run, "train", 30)
@@ -83,6 +115,11 @@ def test_the_rest_body_is_json_rows_with_named_columns_and_nan_for_a_missing_num
     [
         (lambda row: row.pop("city"), r"instances\[1\] lacks city"),
         (lambda row: row.update(colour="red"), r"instances\[1\] has unknown colour"),
+        (  # a file's own column name: census's education-num is the export's education_num
+            lambda row: row.update({"Device-": row.pop("device")}),
+            r"instances\[1\] lacks device \(the data step made the file's column names "
+            r"identifiers: send 'Device-' as 'device'\)",
+        ),
         (
             lambda row: row.update(amount="lots"),
             r"instances\[1\]\['amount'\] is 'lots', not a number",

@@ -147,3 +147,53 @@ def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
         verbose=False,
     )
     assert [b["status"] for b in optimized["backends"] if b["name"] == "onnx"] == ["ran"]
+
+
+def _titles_drawn(monkeypatch, module, draw) -> list:
+    """The figure `draw` makes (through `module.style.write`), laid out, and its titles' boxes."""
+    drawn = []
+    monkeypatch.setattr(module.style, "write", lambda fig, path: drawn.append(fig) or path)
+    draw()
+    (fig,) = drawn
+    fig.draw_without_rendering()  # lays the constrained layout out, as saving does
+    renderer = fig._get_renderer()
+    titles = [ax.title for ax in fig.axes] + [fig._suptitle]
+    shown = [title for title in titles if title is not None and title.get_text()]
+    return fig, [title.get_window_extent(renderer) for title in shown]
+
+
+def test_the_scores_and_confusion_titles_stay_inside_the_figure_and_apart(tmp_path, monkeypatch):
+    """Issue 42 §3.6: census's ROC and precision-recall titles ran into one line, and the
+    2-class confusion matrix's title was cut on both sides."""
+    from {{ cookiecutter.package_name }}.figures import export as export_figures
+
+    x = np.linspace(0, 1, 20).tolist()
+    curves = {
+        "calibration": {"predicted": x, "observed": x, "counts": [100] * 20},
+        "roc": {"fpr": x, "tpr": np.sqrt(x).tolist()},
+        "pr": {"recall": x, "precision": (1 - np.array(x) / 2).tolist()},
+    }
+    others = [{"name": "logistic_regression_one_hot", "roc_auc": 0.906, "pr_auc": 0.761}]
+    metrics = {
+        "test_curves": curves, "test_brier": 0.1, "test_roc_auc": 0.905, "test_pr_auc": 0.77,
+        "test_positive_share": 0.24,
+        "baseline": {"name": "hist_gradient_boosting", "roc_auc": 0.927, "pr_auc": 0.823,
+                     "others": others},
+    }  # fmt: skip
+    confusion = {
+        "confusion_matrix": [[11500, 935], [1500, 2346]], "parity_split": "test",
+        "version": 1, "served_accuracy": 0.8512,
+    }  # fmt: skip
+    figures = [
+        lambda: plots.plot_scores(tmp_path, metrics, tmp_path / "s.png"),
+        lambda: export_figures.plot_confusion(confusion, ["<=50K", ">50K"], tmp_path / "c.png"),
+    ]
+    for module, draw in zip([plots, export_figures], figures, strict=True):
+        fig, boxes = _titles_drawn(monkeypatch, module, draw)
+        inside = fig.bbox
+        assert boxes
+        for box in boxes:
+            assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (box, inside)
+            assert box.y1 <= inside.y1
+        for index, box in enumerate(boxes):
+            assert not any(box.overlaps(other) for other in boxes[index + 1 :]), boxes

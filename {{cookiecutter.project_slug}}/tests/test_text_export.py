@@ -88,7 +88,20 @@ def test_signatures_are_strings_and_int64_ids(exported):
         "token_ids": (tf.int64, [None, None])
     }
     outputs = set(loaded.signatures[SIGNATURE].structured_outputs)
-    assert outputs == {"probabilities", "class_ids", "class_names"}
+    assert outputs == {"probabilities", "class_ids", "class_names", "oov_share"}
+    # the ids signature (ONNX, TensorRT) keeps the three: no string op enters a converted graph
+    ids_outputs = set(loaded.signatures[IDS_SIGNATURE].structured_outputs)
+    assert ids_outputs == {"probabilities", "class_ids", "class_names"}
+
+
+def test_each_answer_says_the_share_of_its_words_outside_the_vocabulary(exported):
+    """Issue 42 §3.7: an empty text, emoji or Cyrillic got a class at p = 0.02 with no sign that
+    the model knew none of it. oov_share: 0 for known words, 1 for none known, and between."""
+    _, _, _, export_dir = exported
+    texts = ["where is my card", "", "🙂🙂", "Где моя карта?", "where is my zebra", "PIN!!"]
+    shares = predict_texts(export_dir, texts)["oov_share"]
+    assert shares.dtype == np.float32
+    assert shares.tolist() == [0.0, 1.0, 1.0, 1.0, 0.25, 0.0]
 
 
 def test_ids_signature_matches_serving_default_on_parity_ids(exported):

@@ -105,3 +105,28 @@ def test_text_scores_bundle_is_json_ready():
     }
     assert scores["confident_mistakes"][0]["text"] == "zz"
     json.dumps(scores)
+
+
+def test_the_class_balance_of_77_classes_names_few_enough_to_read(tmp_path, monkeypatch):
+    """Issue 42 §3.6: BANKING77's 77 names under 77 bars were unreadable at notebook size: the
+    figure names the rarest and most common BALANCE_CLASSES at a readable size, says so, and
+    its title stays inside the figure."""
+    from {{ cookiecutter.package_name }}.tasks.text import plots
+
+    classes = [f"class_with_a_long_name_{index}" for index in range(77)]
+    counts = {name: 30 + index for index, name in enumerate(classes)}
+    metrics = {"classes": classes, "per_class": {"train": counts}, "dataset": "banking77"}
+    drawn = []
+    monkeypatch.setattr(plots.style, "write", lambda fig, path: drawn.append(fig) or path)
+    plots.plot_class_balance(metrics, tmp_path / "classes.png")
+    (fig,) = drawn
+    fig.draw_without_rendering()
+    (ax,) = fig.axes
+    named = [label for label in ax.get_yticklabels() + ax.get_xticklabels() if label.get_text()]
+    names = {label.get_text() for label in named}
+    assert names >= {classes[0], classes[-1]} and len(names & set(classes)) <= 24
+    assert min(label.get_fontsize() for label in named) >= 8
+    title = fig._suptitle
+    assert "12 rarest and the 12 most common of 77 classes" in title.get_text()
+    box, inside = title.get_window_extent(fig._get_renderer()), fig.bbox
+    assert inside.x0 <= box.x0 and box.x1 <= inside.x1

@@ -97,7 +97,9 @@ def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
     payload = tasks.current().export.rest_payload(texts)
     assert payload == {"signature_name": "serving_default", "instances": texts}
     rows = answer_rest(signature, json.loads(json.dumps(payload)))["predictions"]  # TF Serving's
-    assert len(rows) == len(texts) and set(rows[0]) == {"probabilities", "class_ids", "class_names"}
+    wanted = {"probabilities", "class_ids", "class_names", "oov_share"}
+    assert len(rows) == len(texts) and set(rows[0]) == wanted
+    assert rows[-2]["oov_share"] == 1.0  # the empty text: no word the model knows
     outputs = {name: [row[name] for row in rows] for name in rows[0]}
     direct = signature(text=tf.constant(texts))
     assert outputs["class_ids"] == direct["class_ids"].numpy().tolist()

@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             for output, value in signature(**batch).items():
                 parts.setdefault(output, []).append(value.numpy())
     outputs = {name: np.concatenate(values) for name, values in parts.items()}
-    outputs["class_names"] = np.array([name.decode("utf-8") for name in outputs["class_names"]])
+    for name, value in outputs.items():  # string outputs (class_names, a table's out_of_range)
+        if value.dtype == object:  # as text: np.load refuses object arrays
+            outputs[name] = np.array([item.decode("utf-8") for item in value])
     np.savez(args.outputs, pid=np.int64(os.getpid()), **outputs)
     return show_all(args.export_dir, args.cli_text) if args.cli_text else 0
 

@@ -11,6 +11,7 @@ in this process, so a payload can be checked end to end without a server.
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -25,6 +26,8 @@ from .params import ExportError
 from .savedmodel import MODEL_NAME
 
 OUTPUT_DTYPES = {"probabilities": np.float32, "class_ids": np.int64, "class_names": np.str_}
+# what a task's serving_default adds on input unlike its training data (issue 42 §3.7)
+OUTPUT_DTYPES |= {"oov_share": np.float32, "out_of_range": np.str_, "missing_share": np.float32}
 REST_PORT = 8501
 
 
@@ -168,6 +171,16 @@ def one_input(rows: Any, spec: tf.TensorSpec, where: str = "instances") -> tf.Te
     return tf.constant(array, dtype=spec.dtype)
 
 
+def _renamed(given: set[str], specs: dict[str, tf.TensorSpec]) -> str:
+    """Where a client sent a file's own column names (census's `education-num`): the data step
+    made them identifiers (lowercase, other characters `_`, as tabular/columns.sanitize), and
+    those are the signature's input names."""
+    pairs = [(name, re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")) for name in given]
+    pairs = sorted((name, ident) for name, ident in pairs if ident in specs and ident not in given)
+    said = ", ".join(f"{name!r} as {ident!r}" for name, ident in pairs)
+    return f" (the data step made the file's column names identifiers: send {said})" if said else ""
+
+
 def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.Tensor]:
     """JSON rows with named columns as a signature's inputs (a missing number is NaN, a null
     string ""), refused in one sentence when a row misses a column, brings an unknown one, or holds
@@ -183,7 +196,8 @@ def columns_of(instances: Any, specs: dict[str, tf.TensorSpec]) -> dict[str, tf.
                 if set(specs) - given
                 else f"has unknown {', '.join(wrong)}"
             )
-            return _refuse(f"instances[{index}] {said if given else 'is not an object'}")
+            hint = _renamed(given, specs)
+            return _refuse(f"instances[{index}] {said if given else 'is not an object'}{hint}")
     columns = {}
     for name, spec in specs.items():
         values = [row[name] for row in instances]

@@ -42,9 +42,9 @@ def plot_confusion(metrics: dict[str, Any], classes: list[str], path: Path) -> P
     ax.set_ylabel("true class")
     accuracy = metrics.get("served_accuracy")
     said = f": accuracy {accuracy:.2%}" if isinstance(accuracy, float) else ""
-    ax.set_title(
-        f"Confusion matrix of export/{metrics.get('version')} on "
-        f"{int(matrix.sum())} {split} examples{said}"
+    fig.suptitle(  # over the whole figure, on two lines: one line is wider than a 2-class figure
+        f"Confusion matrix of export/{metrics.get('version')}\n"
+        f"on {int(matrix.sum())} {split} examples{said}"
     )
     return style.write(fig, path)
 

@@ -44,6 +44,8 @@ def plot_latency(metrics: dict[str, Any], path: Path) -> Path | None:
     verdict = (
         f": best {best}, p50 {ratio:.1f}× faster than the SavedModel" if best and ratio else ""
     )
+    if best and ratio and metrics.get("comparison") == "end_to_end":  # like with like
+        verdict = f"\nbest end to end {best}, {ratio:.2f}× serving_default on raw input"
     fig.suptitle(f"Batch-1 latency per call{verdict}")
     return style.write(fig, path)
 
@@ -78,7 +80,17 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
 def _shown(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The baselines, then every backend that ran with parity."""
     ran = [line for line in metrics.get("backends", []) if line.get("status") == "ran"]
-    return [*metrics.get("baselines", []), *ran]
+    return [*metrics.get("baselines", []), *ran, *end_to_end_lines(metrics)]
+
+
+def end_to_end_lines(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each backend timed on raw input too (the client's encoding in front), as a line of its
+    own: "onnx end to end (fp32)"."""
+    return [
+        {**line["end_to_end"], "name": f"{line['name']} end to end", "precision": line["precision"]}
+        for line in metrics.get("backends", [])
+        if line.get("status") == "ran" and line.get("end_to_end")
+    ]
 
 
 def _label(line: dict[str, Any]) -> str:

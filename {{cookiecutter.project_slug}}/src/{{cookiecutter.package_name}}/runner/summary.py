@@ -222,6 +222,8 @@ def _optimize(m: dict[str, Any]) -> str:
     ratio = m.get("best_vs_savedmodel_batch1")
     if not m.get("best_backend") or ratio is None:
         return "no backend ran on this machine (see Skipped)."
+    if m.get("comparison") == "end_to_end":  # raw input: the client's preprocessing counted
+        return m["best_sentence"][:1].upper() + m["best_sentence"][1:]
     return f"best backend **{m['best_backend']}**, {ratio:.1f}× the SavedModel at batch 1."
 
 

@@ -94,6 +94,9 @@ class Export:
     raw_strings: bool | str = False
     # optional: (meta) → (fewest, most) tokens of each length bucket, where the input length varies
     length_ranges: Callable[[Meta], Any] | None = None
+    # optional, where model_signature is not serving_default: (run_dir) → raw examples → the
+    # model's input, as a client of a converted model runs it (05's end-to-end comparison)
+    client_encoder: Callable[..., Any] | None = None
 
 
 @dataclass

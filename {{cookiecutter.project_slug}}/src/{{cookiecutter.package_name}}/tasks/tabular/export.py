@@ -4,14 +4,15 @@ The trained model takes the FeatureSpace's matrix, so the serving graph puts the
 FeatureSpace (and the training means that stand in for missing numbers) in front of it: a client
 sends the columns as they are in the file, numbers as numbers (NaN where missing) and categories
 as strings ("" where missing; an unseen one goes to the out-of-vocabulary bucket), to TF
-Serving's REST API as JSON rows with named columns. A second signature, `features`, takes the
+Serving's REST API as JSON rows with named columns; beside the class it gets `out_of_range` and
+`missing_share` (see `unusual`). A second signature, `features`, takes the
 matrix itself: compiled backends (ONNX, TensorRT) cannot run string lookups, so 05_optimize
 converts that one and measures the preprocessing's own cost apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -20,7 +21,8 @@ import tensorflow as tf
 
 from ...artifacts import StepError
 from ..outputs import serving_outputs
-from .features import encode
+from .columns import sanitize
+from .features import encode, layout
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
 FEATURES_SIGNATURE = "features"  # the string-free graph, for ONNX and TensorRT
@@ -49,7 +51,8 @@ def build_table_archive(
     outputs = serving_outputs(model, classes)
 
     def serve_columns(columns: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        return outputs(encode(space, columns, schema))
+        matrix = encode(space, columns, schema)
+        return {**outputs(matrix), **unusual(columns, matrix, schema)}
 
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -57,6 +60,38 @@ def build_table_archive(
     archive.add_endpoint(SIGNATURE, serve_columns, input_signature=[column_specs(schema)])
     archive.add_endpoint(FEATURES_SIGNATURE, outputs, input_signature=[features_spec(width)])
     return archive
+
+
+def unusual(
+    columns: dict[str, tf.Tensor], matrix: tf.Tensor, schema: dict[str, Any]
+) -> dict[str, tf.Tensor]:
+    """serving_default's two outputs on input unlike the training split, per row:
+    `out_of_range` (string): the columns, ", "-joined, whose number lies outside the training
+    split's [min, max] or whose category the vocabulary does not hold (unseen, or rarer than
+    min_count; a hashed column cannot tell); `missing_share` (float32): the share of columns
+    missing (NaN, ""). The model still answers: a number beyond the range is extrapolated, an
+    unknown category is the out-of-vocabulary bucket, a missing number the training mean."""
+    positions = {slot["name"]: index for index, slot in enumerate(layout(schema))}
+    names, outside, missing = [], [], []
+    for column in schema["numeric"]:
+        values = tf.cast(columns[column["name"]], tf.float32)
+        low, high = (tf.constant(column[key], tf.float32) for key in ("min", "max"))
+        names.append(column["name"])
+        outside.append((values < low) | (values > high))  # NaN is neither: it is missing
+        missing.append(tf.math.is_nan(values))
+    for column in schema["categorical"]:
+        absent = tf.equal(columns[column["name"]], "")
+        unseen = tf.equal(matrix[:, positions[column["name"]]], 0.0)  # the OOV bucket's index
+        names.append(column["name"])
+        outside.append(tf.zeros_like(absent) if column.get("hashed") else unseen & ~absent)
+        missing.append(absent)
+    flags = tf.stack(outside, axis=1)
+    table = tf.broadcast_to(tf.constant(names), tf.shape(flags))
+    listed = tf.ragged.boolean_mask(table, flags)
+    return {
+        "out_of_range": tf.strings.reduce_join(listed, axis=1, separator=", "),
+        "missing_share": tf.reduce_mean(tf.cast(tf.stack(missing, axis=1), tf.float32), axis=1),
+    }
 
 
 def check_rows(rows: np.ndarray, schema: dict[str, Any]) -> None:
@@ -73,13 +108,24 @@ def check_rows(rows: np.ndarray, schema: dict[str, Any]) -> None:
     extra = [name for name in names if name not in specs]
     if missing or extra:
         said = f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(extra)}"
-        raise StepError(f"the rows have {said}: send exactly the columns {', '.join(specs)}.")
+        hint = renamed(extra, specs)
+        raise StepError(f"the rows have {said}: send exactly the columns {', '.join(specs)}.{hint}")
     for column in schema["numeric"]:
         if rows.dtype[column["name"]].kind not in "fiu":
             raise StepError(
                 f"column {column['name']!r} holds {rows.dtype[column['name']]} values: it is "
                 "numeric, send numbers (NaN where missing)."
             )
+
+
+def renamed(sent: Sequence[str], expected: Sequence[str]) -> str:
+    """A hint where a client sent a file's own column names: the data step made them identifiers
+    (`education-num` → `education_num`), and those are the export's input names."""
+    pairs = [(name, sanitize(name)) for name in sent if sanitize(name) in expected]
+    if not pairs:
+        return ""
+    said = ", ".join(f"{name!r} as {ident!r}" for name, ident in pairs)
+    return f" The data step renamed the file's columns to identifiers: send {said}."
 
 
 def rest_rows(rows: np.ndarray) -> list[dict[str, Any]]:
@@ -93,3 +139,16 @@ def rest_payload(rows: np.ndarray, schema: dict[str, Any]) -> dict[str, Any]:
     """TF Serving's REST body for serving_default: one JSON object per row, named columns."""
     check_rows(rows, schema)
     return {"signature_name": SIGNATURE, "instances": rest_rows(rows)}
+
+
+def client_encoder(space: Any, schema: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """What a client of the `features` signature (or of its ONNX model) runs in front of it:
+    serving_default's FeatureSpace as one compiled TensorFlow function, rows (a structured array)
+    in, the float32 matrix out. 05_optimize times a converted backend with it, end to end."""
+    specs = column_specs(schema)
+
+    @tf.function(input_signature=[specs])
+    def matrix(columns: dict[str, tf.Tensor]) -> tf.Tensor:
+        return encode(space, columns, schema)
+
+    return lambda rows: matrix({name: tf.constant(rows[name]) for name in specs}).numpy()

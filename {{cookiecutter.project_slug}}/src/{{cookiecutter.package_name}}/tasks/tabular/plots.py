@@ -37,17 +37,19 @@ def plot_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | Non
     others = _baseline_aucs(metrics)
     roc, pr = curves["roc"], curves["pr"]
     axes[1].plot(roc["fpr"], roc["tpr"], label=f"model, AUC {metrics['test_roc_auc']:.3f}")
+    _name_baselines(axes[1], others.get("roc_auc", []), "AUC")
     axes[1].plot([0, 1], [0, 1], "--", color=style.MUTED, label="chance")
     axes[1].set_xlabel("false positive rate")
     axes[1].set_ylabel("true positive rate")
-    axes[1].set_title("ROC on test" + (f" (baselines: {others['roc_auc']})" if others else ""))
+    axes[1].set_title("ROC on test")  # the baselines in the legend: in titles they ran together
     axes[1].legend(loc="lower right", fontsize="small")
     share = metrics.get("test_positive_share", 0.0)
     axes[2].plot(pr["recall"], pr["precision"], label=f"model, AP {metrics['test_pr_auc']:.3f}")
+    _name_baselines(axes[2], others.get("pr_auc", []), "AP")
     axes[2].axhline(share, linestyle="--", color=style.MUTED, label=f"chance ({share:.0%})")
     axes[2].set_xlabel("recall")
     axes[2].set_ylabel("precision")
-    axes[2].set_title("Precision-recall on test" + (f" ({others['pr_auc']})" if others else ""))
+    axes[2].set_title("Precision-recall on test")
     axes[2].legend(loc="lower left", fontsize="small")
     return style.write(fig, path)
 
@@ -66,15 +68,21 @@ def _plot_classes(metrics: dict[str, Any], per_class: dict[str, Any], path: Path
     return style.write(fig, path)
 
 
-def _baseline_aucs(metrics: dict[str, Any]) -> dict[str, str]:
-    """ "HGB 0.927, LR 0.906" for each score the baselines measured, or {} without them."""
+def _baseline_aucs(metrics: dict[str, Any]) -> dict[str, list[tuple[str, float]]]:
+    """{score: [(baseline name, value), ...]} for each score the baselines measured, or {}."""
     base = metrics.get("baseline") or {}
     models = [base, *base.get("others", [])] if base else []
     said = {}
     for key in ("roc_auc", "pr_auc"):
         values = [(m.get("short", m.get("name", "?")), m.get(key)) for m in models]
-        said[key] = ", ".join(f"{name} {value:.3f}" for name, value in values if value is not None)
+        said[key] = [(name, value) for name, value in values if value is not None]
     return said if any(said.values()) else {}
+
+
+def _name_baselines(ax: Any, scores: list[tuple[str, float]], short: str) -> None:
+    """One legend entry per baseline (no line: they have no curve here), its score named."""
+    for name, value in scores:
+        ax.plot([], [], " ", label=f"{name}, {short} {value:.3f}")
 
 
 def plot_row_mistakes(

@@ -176,6 +176,12 @@ def build_archive(
     return export.build_table_archive(model, space, meta["schema"], list(meta["classes"]), width)
 
 
+def client_encoder(run_dir: str | os.PathLike[str]) -> Any:
+    """raw rows -> the matrix MODEL_SIGNATURE takes, as a converted model's client runs it."""
+    meta = read_tabular_meta(run_dir)
+    return export.client_encoder(feature_space(run_dir, meta), meta["schema"])
+
+
 def check_finite(model: keras.Model, run_dir: str | os.PathLike[str], count: int = 512) -> None:
     """A model that answers NaN or inf on validation rows (its training diverged) is not exported:
     its parity line would read "largest probability difference nan" and a server answer NaN."""
@@ -347,6 +353,7 @@ class TabularTask(Task):
             plot_mistakes=plot_mistakes,
             int8=INT8,
             raw_strings=RAW_STRINGS,
+            client_encoder=client_encoder,
         )
         self.scores = Scores(baseline=baseline, extras=test_extras, drawers=DRAWERS)
         self.bench = Bench(

@@ -2,7 +2,8 @@
 
 The trained model takes token ids, so the serving graph puts the tokenization in front of it: the
 vocabulary file travels as an asset of the SavedModel (its lookup table is built from that file
-when the model loads), and a client sends plain strings, to TF Serving's REST API too. A second
+when the model loads), and a client sends plain strings, to TF Serving's REST API too; beside
+the class it gets `oov_share`, the share of the text's tokens outside the vocabulary. A second
 signature, `token_ids`, takes the ids themselves: compiled backends (ONNX, TensorRT) cannot run
 string ops, so 05_optimize converts that one and tokenizes apart (its cost measured on its own).
 """
@@ -10,7 +11,7 @@ string ops, so 05_optimize converts that one and tokenizes apart (its cost measu
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -25,6 +26,7 @@ SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by def
 IDS_SIGNATURE = "token_ids"  # the string-free graph, for ONNX and TensorRT
 TEXT_INPUT = "text"
 IDS_INPUT = "token_ids"
+OOV_OUTPUT = "oov_share"  # serving_default's extra output: how unlike the training texts
 
 
 def build_text_archive(
@@ -44,7 +46,8 @@ def build_text_archive(
     outputs = serving_outputs(model, classes)
 
     def serve_text(text: tf.Tensor) -> dict[str, tf.Tensor]:
-        return outputs(token_ids(vectorizer, text, max_tokens).to_tensor())
+        ids = token_ids(vectorizer, text, max_tokens)
+        return {**outputs(ids.to_tensor()), OOV_OUTPUT: oov_share(ids)}
 
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -53,6 +56,15 @@ def build_text_archive(
     archive.add_endpoint(SIGNATURE, serve_text, input_signature=[text_spec])
     archive.add_endpoint(IDS_SIGNATURE, outputs, input_signature=[ids_spec()])
     return archive
+
+
+def oov_share(ids: tf.RaggedTensor) -> tf.Tensor:
+    """float32 [batch]: the share of each text's tokens (its first max_tokens) that are not in
+    the vocabulary; 1.0 for a text with no token at all (empty, only punctuation or emoji).
+    The model still answers such a text, from the few words it knows or from none: a client
+    reads a high share as "this input is unlike anything the model was trained on"."""
+    unknown = tf.reduce_sum(tf.cast(tf.equal(ids, 1), tf.float32), axis=1)
+    return unknown / tf.cast(ids.row_lengths(), tf.float32)
 
 
 def export_text_model(
@@ -95,6 +107,7 @@ def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> d
         "probabilities": result["probabilities"].numpy(),
         "class_ids": result["class_ids"].numpy(),
         "class_names": [name.decode("utf-8") for name in result["class_names"].numpy()],
+        OOV_OUTPUT: result[OOV_OUTPUT].numpy(),
     }
 
 
@@ -116,3 +129,17 @@ def parity_ids(
     vectorizer = load_vocabulary(vocabulary_path, as_asset=False)
     ids = token_ids(vectorizer, tf.constant(list(texts), tf.string), max_tokens)
     return ids.to_tensor(shape=[None, max_tokens]).numpy()
+
+
+def client_encoder(
+    vectorizer: keras.layers.TextVectorization, max_tokens: int
+) -> Callable[[np.ndarray], np.ndarray]:
+    """What a client of the `token_ids` signature (or of its ONNX model) runs in front of it:
+    serving_default's tokenization as one compiled TensorFlow function, texts in, int64 ids
+    [n, longest] out. 05_optimize times a converted backend with it, end to end."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def ids(texts: tf.Tensor) -> tf.Tensor:
+        return tf.cast(token_ids(vectorizer, texts, max_tokens).to_tensor(), tf.int64)
+
+    return lambda texts: ids(tf.constant(texts)).numpy()

@@ -3,7 +3,8 @@
 Drawn with matplotlib's Figure directly, like figures/data.py, from arrays the data step reads
 back from the shards; the step passes them to figures.save as its drawers. With 77 classes a
 grid per class is unreadable, so the samples are a table of a few classes, one text each, and
-the balance is one bar per class, sorted, so the rare classes stand at one end.
+the balance is one bar per class, sorted, so the rare classes stand at one end (with many
+classes, only the rarest and the most common, named legibly).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...figures import style
 SAMPLE_CLASSES = 12  # rows of the sample table: evenly spaced over the classes
 WRAP = 90  # characters per line of a sample text
 SAMPLE_LINES = 2  # lines of a text shown; a longer one ends with "…"
+BALANCE_CLASSES = 24  # more classes: the balance figure draws the rarest and most common half each
 
 
 def plot_samples(
@@ -89,28 +91,42 @@ def plot_lengths(
 
 
 def plot_class_balance(metrics: dict[str, Any], path: Path) -> Path | None:
-    """Examples per class, one stacked bar per class (train, validation, test), sorted by train."""
+    """Examples per class, one stacked bar per class (train, validation, test), sorted by train.
+    With more than BALANCE_CLASSES classes only the BALANCE_CLASSES // 2 rarest and as many most
+    common are drawn (the title says so): 77 names under 77 bars cannot be read at notebook size."""
     classes = [str(name) for name in metrics.get("classes") or []]
     per_class = metrics.get("per_class") or {}
     if not classes or "train" not in per_class:
         return None
     order = sorted(classes, key=lambda name: per_class["train"].get(name, 0))
-    fig, (ax,) = style.new(max(7, 0.19 * len(classes)), 4.6)
-    positions = np.arange(len(order))
-    bottom = np.zeros(len(order))
+    half = BALANCE_CLASSES // 2
+    shown = order if len(order) <= BALANCE_CLASSES else [*order[:half], *order[-half:]]
+    fig, (ax,) = style.new(9, 1.6 + 0.24 * len(shown))
+    positions = np.arange(len(shown))[::-1]  # the rarest at the top
+    left = np.zeros(len(shown))
     for split in ("train", "validation", "test"):
         if split not in per_class:
             continue
-        counts = np.array([per_class[split].get(name, 0) for name in order])
-        ax.bar(positions, counts, bottom=bottom, width=0.8, label=f"{split} ({counts.sum():,})")
-        bottom += counts
-    ax.set_xticks(positions, order, rotation=90, fontsize=6 if len(order) > 30 else "small")
-    ax.set_xlim(-0.6, len(order) - 0.4)
-    ax.set_ylabel("examples")
+        counts = np.array([per_class[split].get(name, 0) for name in shown])
+        total = sum(per_class[split].values())
+        ax.barh(positions, counts, left=left, height=0.8, label=f"{split} ({total:,})")
+        left += counts
+    ax.set_yticks(positions, shown, fontsize="small")
+    ax.set_ylim(-0.6, len(shown) - 0.4)
+    if len(shown) < len(order):  # a line between the rarest and the most common
+        ax.axhline(half - 0.5, color=style.MUTED, linestyle=":")
+    ax.set_xlabel("examples")
     train = [per_class["train"].get(name, 0) for name in order]
+    which = (
+        f"\nthe {half} rarest and the {half} most common of {len(order)} classes shown"
+        if len(shown) < len(order)
+        else ""
+    )
     fig.suptitle(
         f"Examples per class, sorted ({metrics.get('dataset', 'data')}): training "
         f"{min(train):,} to {max(train):,} per class, {max(train) / max(min(train), 1):.1f}× apart"
+        f"{which}"
     )
-    ax.legend(fontsize="small", loc="upper left")
+    style.widen(ax)  # room on the right for the legend, clear of the longest bars
+    ax.legend(fontsize="small", loc="lower right")
     return style.write(fig, path)

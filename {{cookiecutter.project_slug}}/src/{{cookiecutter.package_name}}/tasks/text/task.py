@@ -20,7 +20,8 @@ from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from . import export, models
-from .dataset import longest_batches, make_dataset, model_examples, raw_examples
+from .dataset import longest_batches, make_dataset, model_examples, raw_examples, read_text_meta
+from .dataset import vocabulary as run_vocabulary
 
 __all__ = ["longest_batches", "make_dataset", "model_examples", "raw_examples"]
 
@@ -185,6 +186,12 @@ def build_archive(
     )
 
 
+def client_encoder(run_dir: str | os.PathLike[str]) -> Any:
+    """raw texts -> the token ids MODEL_SIGNATURE takes, as a converted model's client runs it."""
+    meta = read_text_meta(run_dir)
+    return export.client_encoder(run_vocabulary(run_dir, meta), int(meta["max_tokens"]))
+
+
 def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """TF-IDF (word 1-2-grams, char 2-5-grams) and a linear SVM, fit on the training split and
     scored on the test split: the bar the network has to clear."""
@@ -325,6 +332,7 @@ class TextTask(Task):
             int8=INT8,
             raw_strings=RAW_STRINGS,
             length_ranges=length_ranges,
+            client_encoder=client_encoder,
         )
         self.scores = Scores(baseline=baseline, extras=test_extras)
         self.bench = Bench(

@@ -58,6 +58,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_json(folder / "data" / "meta.json", {**meta, "classes": CLASSES})  # readable names
     keras.utils.set_random_seed(0)
     models.build_model("small_cnn", SHAPE, len(CLASSES), width=8).save(folder / "model.keras")
+    lineage.record(folder, "model", "train", {"data": lineage.fingerprint(folder, "data")})
     return folder
 
 
@@ -248,6 +249,7 @@ def test_a_model_file_keras_cannot_load_is_one_sentence_too(run_copy: Path) -> N
     with zipfile.ZipFile(run_copy / "model.keras", "w") as archive:
         archive.writestr("config.json", json.dumps({"class_name": "NoSuchLayer", "config": {}}))
         archive.writestr("model.weights.h5", b"not hdf5")
+    lineage.record(run_copy, "model", "train", {"data": lineage.fingerprint(run_copy, "data")})
     with pytest.raises(export.ExportError, match="re-run 03_train") as refused:
         export.export_savedmodel(run_copy, version=2)
     assert_one_sentence(str(refused.value))

@@ -420,6 +420,7 @@ def test_an_export_of_an_older_model_is_refused_naming_04_export(run_copy: Path)
     meta = data.read_meta(run_copy)
     retrained = models.build_model("small_cnn", meta["image_shape"], meta["num_classes"], width=16)
     retrained.save(run_copy / "model.keras")
+    lineage.record(run_copy, "model", "train", {"data": lineage.fingerprint(run_copy, "data")})
     with pytest.raises(StaleInputError) as refused:
         optimize.check(run_copy, QUICK)
     message = str(refused.value)

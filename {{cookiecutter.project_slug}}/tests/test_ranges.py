@@ -82,3 +82,28 @@ def test_the_runner_refuses_a_value_out_of_range_before_tensorflow_loads(
     expected = f"{name}={number} is not allowed: use a whole number {limits.allowed(name)}."
     assert f"refuses to start: {expected}" in done.stderr, done.stderr
     assert not run_dir.exists()
+
+
+FIRST = {step: name for step, name in reversed(SHARED) if step != "data"}  # one name a step
+
+
+@pytest.mark.parametrize(("step", "name"), sorted(FIRST.items()))
+def test_each_step_command_refuses_a_value_out_of_range_before_tensorflow_loads(
+    tmp_path: Path, step: str, name: str
+) -> None:
+    """`train -p epochs=-1` (export, optimize … alike) loaded TensorFlow (8-31 s) before the step
+    refused: exit 2, limits' sentence, and TensorFlow never imported (checked in the process)."""
+    value = f"{name}={limits.RANGES[name][0] - 1}"
+    code = (
+        "import sys\n"
+        f"from {PACKAGE}.cli import main\n"
+        f"status = main([{step!r}, '--run-dir', {str(tmp_path / 'run')!r}, '-p', {value!r}])\n"
+        "assert status == 2, status\n"
+        "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = f"{value} is not allowed: use a whole number {limits.allowed(name)}"
+    assert expected in done.stderr, done.stderr

@@ -245,6 +245,38 @@ def test_export_and_optimize_refuse_a_model_whose_lineage_json_was_lost(
     assert "**unknown**: lineage.json" in rows["| model"]
 
 
+@pytest.mark.parametrize("how", ["copied in", "replaced by hand"])
+def test_export_and_optimize_refuse_a_model_without_its_training_record(
+    exported_run: Path, tmp_path: Path, how: str
+) -> None:
+    """A model.keras 03_train did not record (a training that died after writing it, a file
+    copied in) was exported and made the stable version (issue 45): now refused, naming 03_train."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    ledger = run / artifacts.LINEAGE_FILE
+    if how == "copied in":  # the ledger holds the data and the export, nothing of the model
+        entries = json.loads(ledger.read_text(encoding="utf-8"))
+        entries.pop("model")
+        ledger.write_text(json.dumps(entries), encoding="utf-8")
+    else:  # a record of the model trained before, not of this one
+        with (run / artifacts.MODEL_FILE).open("ab") as model:
+            model.write(b"\0")  # still a whole archive: its index sits at the end
+    (run / artifacts.METRICS_DIR / "train.json").unlink(missing_ok=True)
+    with pytest.raises(StepError) as refused:
+        steps.preflight(run, {"04_export": {"version": 2}})
+    message = str(refused.value)
+    assert_one_sentence(message)
+    assert message == (
+        f"04_export refuses to start: {run / artifacts.MODEL_FILE} has no training record "
+        "(03_train records the model it writes in lineage.json, beside metrics/train.json; this "
+        "one was copied in or left by a training that did not finish): run 03_train before "
+        "04_export."
+    )
+    with pytest.raises(StepError, match="^05_optimize refuses to start: .*no training record"):
+        steps.preflight(run, {"05_optimize": {}})
+    assert not (run / artifacts.EXPORT_DIR / "2").exists()
+
+
 # --- the command line -----------------------------------------------------------------------------
 
 

@@ -192,3 +192,36 @@ def test_tf_trt_says_it_does_not_convert_the_string_columns_signature(exported):
     assert "'features' signature" in reason
     assert_one_sentence(reason)
 {% endif %}
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        (
+            lambda c: c.pop("age"),
+            "the input 'age' is missing: serving_default takes age, amount, city, device.",
+        ),
+        (
+            lambda c: c.update(age=np.array(["thirty", "40"])),
+            "the input 'age' holds text ('thirty'): serving_default takes float32 numbers for it,",
+        ),
+        (
+            lambda c: c.update(age=[30.0, None]),
+            "the input 'age' holds None, not a number: serving_default takes float32 numbers",
+        ),
+        (lambda c: c.update(colour=["red", "blue"]), "the input 'colour' is no input of serving"),
+    ],
+    ids=["a column missing", "text in a number", "a null number", "an unknown column"],
+)
+def test_a_bad_column_for_the_signature_is_one_sentence_naming_it(exported, change, said):
+    """The serving signature called without a column or with a string in a numeric input
+    answered with TensorFlow's own text (issue 45): export.call_signature names the input."""
+    from {{ cookiecutter.package_name }}.export import call_signature
+
+    signature = exported[2].signatures["serving_default"]
+    columns = {"amount": [0.5, 1.0], "age": [30, 40.0], "city": ["a", "b"], "device": ["x", ""]}
+    assert call_signature(signature, columns)["probabilities"].shape == (2, 2)
+    change(columns)
+    with pytest.raises(StepError) as refused:
+        call_signature(signature, columns)
+    message = str(refused.value)
+    assert message.startswith(said) and message.endswith(".") and "\n" not in message, message

@@ -134,6 +134,28 @@ def test_a_text_that_is_not_a_string_is_refused_not_sent_as_its_repr(run_dir, te
 
 
 @pytest.mark.parametrize(
+    "text, said",
+    [
+        (tf.constant([1, 2], tf.int32), "the input 'text' holds int32 values: serving_default "),
+        (tf.constant([["lost", "card"]]), "the input 'text' has the shape [1, 2]: serving_default"),
+        (np.array(["lost card", None], object), "the input 'text' holds None, not a string: "),
+    ],
+    ids=["int32", "2-D", "a null"],
+)
+def test_the_signature_called_with_another_input_is_one_sentence(signature, text, said):
+    """serving_default called with an int32 or a 2-D batch answered with TensorFlow's own text
+    (issue 45): export.call_signature, which predict_texts uses, says what the input takes."""
+    from {{ cookiecutter.package_name }}.export import call_signature
+
+    assert call_signature(signature, {"text": ["lost card"]})["class_names"].shape == (1,)
+    with pytest.raises(StepError) as refused:
+        call_signature(signature, {"text": text})
+    message = str(refused.value)
+    assert message.startswith(said), message
+    assert message.endswith("takes strings for it, of shape [None] (None: any size).")
+
+
+@pytest.mark.parametrize(
     "body, said",
     [
         ({"instances": ["lost card", 7]}, "instances[1] is 7, not a string"),

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         command = next((arg for arg in argv if not arg.startswith("-")), "report")
         if command not in ("report", "run"):  # loads TensorFlow: quietly, first (run: later,
             # after its values are checked, so that a typo is refused in a fraction of a second)
-            refused = _refuse_early(command, argv)  # the data step: checked before it too
+            refused = _refuse_early(command, argv)  # a step's values: checked before it too
             if refused is not None:
                 return refused
             load_tensorflow(shown=not {"--json", "--help", "-h"} & set(argv))
@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _refuse_early(command: str, argv: list[str]) -> int | None:
-    """Step 1's values checked before TensorFlow loads, as `run`'s pre-flight does: its module
-    imports none (the other steps' do), so `data -p max_tokens=0` is refused in a fraction of a
-    second. Exit status 2 after the sentence, or None to go on (help and parse errors included)."""
-    if command != "data" or {"--help", "-h"} & set(argv):
+    """A step's values checked before TensorFlow loads, as `run`'s pre-flight does, so `data -p
+    max_tokens=0` or `train -p epochs=-1` is refused in a fraction of a second: step 1's by its
+    own checker (its module imports no TensorFlow), the others' names, types and shared ranges
+    (steps.check_early). Exit status 2 after the sentence, or None to go on (help and parse
+    errors included)."""
+    if command not in steps.BY_NAME or {"--help", "-h"} & set(argv):
         return None
     from . import runner
 
@@ -74,9 +76,13 @@ def _refuse_early(command: str, argv: list[str]) -> int | None:
     known, _ = early.parse_known_args(argv)
     if known.run_dir is None:
         return None  # the full parser says what is missing
-    step = steps.BY_NAME["data"]
+    step = steps.BY_NAME[command]
     try:
-        params = steps.params_from(step, runner.parse_overrides(known.param))
+        values = runner.parse_overrides(known.param)
+        if command != "data":
+            steps.check_early(step, values)
+            return None
+        params = steps.params_from(step, values)
         steps.module(step).check(known.run_dir.expanduser().resolve(), params, inputs=False)
     except (StepError, runner.RunnerInputError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)

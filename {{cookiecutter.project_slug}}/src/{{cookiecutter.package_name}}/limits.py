@@ -27,6 +27,11 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "batch_size": (1, None),
     "seed": (0, MAX_SEED),
     "patience": (0, MAX_EPOCHS),
+    "logical_cpus": (0, None),
+    "version": (1, None),  # export/<version>/: TF Serving's versions are positive
+    "iterations": (1, None),
+    "calibration_examples": (1, None),
+    "matmul_repeats": (1, None),
 }
 
 

@@ -21,6 +21,7 @@ reading it costs no TensorFlow import.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import limits, parts, seam
-from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError
+from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError, project_root
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,40 @@ def params_from(step: Step | str, values: Mapping[str, Any]) -> Any:
     and types in one sentence; values not given keep their defaults; run_dir is ignored."""
     step = BY_NAME[step] if isinstance(step, str) else step
     cls = module(step).Params
-    fields = {field.name: field for field in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
+    fields = {field.name: field.default for field in dataclasses.fields(cls)}
+    return cls(**_chosen(step, values, fields, typing.get_type_hints(cls)))
+
+
+def check_early(step: Step | str, values: Mapping[str, Any]) -> None:
+    """The names, types and shared ranges (limits) of a step's values, judged against its
+    notebook's parameters cell without importing the step (so before TensorFlow loads), in the
+    sentences params_from and the step's checker say; the step's own checks follow when it runs.
+    Judges nothing where the notebooks are not beside the package (a non-editable install)."""
+    from .runner.cells import declared_parameters
+    from .runner.profile import RunnerInputError
+
+    step = BY_NAME[step] if isinstance(step, str) else step
+    try:
+        root = project_root(Path(__file__).parent)
+        declared = declared_parameters(root / "notebooks" / f"{step.notebook}.ipynb")
+    except (FileNotFoundError, RunnerInputError):
+        return
+    fields = {name: _default(own.default) for name, own in declared.items() if name != "run_dir"}
+    hints = {name: declared[name].hint for name in fields}
+    limits.check(_chosen(step, values, fields, hints))
+
+
+def _default(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _chosen(
+    step: Step, values: Mapping[str, Any], fields: Mapping[str, Any], hints: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The given values by name, checked against the fields (name: default) and their hints."""
     chosen = {}
     for key, value in values.items():
         if key == "run_dir":
@@ -118,10 +151,10 @@ def params_from(step: Step | str, values: Mapping[str, Any]) -> Any:
         if not _fits(value, hints[key]):
             raise StepError(
                 f"{key}={value!r} is {type(value).__name__}, but {step.name} takes "
-                f"{_type_name(hints[key])} (default {fields[key].default!r})."
+                f"{_type_name(hints[key])} (default {fields[key]!r})."
             )
         chosen[key] = float(value) if _wants_float(value, hints[key]) else value
-    return cls(**chosen)
+    return chosen
 
 
 def defaults(step: Step | str) -> dict[str, Any]:

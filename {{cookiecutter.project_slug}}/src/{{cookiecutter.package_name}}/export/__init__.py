@@ -19,6 +19,7 @@ rescaling inside, and returns probabilities, class ids and class names.
 
 from ..env.devices import configure_memory_growth
 from ..tasks import current as _task
+from ..tasks.outputs import call_signature, check_inputs
 from .files import (
     OUTPUTS,
     SIGNATURE,
@@ -68,6 +69,8 @@ __all__ = [
     "Params",
     "ServingError",
     "answer_rest",
+    "call_signature",
+    "check_inputs",
     "check",
     "check_model_file",
     "check_parity",

@@ -59,10 +59,18 @@ def check_trained_model(
     run_dir: str | os.PathLike[str], error: type[StepError], needed_by: str
 ) -> Path:
     """What steps 4 and 5 build on: a readable model.keras, the data, and the model trained on
-    that data, not on data 01_data has replaced since (StaleInputError naming 03_train)."""
+    that data, not on data 01_data has replaced since (StaleInputError naming 03_train). A
+    model.keras 03_train did not record (copied in by hand, or left by a training that died
+    before its end) is refused too: a model without its training record is never exported."""
     path = check_model_file(run_dir, error)
     read_meta(run_dir)
     lineage.check_made_from(run_dir, "model", needed_by=needed_by)
+    if lineage.made_from(run_dir, "model") is None:
+        raise error(
+            f"{path} has no training record (03_train records the model it writes in "
+            f"lineage.json, beside metrics/train.json; this one was copied in or left by a "
+            f"training that did not finish): run 03_train before {needed_by}."
+        )
     return path
 
 

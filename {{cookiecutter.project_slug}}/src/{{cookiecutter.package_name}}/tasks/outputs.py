@@ -7,7 +7,7 @@ of any task reads the same three outputs. Light to import: TensorFlow loads when
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
@@ -53,6 +53,78 @@ def feed(signature: Any, batch: Any) -> dict[str, Any]:
     if names:
         return {name: tf.constant(batch[name]) for name in names}
     return {input_name(signature): tf.constant(batch)}
+
+
+def call_signature(signature: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A loaded serving signature called with `inputs` ({name: batch}) once check_inputs has
+    taken them: a bad input is one sentence, not TensorFlow's text from inside the call."""
+    return signature(**check_inputs(signature, inputs))
+
+
+def check_inputs(
+    signature: Any, inputs: Mapping[str, Any], called: str = SIGNATURE
+) -> dict[str, Any]:
+    """The signature's keyword arguments as tensors of its input specs, or one sentence (StepError)
+    naming the first input that is missing, unknown, of another kind (numbers for text, text for
+    numbers) or of another shape (a 2-D batch for a 1-D one): called directly, the signature
+    answers with TensorFlow's own text (issue 45)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from ..artifacts import StepError
+
+    specs = signature.structured_input_signature[1]
+    for name in [*specs, *inputs]:
+        if (name in specs) != (name in inputs):
+            said = "is missing" if name in specs else f"is no input of {called}"
+            raise StepError(
+                f"the input {name!r} {said}: {called} takes {', '.join(sorted(specs))}."
+            )
+    given = {}
+    for name, spec in specs.items():
+        value = inputs[name]
+        array = np.asarray(value.numpy() if tf.is_tensor(value) else value)
+        strings = spec.dtype == tf.string
+        wanted = "strings" if strings else f"{spec.dtype.name} numbers"
+        takes = f"{called} takes {wanted} for it, of shape {spec.shape.as_list()} (None: any size)"
+        odd = _odd(array, "US" if strings else "iu" if spec.dtype.is_integer else "fiu")
+        if odd is not None:
+            raise StepError(f"the input {name!r} holds {odd}: {takes}.")
+        if not spec.shape.is_compatible_with(array.shape):
+            raise StepError(f"the input {name!r} has the shape {list(array.shape)}: {takes}.")
+        if not array.size:  # an empty batch: no value to judge, the spec's dtype
+            given[name] = tf.zeros(array.shape, spec.dtype)
+            continue
+        if not strings:
+            array = array.astype(np.float64) if array.dtype.kind == "O" else array
+            info = (np.iinfo if spec.dtype.is_integer else np.finfo)(spec.dtype.as_numpy_dtype)
+            finite = array[~np.isnan(array)] if array.dtype.kind == "f" else array
+            if finite.size and (finite.min() < info.min or finite.max() > info.max):
+                raise StepError(
+                    f"the input {name!r} holds values beyond {spec.dtype.name}'s range "
+                    f"({info.min:g} to {info.max:g}): {takes}."
+                )
+        given[name] = tf.constant(array, dtype=spec.dtype)
+    return given
+
+
+def _odd(array: Any, kinds: str) -> str | None:
+    """What in `array` an input taking NumPy `kinds` ("US": text) cannot take, or None."""
+    strings = kinds == "US"
+    if array.dtype.kind != "O":
+        if array.dtype.kind in kinds or not array.size:
+            return None
+        return (
+            f"text ({array.ravel()[0].item()!r})"
+            if array.dtype.kind in "US"
+            else f"{array.dtype} values"
+        )
+    for item in array.ravel():
+        if strings and not isinstance(item, str | bytes):
+            return f"{item!r}, not a string"
+        if not strings and (isinstance(item, bool) or not isinstance(item, int | float)):
+            return f"{item!r}, not a number"
+    return None
 
 
 def output_dtype(model: Any) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...artifacts import StepError
-from ..outputs import serving_outputs
+from ..outputs import call_signature, serving_outputs
 from .vocab import load_vocabulary, token_ids
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
@@ -102,7 +102,7 @@ def predict_texts(export_dir: str | os.PathLike[str], texts: Sequence[str]) -> d
     """Call a written SavedModel's serving_default with strings, as a client would."""
     texts = check_texts(texts)
     loaded = tf.saved_model.load(os.fspath(export_dir))
-    result = loaded.signatures[SIGNATURE](**{TEXT_INPUT: tf.constant(list(texts), tf.string)})
+    result = call_signature(loaded.signatures[SIGNATURE], {TEXT_INPUT: np.array(texts, object)})
     return {
         "probabilities": result["probabilities"].numpy(),
         "class_ids": result["class_ids"].numpy(),

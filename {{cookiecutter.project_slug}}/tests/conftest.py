@@ -87,12 +87,12 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         synthetic_classes=OPTIMIZE_CLASSES,
         synthetic_count=120,
     )
-    from {{ cookiecutter.package_name }} import tasks
-    from {{ cookiecutter.package_name }}.tasks.image import models  # the image task's (digits, synthetic)
+    from {{ cookiecutter.package_name }} import tasks  # the image task's (digits, synthetic)
 
     keras.utils.set_random_seed(0)
-    default = tasks.current().models.default
-    model = models.build_model(default, OPTIMIZE_SHAPE, OPTIMIZE_CLASSES, width=8)
+    task = tasks.current()
+    meta = {"image_shape": list(OPTIMIZE_SHAPE), "num_classes": OPTIMIZE_CLASSES}
+    model = task.build_model(task.models.default, meta, width=8)
     batches = list(data.make_dataset(folder, "train", 32, training=False))
     images = np.concatenate([batch.numpy() for batch, _ in batches])
     labels = np.concatenate([label.numpy() for _, label in batches])

@@ -48,7 +48,8 @@ def splits(m: dict[str, Any]) -> list[tuple[str, int]]:
 
 def _speedup(m: dict[str, Any]) -> str:
     if m.get("too_short") or m.get("speedup_vs_naive") is None:
-        return f"not measured: the benchmark's {m.get('benchmark_seconds')} s were too short"
+        noise = "within noise: " if m.get("within_noise") and not m.get("too_short") else ""
+        return f"not measured: {noise}the benchmark's {m.get('benchmark_seconds')} s were too short"
     return f"{m['speedup_vs_naive']:.1f}× ({m.get('speedup_basis', '')})"
 
 

@@ -135,12 +135,16 @@ def _environment(m: dict[str, Any]) -> str:
 
 
 def _data(m: dict[str, Any]) -> str:
-    speed = (
-        "the pipeline benchmark was too short to compare the pipelines"
-        if m.get("too_short") or m.get("speedup_vs_naive") is None
-        else f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
-        f"({m['examples_per_sec']:,.0f} examples/s)"
-    )
+    if m.get("speed_summary"):  # a task whose benchmark is not a pipeline names what it compared
+        speed = m["speed_summary"]
+    elif m.get("too_short") or m.get("speedup_vs_naive") is None:
+        noise = "within noise, " if m.get("within_noise") and not m.get("too_short") else ""
+        speed = f"the pipeline benchmark was {noise}too short to compare the pipelines"
+    else:
+        speed = (
+            f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
+            f"({m['examples_per_sec']:,.0f} examples/s)"
+        )
     counts = " / ".join(f"{count:,} {name}" for name, count in splits(m))
     return f"{m['dataset']}, {counts} examples; {speed}."
 

@@ -72,6 +72,11 @@ def time_reading(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
             f"({rows:,} rows, median of {ROUNDS}, {os.cpu_count()} CPU cores)"
         ),
         "verdict": verdict,
+        # What the report's headline says: a file format against another, not a tf.data pipeline.
+        "speed_summary": (
+            f"reading train.parquet takes {parquet * 1e3:.0f} ms against {csv * 1e3:.0f} ms for "
+            f"the same rows as CSV text ({faster} faster, {rows / parquet:,.0f} rows/s)"
+        ),
     }
 
 

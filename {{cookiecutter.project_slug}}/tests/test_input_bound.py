@@ -103,3 +103,12 @@ def test_each_round_rate_is_kept_and_the_rate_is_their_median() -> None:
     row = timing._row(timing.Variant("naive", "", None), passes, str)
     assert row["round_rates"] == [100.0, 200.0, 50.0]
     assert row["examples_per_sec"] == 100.0
+
+
+def test_the_first_epoch_is_excepted_only_where_it_would_be_input_bound() -> None:
+    slow_first = _result(first_epoch_examples_per_sec=PIPELINE / 4)
+    assert (
+        "except in the first epoch" in report.input_bound_verdict(slow_first, PIPELINE)["verdict"]
+    )
+    close = _result(first_epoch_examples_per_sec=PIPELINE * 0.9)
+    assert "except" not in report.input_bound_verdict(close, PIPELINE)["verdict"]

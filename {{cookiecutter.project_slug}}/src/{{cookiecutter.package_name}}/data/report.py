@@ -178,7 +178,11 @@ def input_bound_verdict(
             if rate >= model
             else ""
         )
-        + (" — except in the first epoch, while the cache fills." if first < model else ".")
+        + (
+            " — except in the first epoch, while the cache fills."
+            if not bound and is_input_bound(max(0.0, 1 - first / model))
+            else "."
+        )
     )
     return {"input_bound": bound, "verdict": verdict}
 

@@ -42,3 +42,20 @@ def test_a_script_importing_the_package_prints_no_tensorflow_load_lines() -> Non
 def test_a_user_who_asked_for_the_lines_gets_them(env: dict) -> None:
     done = _run(**env)
     assert done.returncode == 0 and LOAD_LINE in done.stderr, done.stderr
+
+
+def test_a_probe_for_tensorflow_before_the_import_leaves_it_held() -> None:
+    """importlib.util.find_spec('tensorflow') (a check that it is installed) does not disarm it."""
+    probe = "import importlib.util; importlib.util.find_spec('tensorflow'); "
+    done = subprocess.run(
+        [sys.executable, "-c", "from {{ cookiecutter.package_name }} import quiet; " + probe + SCRIPT],
+        capture_output=True,
+        text=True,
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("TF_CPP_MIN_LOG_LEVEL", quiet.VERBOSE_ENV)
+        },
+        timeout=300,
+    )
+    assert done.returncode == 0 and LOAD_LINE not in done.stderr, done.stderr

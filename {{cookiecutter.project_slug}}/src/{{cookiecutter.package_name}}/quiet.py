@@ -128,17 +128,29 @@ def import_tensorflow() -> None:
 class HeldLoad(importlib.abc.MetaPathFinder):
     """Runs the first `import tensorflow` of the process with file descriptor 2 held: the lines
     TensorFlow's C++ prints while it loads are dropped, or printed above the error if loading
-    fails. It finds nothing itself (the usual finders do) and leaves sys.meta_path at once."""
+    fails. It finds nothing itself (the usual finders do, asked while it steps aside) and leaves
+    sys.meta_path when TensorFlow loads; a mere probe (importlib.util.find_spec) leaves it armed."""
+
+    def __init__(self) -> None:
+        self.asking = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "tensorflow":
+        if name != "tensorflow" or self.asking:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self.asking = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.asking = False
         if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
             load = spec.loader.exec_module
-            spec.loader.exec_module = lambda module: _held(lambda: load(module))  # type: ignore[method-assign]
+
+            def held(module: Any) -> None:
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
+                _held(lambda: load(module))
+
+            spec.loader.exec_module = held  # type: ignore[method-assign]
         return spec
 
 

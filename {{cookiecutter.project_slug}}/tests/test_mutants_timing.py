@@ -264,6 +264,7 @@ def test_a_row_gives_the_first_epoch_and_steady_rates_over_the_rounds() -> None:
         "pipeline": data_timing.NAIVE,
         "first_epoch_examples_per_sec": 8.0,  # median of 8, 6 and 9
         "examples_per_sec": 37.5,  # median of 90/3 and 90/2
+        "round_rates": [30.0, 45.0],  # the steady rounds, which report.within_noise compares
         "steady_state": True,
         "steady_rounds": 2,
         "timed_examples": 303,

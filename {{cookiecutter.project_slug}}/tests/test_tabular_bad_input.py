@@ -120,3 +120,39 @@ def test_padded_cells_are_stripped_to_one_category(tmp_path):
     table = load_table("parquet", path, label_column="y")
     seen = set(pd.concat(table.frames.values())["work"])
     assert seen == {"Private", "State-gov"}
+
+
+def test_rows_without_a_label_are_refused_unless_missing_label_drop(tmp_path):
+    """missing_label=refuse (the default) names the first unlabelled row; drop leaves the rows
+    out and says how many (issue 42 §3.9)."""
+    rows = "x,y\n" + "".join(f"{i},{'' if i in (7, 20, 33) else i % 2}\n" for i in range(60))
+    message = refused(tmp_path, csv(tmp_path, rows))
+    assert "rows.csv, line 9, column 'y': the label is missing (3 rows lack one)" in message
+    assert "missing_label=drop" in message
+    params = data_step.Params(**{**csv(tmp_path, rows).__dict__, "missing_label": "drop"})
+    metrics = data_step.run(tmp_path, params, verbose=False)
+    said = "rows.csv: 3 of 60 rows have no 'y' (the first at line 9) and were dropped"
+    assert any(said in note for note in metrics["notes"])
+    assert sum(metrics[f"{s}_count"] for s in ("train", "validation", "test")) == 57
+
+
+def test_missing_label_takes_refuse_or_drop(tmp_path):
+    params = data_step.Params(
+        **{**csv(tmp_path, numbers(["1"] * 9)).__dict__, "missing_label": "skip"}
+    )
+    message = refused(tmp_path, params)
+    assert message == "missing_label='skip' is not allowed: use one of ('refuse', 'drop')."
+
+
+def test_a_parquet_file_given_as_csv_is_named_before_any_work(tmp_path):
+    """A Parquet file passed with dataset=csv was told to 'fix the file' (issue 42 §3.9)."""
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame({"x": np.arange(40.0), "y": ["a", "b"] * 20}).to_parquet(path)
+    params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y")
+    with pytest.raises(DataError) as caught:
+        data_step.check(tmp_path, params)
+    assert_one_sentence(str(caught.value))
+    assert str(caught.value) == (
+        f"data_dir={str(path)!r} is a Parquet file (it starts with PAR1), not CSV text: pass "
+        "dataset=parquet."
+    )

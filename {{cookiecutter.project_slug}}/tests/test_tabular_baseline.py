@@ -65,3 +65,33 @@ def test_a_categorical_of_over_255_values_enters_the_trees_as_codes_with_a_note(
     assert boosted["test_accuracy"] > 0.9 and "note" not in logistic
     assert "row_id hold more than 255 distinct values" in boosted["note"]
     assert "kind" not in boosted["note"]
+
+
+def test_the_baselines_fit_on_one_openmp_thread_on_a_few_cores(monkeypatch):
+    """On 2 cores the boosted trees' OpenMP barriers waited on busy cores: the census fit took
+    32 s on two threads against 2.6 s on one, and the table smoke chain spent 118 s fitting the
+    baselines (issue 42 §3.9). On a few cores they fit on one thread; on many, OpenMP chooses."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from {{ cookiecutter.package_name }}.tasks.tabular import baseline
+
+    seen = []
+
+    class Recording:
+        def fit(self, x, y):
+            seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp")
+            return self
+
+        def predict_proba(self, x):
+            return np.tile([0.4, 0.6], (len(x), 1))
+
+    monkeypatch.setattr(baseline, "boosted_trees", lambda *args: Recording())
+    monkeypatch.setattr(baseline, "logistic_regression", lambda *args: Recording())
+    monkeypatch.setattr(baseline.os, "cpu_count", lambda: 2)
+    frame = pd.DataFrame({"x": np.arange(20.0), baseline.LABEL: np.arange(20) % 2})
+    meta = {"schema": {"numeric": [{"name": "x"}], "categorical": []}}
+    with threadpool_limits(limits=3, user_api="openmp"):  # what OpenMP would use otherwise
+        baseline.run_baselines(frame, frame, meta)
+    assert seen and set(seen) == {1}, seen
+    assert baseline.openmp_threads(2) == baseline.openmp_threads(4) == 1
+    assert baseline.openmp_threads(16) is None

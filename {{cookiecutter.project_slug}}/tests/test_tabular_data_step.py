@@ -131,3 +131,16 @@ def test_a_user_csv_with_its_own_test_split(tmp_path):
     assert metrics["test_count"] == 20 and meta["positive_class"] == "y"
     test = tables.read_split(tmp_path, "test")
     assert test["x_value"].map(type).eq(str).all()  # declared categorical: its digits as text
+
+
+def test_the_headline_names_the_file_formats_it_compared(census_run):
+    """01 for tables times Parquet against CSV text, not a tf.data pipeline against a naive one,
+    and the report's headline says that (issue 42 §3.4)."""
+    from {{ cookiecutter.package_name }}.runner.numbers import key_numbers
+    from {{ cookiecutter.package_name }}.runner.summary import _data
+
+    line = _data(census_run[1])
+    assert "tf.data pipeline" not in line and "naive" not in line
+    assert "reading train.parquet takes" in line and "the same rows as CSV text" in line
+    rows = dict(key_numbers("data", census_run[1]))
+    assert "speed-up" not in rows and rows["read timing"].startswith("reading train.parquet")

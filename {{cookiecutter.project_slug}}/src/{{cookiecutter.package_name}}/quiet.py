@@ -8,7 +8,10 @@ must know is said once, in a sentence, by the step that knows (00_environment: n
 skipped backend). Two parts, because C++ logging is fixed when TensorFlow loads:
 
 - `setup()`, run when the package is imported: TF_CPP_MIN_LOG_LEVEL=3 for TensorFlow loaded
-  later (a value the user set is kept), Python loggers at ERROR, the known warnings filtered.
+  later (a value the user set is kept), Python loggers at ERROR, the known warnings filtered,
+  and the first `import tensorflow` of the process held like `import_tensorflow`'s (`HeldLoad`):
+  TensorFlow 2.21 prints its load-time lines whatever TF_CPP_MIN_LOG_LEVEL says, so a plain
+  script that imports the package printed them (unless the user set a level under 3 themselves).
 - `kernel.py`, the notebooks' kernel: runs setup() and loads TensorFlow before the kernel starts,
   so the lines TensorFlow prints before any level applies go to the kernel's own log (the
   runner's notebooks/<name>.kernel.log, JupyterLab's terminal), not into a cell.
@@ -25,6 +28,7 @@ driver is installed the line is kept: there a failing cuInit is a broken driver,
 from __future__ import annotations
 
 import ctypes.util
+import importlib.abc
 import importlib.util
 import logging
 import os
@@ -32,6 +36,7 @@ import re
 import sys
 import tempfile
 import warnings
+from typing import Any
 
 from . import parts
 
@@ -71,8 +76,12 @@ def setup() -> None:
     """Quiet this process: environment defaults, Python loggers, known warnings. Idempotent."""
     if verbose():
         return
+    asked = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3").strip()
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    held = any(isinstance(finder, HeldLoad) for finder in sys.meta_path)
+    if "tensorflow" not in sys.modules and not held and asked not in {"0", "1", "2"}:
+        sys.meta_path.insert(0, HeldLoad())
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     for category, module in QUIET_WARNINGS:
@@ -114,6 +123,53 @@ def import_tensorflow() -> None:
         started = caught.read().decode("utf-8", errors="replace")
     sys.stderr.write(device_lines(started, driver=has_gpu_driver()))
     setup()  # absl's Python logger exists now
+
+
+class HeldLoad(importlib.abc.MetaPathFinder):
+    """Runs the first `import tensorflow` of the process with file descriptor 2 held: the lines
+    TensorFlow's C++ prints while it loads are dropped, or printed above the error if loading
+    fails. It finds nothing itself (the usual finders do, asked while it steps aside) and leaves
+    sys.meta_path when TensorFlow loads; a mere probe (importlib.util.find_spec) leaves it armed."""
+
+    def __init__(self) -> None:
+        self.asking = False
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "tensorflow" or self.asking:
+            return None
+        self.asking = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.asking = False
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            load = spec.loader.exec_module
+
+            def held(module: Any) -> None:
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
+                _held(lambda: load(module))
+
+            spec.loader.exec_module = held  # type: ignore[method-assign]
+        return spec
+
+
+def _held(load: Any) -> None:
+    """`load()` with descriptor 2 going to a file, passed on only if `load` raises."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            load()
+        except BaseException:
+            os.dup2(saved, 2)
+            caught.seek(0)
+            sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def device_lines(text: str, *, driver: bool) -> str:

@@ -25,7 +25,14 @@ from .cache import decide
 from .decode import decode_record, read_regime
 from .meta import read_meta
 from .pipeline import shard_paths
-from .report import data_metrics, input_bound_verdict, steps_table, times, withhold_ratios
+from .report import (
+    data_metrics,
+    input_bound_verdict,
+    noise_numbers,
+    steps_table,
+    times,
+    withhold_ratios,
+)
 from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, describe, shuffle_buffer
 from .timing import (
     NAIVE,
@@ -172,6 +179,7 @@ def benchmark_pipeline(
         "naive_cold_vs_decode_only": _ratio(naive["first_epoch_examples_per_sec"], limit),
         "speedup_basis": _basis(naive, configured, cached["cache"], rounds),
         "too_short": any(row["too_short"] for row in (naive, configured, cold_row)),
+        **noise_numbers(naive, configured),
         "benchmark_seconds": seconds,
         "timed_seconds": round(sum(row["timed_seconds"] for row in [*rows, measured_limit]), 3),
         "map_description": MAP_DESCRIPTION.format(

@@ -141,7 +141,9 @@ def _row(
     the start of a new pass.
     """
     steady = [pair for pair in map(_later, passes) if pair[0]]
-    first = statistics.median(counts[0] / max(spent[0], 1e-9) for counts, spent, *_ in passes)
+    firsts = [counts[0] / max(spent[0], 1e-9) for counts, spent, *_ in passes]
+    rounds = [sum(counts) / max(sum(spent), 1e-9) for counts, spent in steady] if steady else firsts
+    first = statistics.median(firsts)
     return {
         "name": variant.name,
         "adds": variant.adds,
@@ -149,11 +151,8 @@ def _row(
         if variant.factory
         else (NAIVE if variant.stages is None else label(variant.stages)),
         "first_epoch_examples_per_sec": first,
-        "examples_per_sec": statistics.median(
-            sum(counts) / max(sum(spent), 1e-9) for counts, spent in steady
-        )
-        if steady
-        else first,
+        "examples_per_sec": statistics.median(rounds),
+        "round_rates": [round(rate, 2) for rate in rounds],  # report.within_noise reads them
         "steady_state": bool(steady),
         "steady_rounds": len(steady),
         "timed_examples": sum(sum(counts) for counts, *_ in passes),

@@ -60,7 +60,7 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
     ax.set_xlabel("training examples/s (higher is faster)")
     cold = metrics.get("cold_vs_decode_only")
     ratio = (
-        "too briefly timed to compare"
+        ("within noise, " if metrics.get("within_noise") else "") + "too briefly timed to compare"
         if metrics.get("too_short") or metrics.get("speedup_vs_naive") is None
         else f"{metrics['speedup_vs_naive']:.1f}× the naive one"
     )

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-# At or above this share of waiting, training is called input-bound (the alert rule uses it too).
-INPUT_BOUND_AT = 0.30
+from ..inputbound import INPUT_BOUND_AT, is_input_bound
 
 
 def input_wait_summary(history: Sequence[dict[str, Any]], *, skip_first: bool) -> dict[str, Any]:
@@ -29,7 +28,7 @@ def input_wait_summary(history: Sequence[dict[str, Any]], *, skip_first: bool) -
         "input_wait_fraction": fraction,
         "input_wait_seconds": round(waited, 4) if measured else None,
         "input_wait_epochs": len(measured),
-        "input_bound": None if fraction is None else fraction >= INPUT_BOUND_AT,
+        "input_bound": None if fraction is None else is_input_bound(fraction),
         "input_verdict": verdict(fraction),
     }
 
@@ -39,7 +38,7 @@ def verdict(fraction: float | None) -> str:
     if fraction is None:
         return "No training step ran in this call, so there is no input-wait measurement."
     share = f"{fraction:.0%} of each training step waits for data"
-    if fraction >= INPUT_BOUND_AT:
+    if is_input_bound(fraction):
         return (
             f"input-bound: {share} — see 01_data's pipeline knobs (parallel reads and maps, "
             "prefetch, cache, more shards) before buying a faster accelerator."

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import parts, steps
 from ..artifacts import METRICS_DIR
+from . import margin
 from .numbers import splits
 from .profile import one_line
 
@@ -135,12 +136,16 @@ def _environment(m: dict[str, Any]) -> str:
 
 
 def _data(m: dict[str, Any]) -> str:
-    speed = (
-        "the pipeline benchmark was too short to compare the pipelines"
-        if m.get("too_short") or m.get("speedup_vs_naive") is None
-        else f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
-        f"({m['examples_per_sec']:,.0f} examples/s)"
-    )
+    if m.get("speed_summary"):  # a task whose benchmark is not a pipeline names what it compared
+        speed = m["speed_summary"]
+    elif m.get("too_short") or m.get("speedup_vs_naive") is None:
+        noise = "within noise, " if m.get("within_noise") and not m.get("too_short") else ""
+        speed = f"the pipeline benchmark was {noise}too short to compare the pipelines"
+    else:
+        speed = (
+            f"the tf.data pipeline runs {m['speedup_vs_naive']:.1f}× the naive one "
+            f"({m['examples_per_sec']:,.0f} examples/s)"
+        )
     counts = " / ".join(f"{count:,} {name}" for name, count in splits(m))
     return f"{m['dataset']}, {counts} examples; {speed}."
 
@@ -196,17 +201,15 @@ def _beside(m: dict[str, Any]) -> str:
             f"**{b['roc_auc']:.4f}** / {b['test_accuracy']:.4f} for {b['name']}" for b in models
         )
         best = max(models, key=lambda b: b["roc_auc"])
-        gap = m["test_roc_auc"] - best["roc_auc"]
-        who = "the model wins" if gap > 0 else f"{best['name']} wins" if gap < 0 else "a tie"
+        who = margin.verdict("ROC AUC", m["test_roc_auc"], best["roc_auc"], best["name"], m)
         return (
             f" and ROC AUC **{m['test_roc_auc']:.4f}**, beside ROC AUC / accuracy {said} "
-            f"(scikit-learn, same split): {who} by {abs(gap):.4f} ROC AUC"
+            f"(scikit-learn, same split): {who}"
         )
-    gap = m["test_accuracy"] - base["test_accuracy"]
-    who = "the model wins" if gap > 0 else "the baseline wins" if gap < 0 else "a tie"
+    who = margin.verdict("", m["test_accuracy"], base["test_accuracy"], "the baseline", m)
     return (
         f" beside **{base['test_accuracy']:.4f}** for the baseline {base['name']} (scikit-learn, "
-        f"same split, {base['seconds']:.0f} s): {who} by {abs(gap):.4f}"
+        f"same split, {base['seconds']:.0f} s): {who}"
     )
 
 

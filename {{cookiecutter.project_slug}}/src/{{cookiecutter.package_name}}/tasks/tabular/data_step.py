@@ -25,6 +25,8 @@ from ...writes import check_writable, write_metrics
 from .columns import parse_crosses, sanitize
 
 DATASETS = ("census", "csv", "parquet")
+MISSING_LABEL = ("refuse", "drop")
+PARQUET_MAGIC = b"PAR1"  # a Parquet file's first (and last) four bytes
 NAME = re.compile(r"^[^,*]+$")
 MAX_DIM = 1 << 20
 
@@ -45,6 +47,9 @@ class Params:
     val_fraction: float = param(0.1, "share of each class of train held out for validation")
     test_fraction: float = param(0.1, "share of each class held out as test (census has its own)")
     seed: int = param(42, "split seed")
+    missing_label: str = param(
+        "refuse", "rows without a label: refuse (name one) or drop (counted)"
+    )
 
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
@@ -52,6 +57,10 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     if params.dataset not in DATASETS:
         raise DataError(f"dataset={params.dataset!r} is not a table source: use one of {DATASETS}.")
     _check_file(params.dataset, params.data_dir)
+    if params.missing_label not in MISSING_LABEL:
+        raise DataError(
+            f"missing_label={params.missing_label!r} is not allowed: use one of {MISSING_LABEL}."
+        )
     label = params.label_column
     if not isinstance(label, str):
         raise DataError(f"label_column={label!r} is not allowed: name a column, as text.")
@@ -108,6 +117,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         val_fraction=params.val_fraction,
         test_fraction=params.test_fraction,
         seed=params.seed,
+        missing_label=params.missing_label,
     )
     if verbose:
         print(describe_meta(meta))
@@ -225,6 +235,13 @@ def _check_file(dataset: str, data_dir: Any) -> None:
         return
     if not data_dir or not Path(data_dir).expanduser().is_file():
         raise DataError(f"data_dir={data_dir!r} is not a file: dataset={dataset!r} needs one.")
+    with open(Path(data_dir).expanduser(), "rb") as file:
+        parquet = file.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
+    if parquet and dataset == "csv":
+        raise DataError(
+            f"data_dir={data_dir!r} is a Parquet file (it starts with {PARQUET_MAGIC.decode()}), "
+            "not CSV text: pass dataset=parquet."
+        )
 
 
 def _whole(name: str, value: Any, low: int, high: int) -> None:

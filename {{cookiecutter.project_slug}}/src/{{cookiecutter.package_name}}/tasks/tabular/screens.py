@@ -23,6 +23,20 @@ class TableError(DataError):
     """Bad tabular input: one sentence naming the file, row and column, and what to do."""
 
 
+def drop_unlabelled(
+    frame: pd.DataFrame, label: str, name: str, unit: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """missing_label=drop: the rows whose label is missing left out, and a note of how many."""
+    missing = frame.index[frame[label].isna()] if label in frame.columns else frame.index[:0]
+    if not len(missing):
+        return frame, []
+    note = (
+        f"{name}: {len(missing):,} of {len(frame):,} rows have no {label!r} (the first at {unit} "
+        f"{missing[0]}) and were dropped (missing_label=drop)."
+    )
+    return frame.drop(index=missing), [note]
+
+
 def refuse_nested(data: bytes, name: str) -> None:
     """A Parquet list, struct or map column holds several values per row: refused by name."""
     for field in pq.read_schema(io.BytesIO(data)):

@@ -25,7 +25,14 @@ import pandas as pd
 
 from ...data.split import check_test_fraction, split_indices
 from .columns import sanitize
-from .screens import TableError, date_columns, refuse_label_variants, refuse_leak, refuse_nested
+from .screens import (
+    TableError,
+    date_columns,
+    drop_unlabelled,
+    refuse_label_variants,
+    refuse_leak,
+    refuse_nested,
+)
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
@@ -81,10 +88,12 @@ def load_table(
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
     seed: int = 42,
+    missing_label: str = "refuse",
 ) -> Table:
     """Read a source and split it, stratified by label and seeded. Census keeps its own test
     file as the test split; a user's file gives `test_fraction` of each class to test.
-    `categorical` (sanitized or original names) are never refused as mixed: they are text."""
+    `categorical` (sanitized or original names) are never refused as mixed: they are text.
+    Rows without a label are refused, or with `missing_label="drop"` dropped with a note."""
     if dataset not in SOURCES:
         raise TableError(f"dataset={dataset!r} is not a table source: use one of {SOURCES}.")
     check_test_fraction(test_fraction if dataset != "census" else 0.0, val_fraction)
@@ -112,7 +121,11 @@ def load_table(
             f"{train_name}, {unit} 1: no column {label!r} among {list(train.columns)}, so name "
             "the label with label_column=."
         )
-    for name, frame in ((parts[s][0], frames[s]) for s in frames):
+    for split, name in ((s, parts[s][0]) for s in frames):
+        if missing_label == "drop":
+            frames[split], said = drop_unlabelled(frames[split], label, name, unit)
+            notes += said
+        frame = frames[split]
         _check_labels(frame[label], name, unit)
         for column in frame.columns.drop(label):
             if column not in declared:
@@ -269,7 +282,8 @@ def _check_labels(values: pd.Series, name: str, unit: str) -> None:
     if len(missing):
         raise TableError(
             f"{name}, {unit} {missing[0]}, column {values.name!r}: the label is missing "
-            f"({len(missing):,} rows lack one), so give it or remove the row."
+            f"({len(missing):,} rows lack one), so give it, remove the row or pass "
+            "missing_label=drop."
         )
 
 

@@ -45,7 +45,8 @@ def prepare(run_dir: str | os.PathLike[str], dataset: str = "census", **options:
 
     `options` are the data step's: data_dir, label_column, numeric_columns, categorical_columns
     (lists of names), min_count, hash_above, crosses, crossing_dim, val_fraction, test_fraction,
-    seed. The meta comes back with "reused": True when data/ already held this request."""
+    seed, missing_label. The meta comes back with "reused": True when data/ already held this
+    request."""
     folder = resolve_run_dir(run_dir, create=True)
     out = folder / DATA_DIR
     data_dir = options.get("data_dir") or None
@@ -57,6 +58,7 @@ def prepare(run_dir: str | os.PathLike[str], dataset: str = "census", **options:
         val_fraction=options.get("val_fraction", 0.1),
         test_fraction=options.get("test_fraction", 0.1),
         seed=options.get("seed", 42),
+        missing_label=options.get("missing_label", "refuse"),
     )
     request = {
         "format": FORMAT,

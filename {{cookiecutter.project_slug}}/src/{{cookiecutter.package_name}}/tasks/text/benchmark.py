@@ -22,7 +22,7 @@ from typing import Any
 import tensorflow as tf
 
 from ...data.pipeline import shard_paths
-from ...data.report import input_bound_verdict, withhold_ratios
+from ...data.report import input_bound_verdict, noise_numbers, withhold_ratios
 from ...data.timing import Variant, measure, warm_page_cache
 from .dataset import bucketed, make_dataset, read_text_meta, vocabulary
 from .pipeline import FEATURES, padding_shares, read_records
@@ -84,6 +84,7 @@ def benchmark_text_pipeline(
         ),
         "speedup_basis": _basis(naive, configured, rounds),
         "too_short": naive["too_short"] or configured["too_short"],
+        **noise_numbers(naive, configured),
         "benchmark_seconds": seconds,
         "timed_seconds": round(naive["timed_seconds"] + configured["timed_seconds"], 3),
         "pipeline": configured["pipeline"],

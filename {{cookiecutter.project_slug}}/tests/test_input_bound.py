@@ -82,7 +82,7 @@ def test_overlapping_rounds_give_no_ratio_but_a_reason() -> None:
     assert "480-700 examples/s" in reason and "250-600" in reason
     verdict = report.input_bound_verdict(result, None)["verdict"]
     assert "×" not in verdict and "Within noise" in verdict
-    meta = {"dataset": "banking77", "splits": {"train": {"count": 10}}}
+    meta = {"dataset": "intents", "splits": {"train": {"count": 10}}}
     line = summary._data({**result, **meta, "train_count": 10, "validation_count": 2})
     assert "within noise, too short to compare" in line and "0.5×" not in line
 

@@ -156,13 +156,13 @@ def test_the_best_backend_is_judged_end_to_end_where_the_client_encodes() -> Non
         return {"name": name, "precision": "fp32", "status": "ran", "parity_ok": True,
                 "p50_ms": model, timing.END_TO_END: timed}  # fmt: skip
 
-    entries = [ran("onnx", 0.02, 1.5, 21788.0), ran("trt", 0.05, 1.0, 48601.0)]
+    entries = [ran("onnx", 0.02, 1.5, 21788.0), ran("tf_fast", 0.05, 1.0, 48601.0)]
     ratios = timing.best_ratios(baselines, entries)
-    assert ratios["comparison"] == timing.END_TO_END and ratios["best_backend"] == "trt (fp32)"
+    assert ratios["comparison"] == timing.END_TO_END and ratios["best_backend"] == "tf_fast (fp32)"
     assert ratios["best_vs_savedmodel_batch1"] == pytest.approx(0.75)
     assert ratios["model_only_vs_savedmodel_batch1"] == pytest.approx(0.31 / 0.02)
     said = timing.best_sentence(ratios, "texts")
-    assert said.startswith("best backend end to end (the client's preprocessing included): trt")
+    assert said.startswith("best backend end to end (the client's preprocessing included): tf_fast")
     assert "0.75× (slower: the SavedModel is the faster way to serve raw input)" in said
     assert "at batch 256: 48,601 against 63,830 texts/s" in said
     # without end-to-end timings (images: raw input is the model's), the model-input verdict

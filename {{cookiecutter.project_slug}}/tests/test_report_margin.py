@@ -27,7 +27,7 @@ def test_a_gap_on_34_rows_is_within_noise() -> None:
     assert "wins" not in said
 
 
-def test_the_same_gap_on_census_test_rows_names_the_winner() -> None:
+def test_the_same_gap_on_16281_test_rows_names_the_winner() -> None:
     said = _beside(_tables((12435, 3846), 0.9131, 0.9062))
     assert said.endswith(": the model wins by 0.0069 ROC AUC"), said
     said = _beside(_tables((12435, 3846), 0.9062, 0.9131))

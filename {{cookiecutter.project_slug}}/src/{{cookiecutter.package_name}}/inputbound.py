@@ -10,7 +10,7 @@ data step reads it without loading observe/ (the exporter, NVML, the profiler).
 from __future__ import annotations
 
 # At or above this share of each step waiting for data, training is called input-bound (the
-# alert rule and the dashboard's red line use it too: docker/monitoring).
+# monitoring's alert rule and its dashboard's red line use it too).
 INPUT_BOUND_AT = 0.30
 
 

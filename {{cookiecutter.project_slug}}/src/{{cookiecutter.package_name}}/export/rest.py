@@ -172,7 +172,7 @@ def one_input(rows: Any, spec: tf.TensorSpec, where: str = "instances") -> tf.Te
 
 
 def _renamed(given: set[str], specs: dict[str, tf.TensorSpec]) -> str:
-    """Where a client sent a file's own column names (census's `education-num`): the data step
+    """Where a client sent a file's own column names (a CSV header's `education-num`): the data step
     made them identifiers (lowercase, other characters `_`, as tabular/columns.sanitize), and
     those are the signature's input names."""
     pairs = [(name, re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")) for name in given]

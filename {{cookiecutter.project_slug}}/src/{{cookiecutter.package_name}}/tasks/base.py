@@ -82,7 +82,7 @@ class Export:
     """What export, optimize and serving need: endpoints, the converters' input, REST bodies."""
 
     raw_input: str  # serving_default's input name ("images", "text"; tables: "columns")
-    model_input: str  # the trained model's input name (ONNX, TensorRT)
+    model_input: str  # the trained model's input name (ONNX and the converted engines)
     model_signature: str  # the endpoint taking `examples(form="model")` (converted models' parity)
     build_archive: Callable[..., Any]  # (model, meta, run_dir) → keras.export.ExportArchive
     model_spec: Callable[[Any], Any]  # (model) → the TensorSpec of the model's input

@@ -15,7 +15,7 @@ The Keras guide to transfer learning and fine-tuning, as a recipe in two phases:
    counted from the head down) and trains at the rate times `fine_tune_lr_factor` (schedule.py).
    BatchNormalization layers stay frozen even then: their statistics were estimated on far more
    data than one fine-tuning batch holds, and updating them from small batches undoes the transfer.
-   Fixed preprocessing (the `preprocess` layer of tasks/image/models.py: caffe's BGR-minus-mean
+   Fixed preprocessing (the image models' `preprocess` layer: caffe's BGR-minus-mean
    convolution, torch's normalization) never trains in any phase: its weights are constants of
    the ImageNet recipe, and the optimizer is built without them, so thawing them would end the
    run ("Unknown variable").

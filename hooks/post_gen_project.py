@@ -160,6 +160,7 @@ TASK_FILES = {
         "tests/test_text_export.py",
         "tests/test_text_models.py",
         "tests/test_text_mutants.py",
+        "tests/test_text_mutants_words.py",
         "tests/test_text_pipeline.py",
         "tests/test_text_replicas.py",
         "tests/test_text_scores.py",

@@ -47,6 +47,7 @@ TUNING = [
     "src/{pkg}/tune/trial.py",
     "src/{pkg}/tune/trials.py",
     "src/{pkg}/tune/tuners.py",
+    "tests/test_text_tune_space.py",  # a text bake's only test of tune/space.py
     "tests/test_tune.py",
     "tests/test_tune_workers.py",
 ]
@@ -158,11 +159,14 @@ TASK_FILES = {
         "tests/test_text_inputs.py",
         "tests/test_text_export.py",
         "tests/test_text_models.py",
+        "tests/test_text_mutants.py",
+        "tests/test_text_mutants_words.py",
         "tests/test_text_pipeline.py",
         "tests/test_text_replicas.py",
         "tests/test_text_scores.py",
         "tests/test_text_serving.py",
         "tests/test_text_sources.py",
+        "tests/test_text_tune_space.py",
         "tests/test_text_vocab.py",
     ],
     "tabular_classification": [

@@ -340,6 +340,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/tune/trial.py",
         "src/{pkg}/tune/trials.py",
         "src/{pkg}/tune/tuners.py",
+        "tests/test_text_tune_space.py",
         "tests/test_tune.py",
         "tests/test_tune_workers.py",
     ),

@@ -136,6 +136,40 @@ GROUPS = {
         + ["data.shards.x__example*", "data.shards.x__write_shard*", "data.shards.x__copy_file*"],
     ),
 {%- endif %}
+{%- if cookiecutter.task == "text_classification" %}
+    # What a user's texts become and the scores they are told: the files read (their order, the
+    # encodings, what is skipped and said), a CSV's rows and labels, the audit of labels and
+    # repeats, the test scores, and data/ replaced only whole. Left out: load_text_source and
+    # _banking77 (the whole read and split: test_text_sources.py, seconds a mutant), the
+    # baseline's TF-IDF settings, and pipeline.py, dataset.py, vocab.py and the rest of
+    # records.py, which build and run tf.data graphs (map_fn hangs in mutmut's forked children:
+    # a timeout, not a verdict); test_text_mutants.py tests their shuffle, buckets and padding.
+    "text": (
+        ["tasks/text/files.py", "tasks/text/sources.py", "tasks/text/audit.py"]
+        + ["tasks/text/scores.py", "tasks/text/records.py"],
+        ["test_text_mutants_words.py", "test_text_sources.py", "test_text_scores.py"]
+        + [
+            f"test_text_inputs.py::test_{name}"
+            for name in (
+                "a_single_class_is_refused_before_data_is_written",
+                "labels_that_differ_only_in_case_or_spaces_are_named_in_a_note",
+                "a_folders_sub_folders_links_and_outside_files_are_said",
+                "a_dangling_link_and_a_read_error_join_the_unreadable_files",
+            )
+        ]
+        + [
+            f"test_text_mutants.py::test_{name}"
+            for name in (
+                "a_folders_split_does_not_depend_on_the_order_the_file_system_lists",
+                "macro_f1_counts_a_class_that_is_only_predicted",
+                "replacing_data_sets_the_old_folder_aside_until_the_new_one_is_in_place",
+            )
+        ],
+        ["tasks.text.files.*", "tasks.text.audit.*", "tasks.text.scores.*"]
+        + ["tasks.text.sources.x_read_csv_rows*", "tasks.text.sources.x__[ri]*"]
+        + ["tasks.text.records.x_replace_folder*"],
+    ),
+{%- endif %}
     # The training recipe: the rate at each step, the weights a run starts from and keeps, the
     # values it accepts, the stop signals and the saved step a resume trusts, the test split's
     # scores, and the pixels a crop or the device's augmentation hands the model. Left out:

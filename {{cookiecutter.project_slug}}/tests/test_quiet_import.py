@@ -11,9 +11,14 @@ import pytest
 
 from {{ cookiecutter.package_name }} import quiet
 
-SCRIPT = (
-    "from {{ cookiecutter.package_name }} import tasks; tasks.current(); "
-    "import tensorflow as tf; print(int(tf.constant(7)))"
+PACKAGE = "{{ cookiecutter.package_name }}"
+SCRIPT = "; ".join(
+    [
+        f"from {PACKAGE} import tasks",
+        "tasks.current()",
+        "import tensorflow as tf",
+        "print(int(tf.constant(7)))",
+    ]
 )
 LOAD_LINE = "before absl::InitializeLog()"  # TensorFlow 2.21's first line when it loads
 
@@ -47,8 +52,9 @@ def test_a_user_who_asked_for_the_lines_gets_them(env: dict) -> None:
 def test_a_probe_for_tensorflow_before_the_import_leaves_it_held() -> None:
     """importlib.util.find_spec('tensorflow') (a check that it is installed) does not disarm it."""
     probe = "import importlib.util; importlib.util.find_spec('tensorflow'); "
+    script = f"from {PACKAGE} import quiet; " + probe + SCRIPT
     done = subprocess.run(
-        [sys.executable, "-c", "from {{ cookiecutter.package_name }} import quiet; " + probe + SCRIPT],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         env={

@@ -35,6 +35,15 @@ COPIED = ("src", "tests", "notebooks", "configs", {% if cookiecutter.include_doc
 # test_train_recipe.py's check of OneOpRandAugment against Keras's RandAugment (the recipe group)
 RAND_AUGMENT = "test_rand_augment_computes_only_the_ops_it_picked_and_the_same_images"
 {%- endif %}
+{%- if cookiecutter.task == "tabular_classification" %}
+# test_tabular_mutants.py's tests that run no TensorFlow (the tables group)
+TABLE_TESTS = [
+    "test_cells_are_stripped_so_padded_values_are_one_category_and_one_class",
+    "test_a_column_of_words_with_one_number_is_categorical_not_numeric",
+    "test_the_decision_threshold_is_chosen_on_validation_not_test",
+]
+BEYOND_FLOAT32 = "test_a_number_beyond_float32_is_refused_at_its_row"  # through data_step.run
+{%- endif %}
 # group: (modules under src/<package>/ to mutate, the tests that guard them (a file under tests/,
 # or a pytest option such as --deselect=...)[, the functions]):
 # without the third part every function of the modules; with it, the mutants whose names match
@@ -134,6 +143,21 @@ GROUPS = {
         + ["data.decode.x_read_regime*", "data.shards.x_shard_name*", "data.shards.x_parse_*"]
         + ["data.shards.x_choose_*", "data.shards.x_clear_*", "data.shards.x__file_records*"]
         + ["data.shards.x__example*", "data.shards.x__write_shard*", "data.shards.x__copy_file*"],
+    ),
+{%- endif %}
+{%- if cookiecutter.task == "tabular_classification" %}
+    # What a user's table becomes: the cells and kinds read from a file, the refusals of a bad
+    # one, the schema's statistics (from train alone) and the threshold and scores on test. Left
+    # out: the tests that write data/ (data_step.run, tables.write_data: Keras adapts the
+    # FeatureSpace, which can hang in mutmut's forked children and would count as a timeout
+    # unseen): test_tabular_data_step.py and test_tabular_mutants.py's TensorFlow tests still
+    # test them; reading.py (it times reads: its numbers differ run to run).
+    "tables": (
+        ["tasks/tabular/schema.py", "tasks/tabular/screens.py", "tasks/tabular/sources.py"]
+        + ["tasks/tabular/scores.py"],
+        ["test_tabular_schema.py", "test_tabular_sources.py", "test_tabular_bad_input.py"]
+        + [f"test_tabular_mutants.py::{name}" for name in TABLE_TESTS]
+        + [f"--deselect=tests/test_tabular_bad_input.py::{BEYOND_FLOAT32}"],
     ),
 {%- endif %}
     # The training recipe: the rate at each step, the weights a run starts from and keeps, the

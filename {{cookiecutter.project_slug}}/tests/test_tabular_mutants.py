@@ -1,0 +1,132 @@
+"""What a table bug would lie about, each pinned by the smallest check that tells it apart: cells
+read as written, a column's kind, statistics and preprocessing from train alone, the
+normalization, the order and the share of rows each epoch and input pipeline reads, the shared
+embedding table, the wide side's sum, DCN-v2's residual, and the threshold from validation.
+`python tests/mutate.py tables` runs these against every mutant of the table modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from tables import SCHEMA, make_table_run
+
+from {{ cookiecutter.package_name }}.tasks.tabular import dataset, features, models, scores, tables
+from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema, kinds
+from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return make_table_run(tmp_path_factory.mktemp("table"))
+
+
+def test_cells_are_stripped_so_padded_values_are_one_category_and_one_class(tmp_path):
+    path = tmp_path / "rows.csv"
+    cities = ("paris", "paris  ", "rome", "rome ")
+    body = "city,amount,label\n" + "".join(
+        f"{cities[i % 4]},{i}  ,{('no', 'yes ')[i % 2]}\n" for i in range(40)
+    )
+    path.write_text(body, encoding="utf-8")
+    table = load_table("csv", path, label_column="label", seed=0)
+    assert table.classes == ["no", "yes"]
+    seen = pd.concat(table.frames.values())
+    assert set(seen["city"]) == {"paris", "rome"}
+    assert set(seen["amount"]) == {str(i) for i in range(40)}
+
+
+def test_a_column_of_words_with_one_number_is_categorical_not_numeric():
+    words = pd.DataFrame({"code": ["ab", "cd", "7", "ef", None]}, dtype=object)
+    schema, _ = infer_schema(words, crosses="none")
+    assert kinds(schema) == {"code": "categorical"}
+    assert schema["categorical"][0]["distinct"] == 4
+
+
+def test_statistics_and_preprocessing_are_fitted_on_train_alone(tmp_path):
+    """Test rows far from train's (numbers 1000x, a category only test holds) must not move the
+    schema's mean nor enter the FeatureSpace's vocabulary."""
+    path = tmp_path / "rows.csv"
+    body = "x,kind,y\n" + "".join(f"{i % 10},{'abc'[i % 3]},{'ny'[i % 2]}\n" for i in range(80))
+    path.write_text(body, encoding="utf-8")
+    table = load_table("csv", path, label_column="y", seed=0)
+    test = table.frames["test"]
+    table.frames["test"] = test.assign(x=[str(10_000 + i) for i in range(len(test))], kind="zz")
+    request = {"categorical_columns": [], "min_count": 1, "crosses": "none"}
+    meta = tables.write_data(tmp_path, table, request)
+    train = pd.to_numeric(table.frames["train"]["x"])
+    assert meta["schema"]["numeric"][0]["mean"] == pytest.approx(train.mean())
+    assert meta["schema"]["numeric"][0]["max"] == train.max()
+    space = dataset.feature_space(tmp_path, meta)
+    unseen = {"x": tf.constant([1.0]), "kind": tf.constant(["zz"])}
+    encoded = space(features.filled(unseen, meta["schema"]))
+    assert int(np.ravel(encoded["kind"])[0]) == 0  # the OOV index: "zz" was only in test
+
+
+def test_normalization_divides_by_the_std_not_the_variance():
+    space = features.build_feature_space(SCHEMA)
+    normalize = space.preprocessors["age"]
+    assert float(np.ravel(normalize(np.array([[52.0]], np.float32)))[0]) == pytest.approx(1.0)
+
+
+def test_training_rows_come_in_a_new_order_each_epoch(run):
+    data = dataset.make_dataset(run, "train", 600, seed=3)
+    first = np.concatenate([x.numpy() for x, _ in data])
+    second = np.concatenate([x.numpy() for x, _ in data])
+    assert len(first) == len(second) == 600
+    assert not np.array_equal(first, second)  # each pass over the data reshuffles
+    assert np.allclose(np.sort(first[:, 0]), np.sort(second[:, 0]))  # the same rows
+
+
+def test_input_pipelines_read_disjoint_rows_that_cover_the_split(run):
+    seen = []
+    for index in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=index)
+        data = dataset.make_dataset(run, "test", 32, training=False, input_context=context)
+        seen.append(np.concatenate([x.numpy() for x, _ in data]))
+    inputs, _ = dataset.model_examples(run, "test", 200)
+    np.testing.assert_allclose(seen[0], inputs[0::2], rtol=1e-6)
+    np.testing.assert_allclose(seen[1], inputs[1::2], rtol=1e-6)
+
+
+def test_each_categorical_column_gets_its_own_rows_of_the_embedding_table():
+    columns = models.Columns(1, [3, 4, 5])
+    numbers, ids = columns(np.array([[0.5, 1, 2, 0]], np.float32))
+    assert np.ravel(numbers).tolist() == [0.5]
+    assert np.ravel(ids).tolist() == [1, 3 + 2, 3 + 4 + 0]
+
+
+def test_the_wide_side_sums_one_weight_per_column():
+    slots = [{"name": c, "kind": "categorical", "size": 4} for c in "abc"]
+    model = models.build_model("wide_deep", slots, 2, width=8, embed=8)
+    for layer in model.layers:  # every weight 0 but the wide table's class-1 column
+        for weight in layer.weights:
+            weight.assign(np.zeros(weight.shape, weight.dtype))
+    wide = model.get_layer("wide")
+    wide.embeddings.assign(np.tile(np.array([[0.0, 1.0]], np.float32), (12, 1)))
+    probability = float(model.predict(np.array([[1, 2, 3]], np.float32), verbose=0)[0, 1])
+    assert probability == pytest.approx(1 / (1 + np.exp(-3.0)), rel=1e-5)  # logit 3, not 1
+
+
+def test_a_dcn_cross_layer_keeps_its_input_when_its_weights_are_zero():
+    cross = models.Cross()
+    x0 = np.array([[1.0, 2.0]], np.float32)
+    x = np.array([[3.0, -4.0]], np.float32)
+    cross([x0, x])
+    cross.dense.kernel.assign(np.zeros((2, 2), np.float32))
+    cross.dense.bias.assign(np.zeros(2, np.float32))
+    np.testing.assert_allclose(np.asarray(cross([x0, x])), x)  # x0 * (0 x + 0) + x
+
+
+def test_the_decision_threshold_is_chosen_on_validation_not_test():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 200)
+    noisy = np.clip(labels * 0.3 + rng.random(200) * 0.7, 0, 1)
+    validation = (labels, np.stack([1 - noisy, noisy], axis=1))
+    test_positive = np.clip(1 - labels * 0.5 - rng.random(200) * 0.3, 0, 1)
+    test = (labels, np.stack([1 - test_positive, test_positive], axis=1))
+    report = scores.binary_report(test, validation)
+    chosen = scores.best_threshold(labels, noisy)
+    assert chosen != scores.best_threshold(labels, test_positive)
+    assert report["threshold"] == chosen and report["threshold_from"] == "validation (best F1)"
+    assert report["test_accuracy_at_threshold"] == np.mean((test_positive >= chosen) == labels)

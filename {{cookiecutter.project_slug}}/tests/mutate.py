@@ -41,8 +41,16 @@ TABLE_TESTS = [
     "test_cells_are_stripped_so_padded_values_are_one_category_and_one_class",
     "test_a_column_of_words_with_one_number_is_categorical_not_numeric",
     "test_the_decision_threshold_is_chosen_on_validation_not_test",
+    "test_the_best_threshold_is_the_one_of_highest_f1",
+    "test_binary_scores_without_validation_use_half_and_say_so",
+    "test_curves_are_thinned_to_about_two_hundred_points_keeping_both_ends",
+    "test_each_class_present_gets_its_own_roc_curve",
 ]
 BEYOND_FLOAT32 = "test_a_number_beyond_float32_is_refused_at_its_row"  # through data_step.run
+TABLE_SCORES = [  # test_tabular_shapes.py's tests of scores.py alone (its others train models)
+    "test_03s_lines_for_three_classes_leave_out_what_is_not_measured",
+    "test_a_rare_positive_class_says_what_answering_no_to_every_row_scores",
+]
 {%- endif %}
 # group: (modules under src/<package>/ to mutate, the tests that guard them (a file under tests/,
 # or a pytest option such as --deselect=...)[, the functions]):
@@ -157,6 +165,7 @@ GROUPS = {
         + ["tasks/tabular/scores.py"],
         ["test_tabular_schema.py", "test_tabular_sources.py", "test_tabular_bad_input.py"]
         + [f"test_tabular_mutants.py::{name}" for name in TABLE_TESTS]
+        + [f"test_tabular_shapes.py::{name}" for name in TABLE_SCORES]
         + [f"--deselect=tests/test_tabular_bad_input.py::{BEYOND_FLOAT32}"],
     ),
 {%- endif %}

@@ -45,9 +45,10 @@ def test_a_column_of_words_with_one_number_is_categorical_not_numeric():
 
 def test_statistics_and_preprocessing_are_fitted_on_train_alone(tmp_path):
     """Test rows far from train's (numbers 1000x, a category only test holds) must not move the
-    schema's mean nor enter the FeatureSpace's vocabulary."""
+    schema's mean nor enter the FeatureSpace's vocabulary (capped at train's distinct values)."""
     path = tmp_path / "rows.csv"
-    body = "x,kind,y\n" + "".join(f"{i % 10},{'abc'[i % 3]},{'ny'[i % 2]}\n" for i in range(80))
+    kinds = ["c" if i % 20 == 0 else "ab"[i // 2 % 2] for i in range(80)]  # "c" 4 times
+    body = "x,kind,y\n" + "".join(f"{i % 10},{kinds[i]},{'ny'[i % 2]}\n" for i in range(80))
     path.write_text(body, encoding="utf-8")
     table = load_table("csv", path, label_column="y", seed=0)
     test = table.frames["test"]
@@ -58,9 +59,10 @@ def test_statistics_and_preprocessing_are_fitted_on_train_alone(tmp_path):
     assert meta["schema"]["numeric"][0]["mean"] == pytest.approx(train.mean())
     assert meta["schema"]["numeric"][0]["max"] == train.max()
     space = dataset.feature_space(tmp_path, meta)
-    unseen = {"x": tf.constant([1.0]), "kind": tf.constant(["zz"])}
-    encoded = space(features.filled(unseen, meta["schema"]))
-    assert int(np.ravel(encoded["kind"])[0]) == 0  # the OOV index: "zz" was only in test
+    # test's "zz" (8 rows) outnumbers train's "c": adapted on all splits, it would take c's index
+    rows = {"x": tf.constant([1.0, 1.0]), "kind": tf.constant(["zz", "c"])}
+    encoded = np.ravel(space(features.filled(rows, meta["schema"]))["kind"]).tolist()
+    assert encoded[0] == 0 and encoded[1] != 0  # "zz" out of vocabulary, "c" in it
 
 
 def test_normalization_divides_by_the_std_not_the_variance():
@@ -130,3 +132,46 @@ def test_the_decision_threshold_is_chosen_on_validation_not_test():
     assert chosen != scores.best_threshold(labels, test_positive)
     assert report["threshold"] == chosen and report["threshold_from"] == "validation (best F1)"
     assert report["test_accuracy_at_threshold"] == np.mean((test_positive >= chosen) == labels)
+
+
+def test_the_best_threshold_is_the_one_of_highest_f1():
+    # F1 at each threshold: 0.1 -> 0.667, 0.35 -> 0.8, 0.4 -> 0.5, 0.8 -> 0.667
+    labels, positive = np.array([0, 0, 1, 1]), np.array([0.1, 0.4, 0.35, 0.8])
+    assert scores.best_threshold(labels, positive) == pytest.approx(0.35)
+
+
+def test_binary_scores_without_validation_use_half_and_say_so():
+    labels = np.array([0, 0, 1, 1, 1])
+    positive = np.array([0.2, 0.5, 0.5, 0.9, 0.4])
+    report = scores.binary_report((labels, np.stack([1 - positive, positive], axis=1)), None)
+    assert (report["threshold"], report["threshold_from"]) == (0.5, "default")
+    assert report["test_accuracy_at_0.5"] == pytest.approx(3 / 5)  # 0.5 counts as positive
+    assert report["test_accuracy_at_threshold"] == pytest.approx(3 / 5)
+    assert report["test_roc_auc"] == pytest.approx(4.5 / 6)
+    assert report["test_brier"] == pytest.approx(np.mean((positive - labels) ** 2))
+    assert report["test_positive_share"] == pytest.approx(0.6)
+    calibration = report["test_curves"]["calibration"]
+    assert sum(calibration["counts"]) == 5 and len(calibration["counts"]) == 10
+    roc = report["test_curves"]["roc"]
+    assert roc["fpr"][0] == 0 and roc["tpr"][-1] == 1
+
+
+def test_curves_are_thinned_to_about_two_hundred_points_keeping_both_ends():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 5000)
+    positive = np.round(rng.random(5000), 6)
+    drawn = scores.curves(labels, positive)
+    fpr = drawn["roc"]["fpr"]
+    assert 150 <= len(fpr) <= 260 and fpr[0] == 0.0 and fpr[-1] == 1.0
+    assert drawn["pr"]["recall"][0] == 1.0 and drawn["pr"]["recall"][-1] == 0.0
+    assert all(round(value, 4) == value for value in drawn["pr"]["precision"])
+    assert scores.curves(np.ones(4, int), np.full(4, 0.5)) == {}
+
+
+def test_each_class_present_gets_its_own_roc_curve():
+    labels = np.array([0, 0, 1, 1, 0, 1])
+    probabilities = np.array([[0.8, 0.2, 0], [0.6, 0.4, 0], [0.3, 0.7, 0]] * 2)
+    said = scores.class_curves(labels, probabilities, ["a", "b", "c"])["roc_per_class"]
+    assert set(said) == {"a", "b"}  # "c" is absent from the split: no curve
+    assert said["b"]["auc"] == pytest.approx(6.5 / 9) and said["b"]["fpr"][0] == 0.0
+    assert scores.class_curves(np.zeros(3, int), probabilities[:3], ["a", "b", "c"]) == {}

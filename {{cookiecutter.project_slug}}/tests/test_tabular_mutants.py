@@ -12,7 +12,14 @@ import pytest
 import tensorflow as tf
 from tables import SCHEMA, make_table_run
 
-from {{ cookiecutter.package_name }}.tasks.tabular import dataset, features, models, scores, tables
+from {{ cookiecutter.package_name }}.tasks.tabular import (
+    dataset,
+    features,
+    models,
+    scores,
+    sources,
+    tables,
+)
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema, kinds
 from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
 
@@ -174,4 +181,55 @@ def test_each_class_present_gets_its_own_roc_curve():
     said = scores.class_curves(labels, probabilities, ["a", "b", "c"])["roc_per_class"]
     assert set(said) == {"a", "b"}  # "c" is absent from the split: no curve
     assert said["b"]["auc"] == pytest.approx(6.5 / 9) and said["b"]["fpr"][0] == 0.0
+    assert said["b"]["tpr"][-1] == 1.0 and said["a"]["fpr"] == [0.0, 0.3333, 0.3333, 1.0, 1.0]
     assert scores.class_curves(np.zeros(3, int), probabilities[:3], ["a", "b", "c"]) == {}
+
+
+def test_the_lines_under_the_test_accuracy_say_every_score_measured():
+    metrics = {
+        "test_roc_auc": 0.91234, "test_pr_auc": 0.75, "test_accuracy_at_0.5": 0.8,
+        "test_brier": 0.1, "threshold": 0.3456, "threshold_from": "validation (best F1)",
+        "test_accuracy_at_threshold": 0.85, "test_positive_share": 0.25,
+        "test_majority_class": "no", "test_majority_accuracy": 0.75, "test_dominated": False,
+        "baseline": {
+            "name": "boosted trees", "test_accuracy": 0.86, "roc_auc": 0.92, "pr_auc": None,
+            "note": "fitted on train",
+            "others": [{"name": "logistic", "test_accuracy": 0.8, "roc_auc": 0.9, "pr_auc": 0.7}],
+        },
+    }  # fmt: skip
+    assert scores.test_lines(metrics) == [
+        "  roc_auc 0.9123, pr_auc 0.7500, accuracy_at_0.5 0.8000, brier 0.1000",
+        "  accuracy 0.8500 at threshold 0.346 (from validation (best F1)); positives: 25.0% of "
+        "the test rows",
+        "  answering 'no' to every row scores accuracy 0.7500",
+        "  boosted trees: accuracy 0.8600, ROC AUC 0.9200",
+        "    fitted on train",
+        "  logistic: accuracy 0.8000, ROC AUC 0.9000, PR AUC 0.7000",
+    ]
+    assert scores.test_lines({}) == ["  no ranking score: the test split lacks a class"]
+
+
+def test_the_majority_answer_dominates_from_nine_rows_in_ten():
+    said = scores.majority(np.array([1] * 9 + [0]), [3, 7], [0, 1])
+    assert said == {
+        "test_majority_class": "1",
+        "test_majority_accuracy": pytest.approx(0.9),
+        "test_dominated": True,
+    }
+    empty = scores.majority(np.array([], int), [3, 7], ["a", "b"])
+    assert empty["test_majority_accuracy"] == 0.0 and not empty["test_dominated"]
+    assert not scores.majority(np.array([1] * 8 + [0] * 2), [3, 7], "ab")["test_dominated"]
+
+
+@pytest.mark.parametrize(
+    ("error", "clause"),
+    [
+        (ValueError("Bad magic bytes. Is it a file?\nmore"), "Bad magic bytes"),
+        (ValueError("  "), "ValueError"),
+        (OSError("no such file."), "no such file"),
+        (ValueError("e.g. one. Two!  Three"), "e.g. one"),
+        (ValueError("Stop! Then"), "Stop"),
+    ],
+)
+def test_a_library_error_becomes_its_first_clause(error, clause):
+    assert sources._first_clause(error) == clause

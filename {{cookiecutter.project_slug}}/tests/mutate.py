@@ -48,6 +48,17 @@ TABLE_TESTS = [
     "test_the_lines_under_the_test_accuracy_say_every_score_measured",
     "test_the_majority_answer_dominates_from_nine_rows_in_ten",
     "test_a_library_error_becomes_its_first_clause",
+    "test_ranking_scores_are_named_and_none_where_a_class_is_missing",
+    "test_the_schema_defaults_hash_above_a_thousand_values_and_cross_automatically",
+    "test_kinds_follow_the_dtype_of_typed_columns",
+    "test_a_number_beyond_float32_is_refused_in_one_sentence_naming_its_row",
+    "test_auto_crosses_pair_the_four_most_varied_plain_categoricals_in_file_order",
+    "test_the_vocabulary_is_by_count_then_name_and_each_note_names_its_row",
+    "test_a_float_column_of_whole_codes_is_read_as_their_digits",
+    "test_csv_cells_are_text_as_written_and_a_bom_is_no_part_of_a_name",
+    "test_census_lines_without_a_header_are_numbered_from_one",
+    "test_unreadable_files_say_why_in_the_librarys_words",
+    "test_a_nested_column_and_a_label_copy_are_refused_in_full_sentences",
 ]
 # Deselected: the data step's run (data_step.run: Keras adapts the FeatureSpace, which can hang
 # in mutmut's forked children, a timeout counted unseen) and the census loads (seconds of parsing

@@ -6,6 +6,8 @@ embedding table, the wide side's sum, DCN-v2's residual, and the threshold from 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,9 +19,11 @@ from {{ cookiecutter.package_name }}.tasks.tabular import (
     features,
     models,
     scores,
+    screens,
     sources,
     tables,
 )
+from {{ cookiecutter.package_name }}.tasks.tabular.columns import SchemaError
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema, kinds
 from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
 
@@ -145,20 +149,26 @@ def test_the_best_threshold_is_the_one_of_highest_f1():
     # F1 at each threshold: 0.1 -> 0.667, 0.35 -> 0.8, 0.4 -> 0.5, 0.8 -> 0.667
     labels, positive = np.array([0, 0, 1, 1]), np.array([0.1, 0.4, 0.35, 0.8])
     assert scores.best_threshold(labels, positive) == pytest.approx(0.35)
+    # ranked: a negative first (precision and recall 0 there: F1 0, not 0/0), the best F1 (0.5)
+    # where precision + recall is exactly 1, a lower F1 (0.444) taking every row
+    labels = np.array([0, 1, 0, 0, 0, 0, 1])
+    positive = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3])
+    assert scores.best_threshold(labels, positive) == pytest.approx(0.8)
 
 
 def test_binary_scores_without_validation_use_half_and_say_so():
     labels = np.array([0, 0, 1, 1, 1])
-    positive = np.array([0.2, 0.5, 0.5, 0.9, 0.4])
+    positive = np.array([0.2, 0.4, 0.5, 0.9, 0.4])
     report = scores.binary_report((labels, np.stack([1 - positive, positive], axis=1)), None)
     assert (report["threshold"], report["threshold_from"]) == (0.5, "default")
-    assert report["test_accuracy_at_0.5"] == pytest.approx(3 / 5)  # 0.5 counts as positive
-    assert report["test_accuracy_at_threshold"] == pytest.approx(3 / 5)
-    assert report["test_roc_auc"] == pytest.approx(4.5 / 6)
+    assert report["test_accuracy_at_0.5"] == pytest.approx(4 / 5)  # 0.5 counts as positive
+    assert report["test_accuracy_at_threshold"] == pytest.approx(4 / 5)
+    assert report["test_roc_auc"] == pytest.approx(5.5 / 6)
     assert report["test_brier"] == pytest.approx(np.mean((positive - labels) ** 2))
     assert report["test_positive_share"] == pytest.approx(0.6)
     calibration = report["test_curves"]["calibration"]
-    assert sum(calibration["counts"]) == 5 and len(calibration["counts"]) == 10
+    assert calibration["counts"] == [0, 0, 1, 0, 2, 1, 0, 0, 0, 1]  # tenths of [0, 1]
+    assert set(calibration) == {"predicted", "observed", "counts"}
     roc = report["test_curves"]["roc"]
     assert roc["fpr"][0] == 0 and roc["tpr"][-1] == 1
 
@@ -169,6 +179,7 @@ def test_curves_are_thinned_to_about_two_hundred_points_keeping_both_ends():
     positive = np.round(rng.random(5000), 6)
     drawn = scores.curves(labels, positive)
     fpr = drawn["roc"]["fpr"]
+    assert len(drawn["calibration"]["predicted"]) == len(drawn["calibration"]["observed"]) == 10
     assert 150 <= len(fpr) <= 260 and fpr[0] == 0.0 and fpr[-1] == 1.0
     assert drawn["pr"]["recall"][0] == 1.0 and drawn["pr"]["recall"][-1] == 0.0
     assert all(round(value, 4) == value for value in drawn["pr"]["precision"])
@@ -183,6 +194,8 @@ def test_each_class_present_gets_its_own_roc_curve():
     assert said["b"]["auc"] == pytest.approx(6.5 / 9) and said["b"]["fpr"][0] == 0.0
     assert said["b"]["tpr"][-1] == 1.0 and said["a"]["fpr"] == [0.0, 0.3333, 0.3333, 1.0, 1.0]
     assert scores.class_curves(np.zeros(3, int), probabilities[:3], ["a", "b", "c"]) == {}
+    later = scores.class_curves(labels + 1, probabilities[:, [2, 0, 1]], ["a", "b", "c"])
+    assert set(later["roc_per_class"]) == {"b", "c"}  # "a" absent: the next ones still drawn
 
 
 def test_the_lines_under_the_test_accuracy_say_every_score_measured():
@@ -229,7 +242,180 @@ def test_the_majority_answer_dominates_from_nine_rows_in_ten():
         (OSError("no such file."), "no such file"),
         (ValueError("e.g. one. Two!  Three"), "e.g. one"),
         (ValueError("Stop! Then"), "Stop"),
+        (ValueError("unknown codec X."), "unknown codec X"),
     ],
 )
 def test_a_library_error_becomes_its_first_clause(error, clause):
     assert sources._first_clause(error) == clause
+
+
+def test_ranking_scores_are_named_and_none_where_a_class_is_missing():
+    binary = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
+    said = scores.ranking_scores(np.array([0, 1, 0, 1]), binary)
+    assert said == {"roc_auc": 1.0, "pr_auc": 1.0}
+    nothing = {"roc_auc": None, "pr_auc": None}
+    assert scores.ranking_scores(np.array([1, 1, 1, 1]), binary) == nothing
+    three = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.5, 0.4, 0.1]])
+    assert scores.ranking_scores(np.array([0, 1, 0, 1]), three) == nothing  # no class 2
+    assert scores.ranking_scores(np.array([0, 1, 2, 0]), three) == {"roc_auc": 1.0, "pr_auc": None}
+
+
+def test_the_schema_defaults_hash_above_a_thousand_values_and_cross_automatically():
+    data = pd.DataFrame(
+        {
+            "id": [f"u{i}" for i in range(1001)],
+            "city": ["paris", "rome"] * 500 + ["oslo"],
+            "kind": ["a", "b", "c"] * 333 + ["d", "d"],
+        },
+        dtype=object,
+    )
+    schema, notes = infer_schema(data)
+    assert [entry["hashed"] for entry in schema["categorical"]] == [True, False, False]
+    assert schema["crosses"] == [["city", "kind"]] and schema["crossing_dim"] == 256
+    assert any("'id'" in note for note in notes) and any("'city'" in note for note in notes)
+    fewer, _ = infer_schema(data.iloc[:1000], crosses="none")
+    assert not fewer["categorical"][0]["hashed"]
+
+
+def test_kinds_follow_the_dtype_of_typed_columns():
+    data = pd.DataFrame({"flag": [True, False, True], "n": [np.nan] * 3, "one": [2.5] * 3})
+    assert kinds(infer_schema(data, crosses="none")[0]) == {
+        "n": "numeric", "one": "numeric", "flag": "categorical",
+    }  # fmt: skip
+    single, _ = infer_schema(pd.DataFrame({"x": [3.0]}), crosses="none")
+    assert single["numeric"][0]["missing_share"] == 0.0
+
+
+def test_a_number_beyond_float32_is_refused_in_one_sentence_naming_its_row():
+    edge = pd.DataFrame({"x": ["1", "3.4028234663852886e38"]}, dtype=object)
+    assert infer_schema(edge, crosses="none")[0]["numeric"][0]["max"] == 3.4028234663852886e38
+    data = pd.DataFrame({"x": ["1", "-inf", "2"]}, index=[5, 6, 7], dtype=object)
+    with pytest.raises(SchemaError) as caught:
+        infer_schema(data, crosses="none", place=lambda row: f"f.csv, line {row}")
+    assert str(caught.value) == (
+        "f.csv, line 6, column 'x': '-inf' is not allowed: a numeric column holds finite numbers "
+        "within float32's range (±3.4e38); fix the value or leave the cell empty (missing)."
+    )
+    with pytest.raises(SchemaError) as caught:
+        infer_schema(data.assign(x=["1", "a", "2"]), numeric=["x"], place=str)
+    assert str(caught.value) == (
+        "6, column 'x': 'a' is not a number, but the column is declared in numeric_columns; "
+        "fix the value or declare it categorical."
+    )
+
+
+def test_auto_crosses_pair_the_four_most_varied_plain_categoricals_in_file_order():
+    data = pd.DataFrame(
+        {
+            "id": [f"u{i}" for i in range(60)],  # hashed below: never crossed
+            **{name: [f"{name}{i % int(name[1])}" for i in range(60)] for name in
+               ("e5", "b2", "f6", "c3", "d4")},
+        },
+        dtype=object,
+    )  # fmt: skip
+    schema, _ = infer_schema(data, hash_above=50)
+    assert schema["crosses"] == [
+        ["e5", "f6"], ["e5", "c3"], ["e5", "d4"], ["f6", "c3"], ["f6", "d4"], ["c3", "d4"],
+    ]  # fmt: skip
+
+
+def test_the_vocabulary_is_by_count_then_name_and_each_note_names_its_row():
+    rng = np.random.default_rng(0)
+    counts = rng.integers(1, 4, 50)
+    values = [f"v{i:02d}" for i in range(50) for _ in range(counts[i])]
+    data = pd.DataFrame({"v": values, "w": ["x"] * (len(values) - 1) + ["y"]}, dtype=object)
+    data.index += 2  # file lines
+    schema, notes = infer_schema(
+        data, min_count=1, crosses="none", place=lambda row: f"f.csv, line {row}"
+    )
+    entry = schema["categorical"][0]
+    assert entry["vocabulary"] == sorted(set(values), key=lambda v: (-values.count(v), v))
+    assert entry["bins"] is None and entry["top"] == entry["vocabulary"][:5]
+    _, notes = infer_schema(data, min_count=2, crosses="none", place=lambda r: f"line {r}")
+    rare = next(v for v in sorted(set(values)) if values.count(v) == 1)
+    assert notes[0] == (
+        f"Column 'v': {sum(counts == 1)} value(s) seen fewer than min_count=2 times in train "
+        f"(e.g. {rare!r} at line {values.index(rare) + 2}) go to the out-of-vocabulary bucket, "
+        "as unseen values do."
+    )
+    _, notes = infer_schema(data, hash_above=40, crosses="none")
+    assert notes[0] == (
+        "Column 'v' has 50 distinct values in train (more than hash_above=40): hashed into 64 "
+        "bins, no vocabulary."
+    )
+
+
+def test_a_float_column_of_whole_codes_is_read_as_their_digits():
+    data = pd.DataFrame({"code": [1.0, 2.0, np.nan, 2.0, 3.0], "x": [0.5, 1.5, 0.5, 2.5, 1.5]})
+    schema, _ = infer_schema(data, categorical=["code", "x"], crosses="none")
+    code, x = schema["categorical"]
+    assert code["top"] == ["2", "1", "3"] and code["missing_share"] == 0.2
+    assert x["top"] == ["0.5", "1.5", "2.5"]
+
+
+def test_csv_cells_are_text_as_written_and_a_bom_is_no_part_of_a_name(tmp_path):
+    path = tmp_path / "rows.csv"
+    rows = "".join(
+        f'00{i % 3}, "x, {i % 5}",{("None", "#N/A")[i // 2 % 2]},{"ny"[i % 2]}\n' for i in range(40)
+    )
+    path.write_bytes(b"\xef\xbb\xbfzip,place,answer,y\n" + rows.encode("utf-8"))
+    table = load_table("csv", path, label_column="y", categorical=["zip"], seed=0)
+    assert table.renamed == {} and list(table.frames["train"].columns) == ["zip", "place", "answer"]
+    seen = pd.concat(table.frames.values())
+    assert set(seen["zip"]) == {"000", "001", "002"} and set(seen["place"]) == {
+        f"x, {i}" for i in range(5)
+    }
+    assert set(seen["answer"]) == {"None", "#N/A"}  # pandas' own missing words are values here
+
+
+def test_census_lines_without_a_header_are_numbered_from_one():
+    line = (
+        b"39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, "
+        b"White, Male, 2174, 0, 40, United-States, <=50K\n"
+    )
+    frame = sources._read_csv(line * 3, "adult.data", header=False)
+    assert list(frame.columns) == sources.CENSUS_COLUMNS and list(frame.index) == [1, 2, 3]
+    assert frame.iloc[0]["workclass"] == "State-gov"
+
+
+def test_unreadable_files_say_why_in_the_librarys_words(tmp_path):
+    bad = tmp_path / "rows.csv"
+    bad.write_bytes(b"a,y\n\xff\xfe,1\n")
+    with pytest.raises(sources.TableError) as caught:
+        load_table("csv", bad, label_column="y")
+    assert "cannot be read as a UTF-8 CSV ('utf-8' codec can't decode byte 0xff" in str(
+        caught.value
+    )
+    empty = tmp_path / "rows.parquet"
+    empty.write_bytes(b"")
+    with pytest.raises(sources.TableError) as caught:
+        load_table("parquet", empty, label_column="y")
+    assert str(caught.value) == (
+        f"{empty} is empty: give a Parquet file with named columns and rows."
+    )
+    empty.write_bytes(b"PAR1 not parquet")
+    with pytest.raises(sources.TableError) as caught:
+        load_table("parquet", empty, label_column="y")
+    assert re.search(
+        r"cannot be read as Parquet \((?!None\)).+\): fix the file\.$", str(caught.value)
+    )
+
+
+def test_a_nested_column_and_a_label_copy_are_refused_in_full_sentences(tmp_path):
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame({"tags": [[1, 2], [3]], "y": [0, 1]}).to_parquet(path, index=False)
+    with pytest.raises(sources.TableError) as caught:
+        screens.refuse_nested(path.read_bytes(), "rows.parquet")
+    assert str(caught.value) == (
+        "rows.parquet, column 'tags': its type list<element: int64> holds several values per row, "
+        "which a model input cannot take; a column holds one number or one text per row, so "
+        "flatten it into columns or drop it."
+    )
+    frame = pd.DataFrame({"seen": ["a", None, "a", None]})
+    with pytest.raises(sources.TableError) as caught:
+        screens.refuse_leak(frame, np.array([0, 1, 0, 1]), ["no", "yes"], "rows.csv")
+    assert str(caught.value) == (
+        "rows.csv, column 'seen': its values match the label one to one on all 4 training rows "
+        "('a' → 'no', '' → 'yes'), so it is a copy of the label (a target leak) that scores "
+        "perfectly here and means nothing on new rows: remove the column."
+    )

@@ -59,6 +59,10 @@ TABLE_TESTS = [
     "test_census_lines_without_a_header_are_numbered_from_one",
     "test_unreadable_files_say_why_in_the_librarys_words",
     "test_a_nested_column_and_a_label_copy_are_refused_in_full_sentences",
+    "test_named_crosses_keep_the_files_column_order",
+    "test_label_variants_are_refused_with_their_group_named",
+    "test_a_column_half_numbers_is_refused_and_a_third_is_categories",
+    "test_a_label_unseen_in_training_is_refused_at_its_row",
 ]
 # Deselected: the data step's run (data_step.run: Keras adapts the FeatureSpace, which can hang
 # in mutmut's forked children, a timeout counted unseen) and the census loads (seconds of parsing

@@ -154,6 +154,8 @@ def test_the_best_threshold_is_the_one_of_highest_f1():
     labels = np.array([0, 1, 0, 0, 0, 0, 1])
     positive = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3])
     assert scores.best_threshold(labels, positive) == pytest.approx(0.8)
+    # the best F1 at the highest threshold (only the top row positive) is a candidate too
+    assert scores.best_threshold(np.array([0, 1]), np.array([0.2, 0.9])) == pytest.approx(0.9)
 
 
 def test_binary_scores_without_validation_use_half_and_say_so():
@@ -419,3 +421,47 @@ def test_a_nested_column_and_a_label_copy_are_refused_in_full_sentences(tmp_path
         "('a' → 'no', '' → 'yes'), so it is a copy of the label (a target leak) that scores "
         "perfectly here and means nothing on new rows: remove the column."
     )
+
+
+def test_named_crosses_keep_the_files_column_order():
+    data = pd.DataFrame({"zone": ["n", "s"] * 3, "area": ["a", "b", "c"] * 2}, dtype=object)
+    assert infer_schema(data, crosses="area*zone")[0]["crosses"] == [["zone", "area"]]
+
+
+def test_label_variants_are_refused_with_their_group_named():
+    values = pd.Series(["MAX", "max.", "min", "MAX"], dtype=object)
+    with pytest.raises(sources.TableError) as caught:
+        screens.refuse_label_variants(values, "f.csv", "y")
+    assert str(caught.value) == (
+        "f.csv, column 'y': the labels 'MAX' and 'max.' differ only in case or a final dot, so "
+        "they would be separate classes: write each class one way."
+    )
+    empty = pd.Series([None, None], dtype=object)
+    assert screens.date_columns(pd.DataFrame({"e": empty}), set(), "f.csv", "line") == ([], [])
+
+
+def test_a_column_half_numbers_is_refused_and_a_third_is_categories():
+    half = pd.Series(["1", "a", "2", "b"], index=[2, 3, 4, 5], dtype=object, name="c")
+    with pytest.raises(sources.TableError) as caught:
+        sources._check_mixed(half, "f.csv", "line")
+    assert str(caught.value) == (
+        "f.csv, line 3, column 'c': 'a' is not a number, though 2 of the column's 4 values are "
+        "(2 are not); fix it, mark it missing with '?', or declare categorical_columns=c."
+    )
+    with pytest.raises(sources.TableError, match=r"\(1 is not\)"):
+        sources._check_mixed(half.replace("b", "3"), "f.csv", "line")
+    third = pd.Series(["a", "7", "b"], index=[2, 3, 4], dtype=object, name="c")
+    assert sources._check_mixed(third, "f.csv", "line") == [
+        "f.csv, column 'c': 1 numbers among 2 words (the first at line 3) are read as categories, "
+        "like the words."
+    ]
+
+
+def test_a_label_unseen_in_training_is_refused_at_its_row():
+    values = pd.Series(["a", "zz", "b", "yy"], index=[2, 3, 4, 5], dtype=object)
+    with pytest.raises(sources.TableError) as caught:
+        sources._ids(values, ["a", "b"], "t.csv", "line", "y")
+    assert str(caught.value) == (
+        "t.csv, line 3, column 'y': the label 'zz' is not one of the training classes ['a', 'b']."
+    )
+    assert sources._ids(values.iloc[[0, 2]], ["a", "b"], "t.csv", "line", "y").tolist() == [0, 1]

@@ -63,6 +63,7 @@ TABLE_TESTS = [
     "test_label_variants_are_refused_with_their_group_named",
     "test_a_column_half_numbers_is_refused_and_a_third_is_categories",
     "test_a_label_unseen_in_training_is_refused_at_its_row",
+    "test_a_users_file_is_refused_or_noted_word_for_word",
 ]
 # Deselected: the data step's run (data_step.run: Keras adapts the FeatureSpace, which can hang
 # in mutmut's forked children, a timeout counted unseen) and the census loads (seconds of parsing

@@ -465,3 +465,34 @@ def test_a_label_unseen_in_training_is_refused_at_its_row():
         "t.csv, line 3, column 'y': the label 'zz' is not one of the training classes ['a', 'b']."
     )
     assert sources._ids(values.iloc[[0, 2]], ["a", "b"], "t.csv", "line", "y").tolist() == [0, 1]
+
+
+def test_a_users_file_is_refused_or_noted_word_for_word(tmp_path):
+    with pytest.raises(sources.TableError) as caught:
+        load_table("excel", tmp_path / "x.csv", label_column="y")
+    assert str(caught.value) == (
+        f"dataset='excel' is not a table source: use one of {sources.SOURCES}."
+    )
+    with pytest.raises(sources.TableError) as caught:
+        load_table("csv", None, label_column="y")
+    assert str(caught.value) == "data_dir='' is not a file: csv needs one."
+    path = tmp_path / "rows.csv"
+    path.write_text("x,e1,e2,y\n" + "".join(f"{i},,?,n\n" for i in range(6)), encoding="utf-8")
+    with pytest.raises(sources.TableError) as caught:
+        load_table("csv", path, label_column="y")
+    assert str(caught.value) == (
+        f"{path}, column 'y': every row has the label 'n', so there is nothing to tell apart: "
+        "a classifier needs at least two classes."
+    )
+    with pytest.raises(sources.TableError) as caught:
+        load_table("csv", path, label_column="z")
+    assert str(caught.value) == (
+        f"{path}, line 1: no column 'z' among ['x', 'e1', 'e2', 'y'], so name the label with "
+        "label_column=."
+    )
+    path.write_text("x,e1,e2,y\n" + "".join(f"{i},,?,{'ny'[i % 2]}\n" for i in range(20)))
+    notes = load_table("csv", path, label_column="y").notes
+    assert (
+        f"{path}: column(s) e1, e2 hold no value in any row (all missing) and were dropped."
+        in notes
+    )

@@ -201,6 +201,7 @@ TASK_FILES = {
         "tests/test_tabular_export.py",
         "tests/test_tabular_features.py",
         "tests/test_tabular_models.py",
+        "tests/test_tabular_mutants.py",
         "tests/test_tabular_schema.py",
         "tests/test_tabular_shapes.py",
         "tests/test_tabular_sources.py",

@@ -150,6 +150,7 @@ FULL_BAKE = (
     "src/{pkg}/runner/chain.py",
     "src/{pkg}/runner/commands.py",
     "src/{pkg}/runner/console.py",
+    "src/{pkg}/runner/early.py",
     "src/{pkg}/runner/execute.py",
     "src/{pkg}/runner/held.py",
     "src/{pkg}/runner/html.py",

@@ -64,11 +64,12 @@ def _refuse_early(command: str, argv: list[str]) -> int | None:
     """A step's values checked before TensorFlow loads, as `run`'s pre-flight does, so `data -p
     max_tokens=0` or `train -p epochs=-1` is refused in a fraction of a second: step 1's by its
     own checker (its module imports no TensorFlow), the others' names, types and shared ranges
-    (steps.check_early). Exit status 2 after the sentence, or None to go on (help and parse
+    (runner.early.check_early). Exit status 2 after the sentence, or None to go on (help and parse
     errors included)."""
     if command not in steps.BY_NAME or {"--help", "-h"} & set(argv):
         return None
     from . import runner
+    from .runner.early import check_early
 
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("-p", "--param", action="append", default=[])
@@ -80,7 +81,7 @@ def _refuse_early(command: str, argv: list[str]) -> int | None:
     try:
         values = runner.parse_overrides(known.param)
         if command != "data":
-            steps.check_early(step, values)
+            check_early(step, values)
             return None
         params = steps.params_from(step, values)
         steps.module(step).check(known.run_dir.expanduser().resolve(), params, inputs=False)

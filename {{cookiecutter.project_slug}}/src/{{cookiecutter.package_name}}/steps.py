@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import limits, parts, seam
-from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError, project_root
+from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError
 
 
 @dataclass(frozen=True)
@@ -105,36 +105,18 @@ def params_from(step: Step | str, values: Mapping[str, Any]) -> Any:
     step = BY_NAME[step] if isinstance(step, str) else step
     cls = module(step).Params
     fields = {field.name: field.default for field in dataclasses.fields(cls)}
-    return cls(**_chosen(step, values, fields, typing.get_type_hints(cls)))
+    return cls(**chosen(step, values, fields, typing.get_type_hints(cls)))
 
 
-def check_early(step: Step | str, values: Mapping[str, Any]) -> None:
-    """The names, types and shared ranges (limits) of a step's values, judged against its
-    notebook's parameters cell without importing the step (so before TensorFlow loads), in the
-    sentences params_from and the step's checker say; the step's own checks follow when it runs.
-    Judges nothing where the notebooks are not beside the package (a non-editable install)."""
-    from .runner.cells import declared_parameters
-    from .runner.profile import RunnerInputError
-
-    step = BY_NAME[step] if isinstance(step, str) else step
-    try:
-        root = project_root(Path(__file__).parent)
-        declared = declared_parameters(root / "notebooks" / f"{step.notebook}.ipynb")
-    except (FileNotFoundError, RunnerInputError):
-        return
-    fields = {name: _default(own.default) for name, own in declared.items() if name != "run_dir"}
-    hints = {name: declared[name].hint for name in fields}
-    limits.check(_chosen(step, values, fields, hints))
-
-
-def _default(text: str) -> Any:
+def literal(text: str) -> Any:
+    """A parameters cell's default as Python reads it, or the text itself."""
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 
 
-def _chosen(
+def chosen(
     step: Step, values: Mapping[str, Any], fields: Mapping[str, Any], hints: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The given values by name, checked against the fields (name: default) and their hints."""

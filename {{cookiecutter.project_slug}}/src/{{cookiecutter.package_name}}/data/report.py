@@ -148,7 +148,7 @@ def input_bound_verdict(
         + (
             f"; {cold:,.0f} cold, without a cache: {cold / limit:.0%} of a decode-only "
             f"pipeline's {limit:,.0f}/s"
-            if limit and cold and result.get("cold_vs_decode_only") is not None
+            if limit and cold and result.get("cold_vs_decode_only", cold) is not None
             else ""
         )
         + (

@@ -150,12 +150,13 @@ def best_sentence(metrics: dict[str, Any], noun: str) -> str:
         f"{metrics['end_to_end_p50_ms']:.3g} ms at batch 1 against "
         f"{metrics['savedmodel_raw_p50_ms']:.3g} ms for serving_default on the raw {noun}, "
         f"{ratio:.2f}×"
-        + (" (slower: the SavedModel is the faster way to serve raw input)" if ratio < 1 else "")
+        + (" (slower: at batch 1 the SavedModel serves raw input faster)" if ratio < 1 else "")
     )
     if metrics.get("largest_batch"):
+        ours, theirs = metrics["end_to_end_throughput"], metrics["savedmodel_raw_throughput"]
         said += (
-            f"; at batch {metrics['largest_batch']}: {metrics['end_to_end_throughput']:,.0f} "
-            f"against {metrics['savedmodel_raw_throughput']:,.0f} {noun}/s"
+            f"; at batch {metrics['largest_batch']}: {ours:,.0f} against {theirs:,.0f} {noun}/s"
+            f" ({'faster' if ours > theirs else 'slower'} there)"
         )
     model_only = metrics.get("model_only_vs_savedmodel_batch1")
     if model_only is not None:

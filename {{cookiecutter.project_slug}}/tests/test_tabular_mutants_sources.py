@@ -16,7 +16,8 @@ import pytest
 
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.tasks.tabular import scores, sources
-from {{ cookiecutter.package_name }}.tasks.tabular.screens import date_columns
+from {{ cookiecutter.package_name }}.tasks.tabular.schema import fingerprint
+from {{ cookiecutter.package_name }}.tasks.tabular.screens import date_columns, drop_unlabelled
 from {{ cookiecutter.package_name }}.tasks.tabular.sources import load_table
 
 WORK = ("Private", "State-gov", "Self-emp-not-inc")
@@ -245,3 +246,34 @@ def test_the_best_threshold_divides_into_zeros_not_uninitialized_memory():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert scores.best_threshold(labels, positive) == pytest.approx(0.8)
+
+
+def test_census_notes_of_dropped_labels_are_kept_for_both_files(census):
+    train = "".join(census_line(i, CLASSES[(i // 2) % 2]) for i in range(24))
+    (census / "adult.data.gz").write_bytes(gzip.compress((train + census_line(3, "?")).encode()))
+    test = census_line(0, "<=50K.") + census_line(1, "?") + census_line(2, ">50K.")
+    (census / "adult.test.gz").write_bytes(gzip.compress(test.encode()))
+    notes = load_table(missing_label="drop").notes
+    assert notes[1:] == [
+        "census/adult.data: 1 of 25 rows have no 'income' (the first at line 25) and were "
+        "dropped (missing_label=drop).",
+        "census/adult.test: 1 of 3 rows have no 'income' (the first at line 2) and were "
+        "dropped (missing_label=drop).",
+    ]
+
+
+def test_an_empty_census_file_is_refused_by_its_name(census):
+    (census / "adult.test.gz").write_bytes(gzip.compress(b""))
+    assert refusal() == "census/adult.test is empty: give a CSV with a header line and rows."
+
+
+def test_dropping_unlabelled_rows_of_a_frame_without_the_label_drops_nothing():
+    frame = pd.DataFrame({"x": ["a", None]}, index=[2, 3])
+    kept, notes = drop_unlabelled(frame, "y", "f.csv", "line")
+    assert kept is frame and notes == []
+
+
+def test_the_schema_fingerprint_is_the_sha256_of_its_canonical_json():
+    schema = {"b": ["é", 1.5], "a": {"z": None, "y": True}}
+    canonical = '{"a":{"y":true,"z":null},"b":["é",1.5]}'
+    assert fingerprint(schema) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -202,6 +202,7 @@ TASK_FILES = {
         "tests/test_tabular_features.py",
         "tests/test_tabular_models.py",
         "tests/test_tabular_mutants.py",
+        "tests/test_tabular_mutants_sources.py",
         "tests/test_tabular_schema.py",
         "tests/test_tabular_shapes.py",
         "tests/test_tabular_sources.py",

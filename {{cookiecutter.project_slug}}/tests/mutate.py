@@ -171,13 +171,15 @@ GROUPS = {
     # _write_meta, _encoded and _source_bytes (the writing loop and meta.json, tested end to end
     # through records.prepare by test_data_photos.py and test_data_records.py: seconds a mutant).
     "photos": (
-        ["data/photo_io.py", "data/decode.py", "data/cache.py", "data/split.py"]
-        + ["data/shards.py", "data/image_folder.py"],
+        ["tasks/image/photo_io.py", "tasks/image/decode.py", "tasks/image/cache.py"]
+        + ["data/split.py", "tasks/image/shards.py", "tasks/image/image_folder.py"],
         ["test_mutants_photos.py", "test_mutants_photos_shards.py", "test_data_cache.py"],
-        ["data.photo_io.*", "data.cache.*", "data.split.*", "data.image_folder.x_inspect_*"]
-        + ["data.decode.x_read_regime*", "data.shards.x_shard_name*", "data.shards.x_parse_*"]
-        + ["data.shards.x_choose_*", "data.shards.x_clear_*", "data.shards.x__file_records*"]
-        + ["data.shards.x__example*", "data.shards.x__write_shard*", "data.shards.x__copy_file*"],
+        ["tasks.image.photo_io.*", "tasks.image.cache.*", "data.split.*"]
+        + ["tasks.image.image_folder.x_inspect_*", "tasks.image.decode.x_read_regime*"]
+        + ["tasks.image.shards.x_shard_name*", "tasks.image.shards.x_parse_*"]
+        + ["tasks.image.shards.x_choose_*", "tasks.image.shards.x_clear_*"]
+        + ["tasks.image.shards.x__file_records*", "tasks.image.shards.x__example*"]
+        + ["tasks.image.shards.x__write_shard*", "tasks.image.shards.x__copy_file*"],
     ),
 {%- endif %}
 {%- if cookiecutter.task == "text_classification" %}
@@ -240,32 +242,35 @@ GROUPS = {
     # decode.py (the readers of records: test_data_records.py).
     "recipe": (
         ["train/schedule.py", "train/recipe.py", "train/phases.py", "train/finetune.py"]
-        + ["train/preempt.py", "train/evaluate.py", "data/decode.py"]
+        + ["train/preempt.py", "train/evaluate.py"]
 {%- if cookiecutter.task == "image_classification" %}
-        + ["tasks/image/augment.py"]
+        + ["tasks/image/augment.py", "tasks/image/decode.py"]
 {%- endif %},
         ["test_mutants_recipe.py", "test_mutants_stop.py", "test_mutants_scores.py"]
 {%- if cookiecutter.task == "image_classification" %}
         + ["test_mutants_augment.py", f"test_train_recipe.py::{RAND_AUGMENT}"]
+        + ["test_mutants_crop.py"]
 {%- endif %},
         ["train.schedule.*", "train.recipe.*", "train.phases.*", "train.evaluate.*"]
         + ["train.finetune.x_load_into*", "train.finetune.x_phase*", "train.finetune.x_set_phase*"]
         + ["train.finetune.x_backbone_layers*", "train.finetune.x__[fhips]*"]
         + ["train.preempt.x_[!b]*", "train.preempt.xǁStopRequestǁ_[hw]*"]
-        + ["data.decode.x_random_crop_record*"]
 {%- if cookiecutter.task == "image_classification" %}
-        + ["tasks.image.augment.*"]
+        + ["tasks.image.augment.*", "tasks.image.decode.x_random_crop_record*"]
 {%- endif %},
     ),
     # Live progress, how a backend is timed, the run folder's lock, the plan of a run. Left out:
     # progress._in_jupyter (asks IPython for a Jupyter kernel, which a test process is not);
-    # data/timing.py's naive_pipeline, decode_only_variant, warm_page_cache and measure, which
-    # build and run tf.data pipelines (seconds of TensorFlow per mutant), kept are the functions
-    # that decide the rates, the cut and the rows a user reads; runner/live.py's _Manager,
-    # LiveEngine and register, papermill's plumbing, which only a notebook run reaches.
+    # the image task's naive_pipeline and decode_only_variant, data/timing.py's warm_page_cache
+    # and measure, which build and run tf.data pipelines (seconds of TensorFlow per mutant), kept
+    # are the functions that decide the rates, the cut and the rows a user reads; runner/live.py's
+    # _Manager, LiveEngine and register, papermill's plumbing, which only a notebook run reaches.
     "progress": (
         ["progress.py", "runner/plan.py", "optimize/timing.py", "locks.py"]
-        + ["data/timing.py", "runner/live.py"],
+        + ["data/timing.py", "runner/live.py"]
+{%- if cookiecutter.task == "image_classification" %}
+        + ["tasks/image/variants.py"]
+{%- endif %},
         [
             "test_mutants_progress.py",
             "test_mutants_timing.py",
@@ -273,15 +278,20 @@ GROUPS = {
             "test_mutants_preflight.py",
             *PLAN_TESTS,
         ]
+{%- if cookiecutter.task == "image_classification" %}
+        + ["test_mutants_variants.py"]
+{%- endif %}
         + [
             "test_quiet_progress.py::test_runner_progress_without_a_terminal_is_line_based",
             "test_quiet_progress.py::test_a_silent_cell_gets_a_line_in_line_mode",
             "test_train_progress.py::test_a_resumed_epoch_counts_from_its_step_and_times_only_what_runs",
         ],
         ["progress.x_[!_]*", "progress.x__[!i]*", "progress.xǁ*", "runner.plan.*"]
-        + ["optimize.timing.*", "locks.*", "data.timing.x_pipeline_variants*"]
+        + ["optimize.timing.*", "locks.*", "runner.live.xǁNotebookProgressǁ*"]
         + ["data.timing.x__row*", "data.timing.x__later*", "data.timing.x__time_epochs*"]
-        + ["runner.live.xǁNotebookProgressǁ*"],
+{%- if cookiecutter.task == "image_classification" %}
+        + ["tasks.image.variants.x_pipeline_variants*"]
+{%- endif %},
     ),
 }
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout"}

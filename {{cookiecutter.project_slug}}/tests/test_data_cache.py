@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.data import cache
+from {{ cookiecutter.package_name }}.tasks.image import cache
 
 GIB = 1024**3
 MEMINFO = "MemTotal:       65536000 kB\nMemFree:         1024000 kB\nMemAvailable:   {kb} kB\n"

@@ -12,9 +12,9 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 from PIL import Image
 
-from {{ cookiecutter.package_name }}.data import pipeline, records
-from {{ cookiecutter.package_name }}.data.sources import DataError
-from {{ cookiecutter.package_name }}.data.step import describe_meta
+from {{ cookiecutter.package_name }}.tasks.image import pipeline, records
+from {{ cookiecutter.package_name }}.tasks.image.data_step import describe_meta
+from {{ cookiecutter.package_name }}.tasks.image.sources import DataError
 
 SIDE = 16
 # One solid colour per file, all distinct, so each image can be found again in the records.
@@ -135,7 +135,7 @@ def test_a_file_this_user_may_not_read_is_said_so_not_called_a_truncated_downloa
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file without read permission (tests run as root here, so open() is made to refuse)."""
-    from {{ cookiecutter.package_name }}.data import photo_io
+    from {{ cookiecutter.package_name }}.tasks.image import photo_io
 
     path = write(tmp_path, "cat/a.jpg", "JPEG", (9, 90, 190))
 

@@ -16,8 +16,8 @@ from helpers import assert_one_sentence
 from photos import make_photo_folder
 from PIL import Image
 
-from {{ cookiecutter.package_name }}.data import benchmark, cache, decode, photo_io, pipeline, records
-from {{ cookiecutter.package_name }}.data.sources import DataError
+from {{ cookiecutter.package_name }}.tasks.image import benchmark, cache, decode, photo_io, pipeline, records
+from {{ cookiecutter.package_name }}.tasks.image.sources import DataError
 
 FEATURES = {
     "image": tf.io.FixedLenFeature([], tf.string),
@@ -112,7 +112,7 @@ def test_a_script_without_a_main_guard_can_use_workers(tmp_path: Path, photo_fol
     script.write_text(
         textwrap.dedent(
             f"""
-            from {{ cookiecutter.package_name }}.data import records
+            from {{ cookiecutter.package_name }}.tasks.image import records
             meta = records.prepare({str(tmp_path / "run")!r}, "image_folder",
                                    data_dir={str(photo_folder)!r}, image_size=32, workers=2)
             print("written by", meta["write"]["workers"])
@@ -128,7 +128,8 @@ def test_a_script_without_a_main_guard_can_use_workers(tmp_path: Path, photo_fol
 
 def test_worker_processes_do_not_load_tensorflow() -> None:
     """The module the workers import stays free of TensorFlow (data/__init__ loads lazily)."""
-    code = "import sys; import {{ cookiecutter.package_name }}.data.photo_io; print('tensorflow' in sys.modules)"
+    module = "{{ cookiecutter.package_name }}.tasks.image.photo_io"
+    code = f"import sys; import {module}; print('tensorflow' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 

@@ -18,7 +18,8 @@ import yaml
 from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
-from {{ cookiecutter.package_name }}.data import benchmark, pipeline, timing
+from {{ cookiecutter.package_name }}.data import timing
+from {{ cookiecutter.package_name }}.tasks.image import benchmark, pipeline
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
 CLASSES = ["a", "b", "c"]

@@ -15,8 +15,8 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import lineage, progress
 from {{ cookiecutter.package_name }}.artifacts import LINEAGE_FILE, MissingInputError
-from {{ cookiecutter.package_name }}.data import records, shards, sources
-from {{ cookiecutter.package_name }}.data.sources import SOURCES, DataError
+from {{ cookiecutter.package_name }}.tasks.image import records, shards, sources
+from {{ cookiecutter.package_name }}.tasks.image.sources import SOURCES, DataError
 
 # Exactly what the contract promises a reader: no package code needed to read the records.
 FEATURES = {

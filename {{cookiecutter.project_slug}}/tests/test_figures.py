@@ -21,6 +21,7 @@ from {{ cookiecutter.package_name }}.figures import data as data_figures
 from {{ cookiecutter.package_name }}.figures import environment as environment_figures
 from {{ cookiecutter.package_name }}.figures import export as export_figures
 from {{ cookiecutter.package_name }}.figures import optimize as optimize_figures
+from {{ cookiecutter.package_name }}.tasks.image import plots as image_plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -197,7 +198,7 @@ def test_sample_grid_is_a_png(tmp_path: Path, classes: int, channels: int) -> No
     names = [f"class {index}" for index in range(classes)]  # 25: the first 20 rows are shown
     images = np.random.default_rng(0).integers(0, 255, (8 * classes, 8, 8, channels), np.uint8)
     labels = np.repeat(np.arange(classes), 8)
-    assert_png(data_figures.draw_samples(images, labels, names, tmp_path / "samples.png"), 300)
+    assert_png(image_plots.draw_samples(images, labels, names, tmp_path / "samples.png"), 300)
 
 
 def test_the_class_counts_show_the_test_split_when_there_is_one(
@@ -233,8 +234,8 @@ def test_the_learning_curves_tick_whole_epochs_only(
 
 
 def test_every_figure_name_is_in_the_contract() -> None:
-    from {{ cookiecutter.package_name }}.data import step as data_step
     from {{ cookiecutter.package_name }}.export import step as export_step
+    from {{ cookiecutter.package_name }}.tasks.image import data_step
 
     named = {name for names in artifacts.FIGURES.values() for name in names}
     by_steps = set(data_step.DRAWERS) | set(export_step.DRAWERS)  # they read files back
@@ -247,10 +248,10 @@ def test_every_figure_name_is_in_the_contract() -> None:
 def test_the_steps_draw_the_figures_that_read_images_back(
     run_dir: Path, exported_run: Path, tmp_path: Path
 ) -> None:
-    """data.step and export.step read the images and hand figures the arrays (figures import no
+    """data_step and export.step read the images and hand figures the arrays (figures import no
     step): the sample grid from data/, the export's mistakes from the split it checked."""
-    from {{ cookiecutter.package_name }}.data import step as data_step
     from {{ cookiecutter.package_name }}.export import step as export_step
+    from {{ cookiecutter.package_name }}.tasks.image import data_step
 
     classes = {"classes": [str(digit) for digit in range(10)]}
     assert_png(data_step.draw_samples(run_dir, classes, tmp_path / "samples.png"), 300)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile, ImageOps
 
-from {{ cookiecutter.package_name }}.data import photo_io
+from {{ cookiecutter.package_name }}.tasks.image import photo_io
 
 WHITE, RED = (255, 255, 255), (255, 0, 0)
 

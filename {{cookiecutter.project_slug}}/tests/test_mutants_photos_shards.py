@@ -12,8 +12,9 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from {{ cookiecutter.package_name }}.data import decode, image_folder, photo_io, shards, split
-from {{ cookiecutter.package_name }}.data.base import DataError, Source
+from {{ cookiecutter.package_name }}.data import split
+from {{ cookiecutter.package_name }}.tasks.image import decode, image_folder, photo_io, shards
+from {{ cookiecutter.package_name }}.tasks.image.image_source import DataError, Source
 
 
 def save(path: Path, image: Image.Image, kind: str = "PNG", **options) -> str:

@@ -26,7 +26,6 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, optimize
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, read_metrics
-from {{ cookiecutter.package_name }}.data.pipeline import first_examples
 from {{ cookiecutter.package_name }}.optimize import core, registry
 from {{ cookiecutter.package_name }}.optimize.calibration import (
     calibration_batches,
@@ -36,6 +35,7 @@ from {{ cookiecutter.package_name }}.optimize.calibration import (
 )
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load
 from {{ cookiecutter.package_name }}.tasks.image import models
+from {{ cookiecutter.package_name }}.tasks.image.pipeline import first_examples
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 pytestmark = pytest.mark.skipif(
@@ -521,7 +521,7 @@ def test_the_engine_provider_is_asked_for_only_with_the_part_that_holds_it(
     from {{ cookiecutter.package_name }}.optimize import onnx_backend
 
     part = onnx_backend.engine()
-    assert (part is not None) is {{ cookiecutter.include_tensorrt }}
+    assert (part is not None) is True
     first = part.PROVIDER if part is not None else "AnEngineExecutionProvider"
     offered = [first, "CUDAExecutionProvider", "CPUExecutionProvider"]
     monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: offered)

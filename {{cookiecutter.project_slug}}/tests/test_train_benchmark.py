@@ -20,6 +20,7 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, lineage
+from {{ cookiecutter.package_name }}.tasks.image import pipeline as image_pipeline
 from {{ cookiecutter.package_name }}.train import TrainError, benchmark, benchmark_memory
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -167,4 +168,4 @@ def test_without_data_it_trains_on_the_digits_and_restores_the_pipeline(tmp_path
     assert result["dataset"] == "digits" and "prepared for the benchmark" in result["data"]
     assert (run / "metrics" / "train_benchmark.json").is_file()
     assert not (run / "data").exists()
-    assert data.make_dataset is data.pipeline.make_dataset
+    assert data.make_dataset is image_pipeline.make_dataset

@@ -15,9 +15,6 @@ FOLDERS = {
     "text_classification": "text",
     "tabular_classification": "tabular",
 }
-# The module of step 1, relative to the package (tasks/<folder>/task.py's data_step): the task's
-# own tasks/<folder>/data_step.py, but for the image task's, which still lives in data/.
-DATA_STEPS = {"image": "data"}
 # What one example of each task is called, in sentences and on axes (tasks/<folder>/task.py NOUN).
 NOUNS = {"image": "images", "text": "texts", "tabular": "rows"}
 # The figures a task draws beyond every task's, by step (artifacts.FIGURES adds them to its step's).
@@ -53,7 +50,7 @@ def name() -> str:
 
 def data_step() -> str:
     """The module of step 1 for this task, relative to the package (steps.py imports it)."""
-    return DATA_STEPS.get(folder(), f"tasks.{folder()}.data_step")
+    return f"tasks.{folder()}.data_step"
 
 
 def noun() -> str:

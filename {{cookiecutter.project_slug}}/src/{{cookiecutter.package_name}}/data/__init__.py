@@ -1,8 +1,10 @@
-"""Step 1, the data: a real source → sharded TFRecords → a tf.data pipeline that feeds the device.
+"""Step 1, the data: what every task's data step shares (the data folder's meta.json, splits, shard
+files, the benchmark's timing and report) and, by name, this project's own step 1.
 
-`prepare` writes run_dir/data/ (shards + meta.json), `make_dataset` reads it for training, and
-`benchmark_pipeline` measures the pipeline against a naive one over the same records. `run` is the
-step's one entry (notebook 01, `<package> data`, the runner): `Params`, `check`, `run`.
+The step itself is the task's (`seam.data_step()`: tasks/<folder>/data_step.py, with its `Params`,
+`check`, `run`), which reads its sources and writes its shards the task's way. Its names (`run`,
+`prepare`, `make_dataset`, …) are reachable here too, looked up in that module when first asked for,
+so `data.make_dataset` is the one name a benchmark swaps for every step.
 
 The names load lazily (PEP 562): worker processes that import one light module of the package
 must not pay for, or be endangered by, loading TensorFlow.
@@ -13,25 +15,31 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .. import seam
+
 _WHERE = {
-    "SOURCES": "sources",
     "DataError": "base",
-    "Params": "step",
     "auto_shard_policy": "pipeline",
-    "benchmark_pipeline": "benchmark",
-    "check": "step",
-    "first_images": "pipeline",
-    "make_dataset": "pipeline",
-    "prepare": "records",
     "read_meta": "meta",
-    "run": "step",
 }
-__all__ = sorted(_WHERE)
+# What this project's step 1 (the task's data step module) gives, where it gives it.
+STEP_NAMES = (
+    "SOURCES",
+    "Params",
+    "benchmark_pipeline",
+    "check",
+    "first_images",
+    "make_dataset",
+    "prepare",
+    "run",
+)
+__all__ = sorted({*_WHERE, *STEP_NAMES})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    if name in _WHERE or name in STEP_NAMES:
+        where = f".{_WHERE[name]}" if name in _WHERE else f"..{seam.data_step()}"
+        value = getattr(importlib.import_module(where, __name__), name)
         globals()[name] = value
         return value
     try:
@@ -43,4 +51,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+    return sorted({*globals(), *__all__})

@@ -1,74 +1,20 @@
-"""What every source and the records share: `DataError`, `Source`, and the words of the data folder.
+"""What every task's data step shares: `DataError` and the words of the data folder (its splits,
+its own meta.json).
 
-Kept apart so the source modules (in memory, image folder, TFRecord folder) and the writer can all
-use them without importing each other. The small helpers here turn a value, a file list or an
-error into the pieces of the one-sentence refusals the sources raise.
+Kept apart so meta.py, split.py and each task's readers can use them without importing each
+other (the image task's sources and records share more: tasks/image/image_source.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from ..artifacts import META_FILE, StepError
 
 SPLITS = ("train", "validation")
 TEST_SPLIT = "test"  # a third split, only when test_fraction > 0 (split.py)
 META_NAME = Path(META_FILE).name  # a data folder's own meta.json, in a run or copied out
-FORMAT = 1  # bump when the records change, so an older data folder is not reused
 
 
 class DataError(StepError):
     """Bad input for the data step: one sentence naming the file or value and what is allowed."""
-
-
-@dataclass
-class Source:
-    """A loaded source: `images` in memory, or `files` read again (decoded, resized) when written.
-
-    `image_shape` is the shape every written image has; images of another size are resized to it.
-    """
-
-    dataset: str
-    classes: list[str]
-    labels: np.ndarray
-    image_shape: tuple[int, int, int]
-    images: np.ndarray | None = None
-    files: list[Path] | None = None
-    resized: int = 0
-    notes: list[str] = field(default_factory=list)
-    formats: list[str] | None = None  # each file's format (JPEG, PNG) as its header says
-
-
-def _fingerprint(root: Path, files: list[Path]) -> str:
-    """Names, sizes and modification times: changes when a file is added, removed or rewritten."""
-    digest = hashlib.sha256()
-    for path in files:
-        stat = path.stat()
-        digest.update(f"{path.relative_to(root)}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def _per_class(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name}: {count}" for name, count in counts.items())
-
-
-def _hw(size: tuple[int, int]) -> str:
-    return f"{size[0]}x{size[1]}"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
-def _first_line(error: Any) -> str:
-    """An error's first line without TensorFlow's '{{function_node …}}' and '[Op:…]' wrapping."""
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", str(error))
-    text = re.sub(r"\s*\[Op:[^\]]*\].*", "", text, flags=re.S).strip()
-    lines = text.splitlines()
-    return lines[0].rstrip(".") if lines else type(error).__name__

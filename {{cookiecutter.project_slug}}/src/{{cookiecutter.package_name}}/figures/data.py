@@ -1,4 +1,5 @@
-"""01's figures, from metrics/data.json: the pipeline benchmark, the class counts, a sample grid."""
+"""01's figures, from metrics/data.json: the pipeline benchmark and the class counts (each task
+draws its own examples: tasks/<folder>/plots.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from . import style
 
-MAX_CLASSES_SHOWN = 20  # rows of the sample grid; more classes are left out, and the title says so
-SAMPLES_PER_CLASS = 8
 MUTED_ROWS = ("naive", "(batch before parse instead)")  # the baseline, and a regime not used
 
 
@@ -109,53 +107,6 @@ def plot_classes(metrics: dict[str, Any], path: Path) -> Path | None:
     fig.suptitle(f"Examples per class in each split ({metrics.get('dataset', 'data')})")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
     ax.legend(fontsize="small", ncols=len(splits), loc="upper center")
-    return style.write(fig, path)
-
-
-def plot_samples(
-    images: np.ndarray, labels: np.ndarray, metrics: dict[str, Any], path: Path
-) -> Path | None:
-    """A grid of training images (the data step reads them back from the shards, up to
-    SAMPLES_PER_CLASS of each class): one row per class."""
-    classes = [str(name) for name in metrics.get("classes") or []]
-    if not classes:
-        return None
-    return draw_samples(images, labels, classes, path)
-
-
-def draw_samples(images: np.ndarray, labels: np.ndarray, classes: list[str], path: Path) -> Path:
-    """The grid itself, from uint8 images (N, H, W, C) and their labels: one mosaic, one imshow
-    (80 small axes take seconds to draw; one image takes a tenth of that)."""
-    shown_classes = classes[:MAX_CLASSES_SHOWN]
-    rows, columns = len(shown_classes), SAMPLES_PER_CLASS
-    height, width, channels = images.shape[1:] if len(images) else (8, 8, 1)
-    pad = max(1, height // 8)
-    mosaic = np.full(
-        (rows * (height + pad), columns * (width + pad), channels), 255, dtype=np.uint8
-    )
-    filled = [0] * len(classes)
-    for image, label in zip(images, labels, strict=True):
-        label = int(label)
-        if label < rows and filled[label] < columns:
-            top, left = label * (height + pad), filled[label] * (width + pad)
-            mosaic[top : top + height, left : left + width] = image
-            filled[label] += 1
-    fig = Figure(figsize=(0.6 + 0.8 * columns, 0.5 + 0.8 * rows), layout="constrained")
-    ax = fig.add_subplot()
-    gray = channels == 1
-    ax.imshow(
-        mosaic.squeeze(-1) if gray else mosaic, cmap="gray" if gray else None, vmin=0, vmax=255
-    )
-    ax.set_yticks([row * (height + pad) + (height - 1) / 2 for row in range(rows)], shown_classes)
-    ax.set_xticks([])
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    left_out = len(classes) - rows
-    more = f"; {left_out} more classes not shown" if left_out > 0 else ""
-    fig.suptitle(
-        f"Training images as the model sees them ({height}×{width} pixels, one row per class{more})"
-    )
     return style.write(fig, path)
 
 

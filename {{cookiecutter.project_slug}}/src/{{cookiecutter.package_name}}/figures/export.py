@@ -1,6 +1,6 @@
 """04's figures: what the exported SavedModel gets wrong, from its answers in the parity check.
 
-Both come from the fresh process that reloaded the export (metrics/export.json: confusion_matrix,
+They come from the fresh process that reloaded the export (metrics/export.json: confusion_matrix,
 misclassified), so they show the model a server will run, not the Keras object that trained.
 """
 
@@ -71,34 +71,6 @@ def plot_confused_pairs(
         f"export/{metrics.get('version')}: the {len(pairs)} pairs most confused on "
         f"{int(matrix.sum())} {split} examples{said}"
     )
-    return style.write(fig, path)
-
-
-def plot_misclassified(
-    images: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Path
-) -> Path | None:
-    """The SavedModel's most confident mistakes: each image with its true and predicted class.
-    `images`: the split's first ones in shard order, up to the last index named (images_needed)."""
-    wrong = metrics.get("misclassified") or []
-    if not wrong:
-        return None
-    split = metrics.get("parity_split", "validation")
-    columns = min(8, len(wrong))
-    rows = -(-len(wrong) // columns)
-    fig, axes = style.new(1.5 * columns, 1.8 * rows + 0.4, nrows=rows, ncols=columns)
-    for ax in axes:
-        ax.axis("off")
-    for ax, item in zip(axes, wrong, strict=False):
-        image = images[item["index"]]
-        ax.imshow(image.squeeze(), cmap="gray" if image.shape[-1] == 1 else None)
-        ax.set_title(
-            f"true {classes[item['label']]}\nsaid {classes[item['predicted']]} "
-            f"({item['confidence']:.0%})",
-            fontsize="small",
-            color="tab:red",
-        )
-    count = len(metrics.get("misclassified") or [])
-    fig.suptitle(f"The export's {count} most confident mistakes on the {split} images")
     return style.write(fig, path)
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from .. import data
 from ..artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
-from ..data.records import check_batch
+from ..data.meta import check_batch
 from ..writes import write_json
 from .benchmark_result import GOAL, format_table, summary
 from .benchmark_runs import RUNS, finder_run, take_turns

@@ -1,6 +1,6 @@
 """The image task behind the seam: uint8 pixels in the shards, CNNs and keras.applications models.
 
-Its code lives here (models.py, nets.py, augment.py, export.py) and in data/ and figures/; this
+Its code lives here (models.py, nets.py, augment.py, export.py, step 1 in data_step.py); this
 module is what the steps ask of it, grouped at the end into the seam's Task (tasks/base.py). Each
 call reads the function through its module at call time, so a test or a benchmark that swaps
 `data.make_dataset` or `models.build_model` swaps it for every step.
@@ -21,10 +21,11 @@ from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from ..outputs import SIGNATURE
 from . import augment, models
 from . import export as image_export
+from . import pipeline as image_pipeline
 
 NAME = "image_classification"
 NOUN = NOUNS["image"]
-DATA_STEP = "data"
+DATA_STEP = "tasks.image.data_step"
 META_KEYS = ("image_shape",)
 MODELS = models.MODELS
 OWN_MODELS = models.OWN_MODELS
@@ -44,7 +45,7 @@ def raw_examples(
     run_dir: str | os.PathLike[str], split: str, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first `count` images of a split and their labels: what serving_default takes."""
-    return data.pipeline.first_examples(run_dir, split, count)
+    return image_pipeline.first_examples(run_dir, split, count)
 
 
 model_examples = raw_examples  # an image model takes the raw pixels
@@ -149,9 +150,9 @@ def check_trained(model: keras.Model, meta: dict[str, Any], model_path: Any) -> 
 
 def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Any) -> Any:
     """figures/export_misclassified.png: the images the export got wrong, most confident first."""
-    from ...figures import export as export_figures
+    from . import plots  # matplotlib, only when a figure is drawn
 
-    return export_figures.plot_misclassified(raw, metrics, classes, path)
+    return plots.plot_misclassified(raw, metrics, classes, path)
 
 
 def rebuilt(model: keras.Model, classes: int) -> keras.Model:
@@ -205,7 +206,7 @@ class ImageTask(Task):
 
     name = NAME
     noun = NOUN
-    data_step = "data"
+    data_step = DATA_STEP
 
     def __init__(self) -> None:
         self.models = Models(

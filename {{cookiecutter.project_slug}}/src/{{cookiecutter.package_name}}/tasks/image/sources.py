@@ -16,8 +16,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import limits
-from .base import FORMAT, META_NAME, SPLITS, DataError, Source, _is_int
+from ... import limits
 from .image_folder import (
     IMAGE_SUFFIXES,
     FolderScan,
@@ -27,6 +26,7 @@ from .image_folder import (
     resize_uint8,
     scan_image_folder,
 )
+from .image_source import FORMAT, META_NAME, SPLITS, DataError, Source, _is_int
 from .memory import (
     KERAS_CLASSES,
     _check_synthetic,

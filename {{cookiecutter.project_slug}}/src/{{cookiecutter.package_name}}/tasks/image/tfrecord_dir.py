@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .base import META_NAME, SPLITS, DataError, _fingerprint, _first_line, _per_class
+from .image_source import META_NAME, SPLITS, DataError, _fingerprint, _first_line, _per_class
 
 ENCODED = ("png", "jpeg")  # what prepare() writes (meta.json's "encoding")
 _TFRECORD_HINT = (

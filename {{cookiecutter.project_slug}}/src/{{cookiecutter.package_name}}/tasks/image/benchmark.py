@@ -20,12 +20,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from .base import DataError
-from .cache import decide
-from .decode import decode_record, read_regime
-from .meta import read_meta
-from .pipeline import shard_paths
-from .report import (
+from ...data.meta import read_meta
+from ...data.report import (
     data_metrics,
     input_bound_verdict,
     noise_numbers,
@@ -33,8 +29,12 @@ from .report import (
     times,
     withhold_ratios,
 )
+from .cache import decide
+from .decode import decode_record, read_regime
+from .image_source import DataError
+from .pipeline import shard_paths
 from .stages import PARSE_BATCH, READ_BUFFER, Stages, build, describe, shuffle_buffer
-from .timing import (
+from .variants import (
     NAIVE,
     STEPS,
     WARMUP_BATCHES,

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..progress import track
+from ...progress import track
 from . import photo_io
-from .base import DataError, Source, _fingerprint, _first_line, _hw
+from .image_source import DataError, Source, _fingerprint, _first_line, _hw
 
 # What Pillow reads here (photo_io.READABLE); an animated GIF or WebP gives its first frame.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")

@@ -13,16 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import figures, lineage
-from ..artifacts import run_folder
-from ..figures.data import SAMPLES_PER_CLASS, plot_samples
-from ..steps import param
-from ..writes import check_writable, write_metrics
+from ... import figures, lineage
+from ...artifacts import run_folder
+from ...data.split import check_test_fraction
+from ...steps import param
+from ...writes import check_writable, write_metrics
 from . import benchmark, sources
+from .benchmark import benchmark_pipeline
 from .cache import check_cache
-from .pipeline import examples_per_class
+from .pipeline import examples_per_class, first_images, make_dataset
+from .plots import SAMPLES_PER_CLASS, plot_samples
 from .records import prepare
-from .split import check_test_fraction
+from .sources import SOURCES
+
+# What data.<name> gives in an image project (data/__init__.py looks step 1's names up here).
+__all__ = ["SOURCES", "Params", "benchmark_pipeline", "check", "first_images", "make_dataset"]
+__all__ += ["prepare", "run"]
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .base import DataError, Source, _first_line, _hw, _is_int
 from .image_folder import resize_uint8
+from .image_source import DataError, Source, _first_line, _hw, _is_int
 
 KERAS_CLASSES = {
     "mnist": [str(digit) for digit in range(10)],

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
+from ...data.pipeline import READ_BUFFER
 from .decode import (
     batch_decoder,
     parse_bytes,
@@ -36,7 +37,6 @@ AUTOTUNE = tf.data.AUTOTUNE
 PARSE_BATCH = 256  # serialized records per vectorized parse_example call
 BLOCK_LENGTH = 16  # consecutive records taken from one shard: fewer hand-offs between threads
 MAX_CYCLE = 8  # shards read at the same time
-READ_BUFFER = 2**20  # bytes read ahead from each shard
 SHUFFLE_BYTES = 256 * 2**20  # decoded images the shuffle buffer may hold (at least MIN_SHUFFLE)
 MIN_SHUFFLE = 1024
 TRANSLATE = 0.125  # augmentation shifts images by up to this fraction of their side (>= 1 pixel)

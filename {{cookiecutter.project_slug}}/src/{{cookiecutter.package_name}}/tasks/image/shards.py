@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ..progress import track
-from ..writes import write_json, writing
+from ...progress import track
+from ...writes import write_json, writing
 from . import photo_io
-from .base import META_NAME, SPLITS, DataError, Source
+from .image_source import META_NAME, SPLITS, DataError, Source
 from .tfrecord_dir import TFRecordDir
 
 FEATURES = {

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import DataError
+from .image_source import DataError
 
 CACHE_SHARE = 0.25  # of the available memory that an in-memory cache may take
 CACHE_VALUES = ("auto", True, False)

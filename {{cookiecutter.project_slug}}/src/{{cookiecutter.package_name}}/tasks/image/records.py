@@ -20,11 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import lineage
-from ..artifacts import DATA_DIR, resolve_run_dir
-from .base import FORMAT, META_NAME, SPLITS, DataError, Source
+from ... import lineage
+from ...artifacts import DATA_DIR, resolve_run_dir
+from ...data.meta import check_batch, read_meta
+from ...data.split import check_test_fraction, split_indices
 from .image_folder import inspect_image_folder, load_file_tensor, scan_image_folder
-from .meta import check_batch, read_meta
+from .image_source import FORMAT, META_NAME, SPLITS, DataError, Source
 from .photo_io import mapper, resolve_workers
 from .shards import (
     FEATURES,
@@ -37,7 +38,6 @@ from .shards import (
     write_shards,
 )
 from .sources import check_parameters, load
-from .split import check_test_fraction, split_indices
 from .tfrecord_dir import TFRecordDir, check_tfrecords, open_tfrecord_dir
 
 __all__ = [

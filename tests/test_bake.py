@@ -252,6 +252,7 @@ FULL_BAKE = (
     "tests/test_monitoring.py",
     "tests/test_mutants_alerts.py",
     "tests/test_mutants_augment.py",
+    "tests/test_mutants_crop.py",
     "tests/test_mutants_batch.py",
     "tests/test_mutants_finders.py",
     "tests/test_mutants_gpubench.py",
@@ -272,6 +273,7 @@ FULL_BAKE = (
     "tests/test_mutants_serve.py",
     "tests/test_mutants_stop.py",
     "tests/test_mutants_timing.py",
+    "tests/test_mutants_variants.py",
     "tests/test_notebooks.py",
     "tests/test_observe.py",
     "tests/test_optimize.py",
@@ -447,6 +449,7 @@ _TEXT_WORDS = (
 _IMAGE_WORDS = (
     "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir", "small_cnn",
     "resnet_small", "augment_bench", "test_data_photos",
+    "decode_jpeg", "decode_and_crop_jpeg",
 )  # fmt: skip
 _TABULAR_WORDS = (
     "tasks.tabular", "tasks/tabular", "census", "adult.data", "adult.test", "FeatureSpace",
@@ -693,6 +696,26 @@ def test_a_bake_mentions_no_other_tasks_code(baked):
         if word in line
     ]
     assert not found, "\n".join(found)
+
+
+# What only the image task's step 1 does: it decodes JPEG records (tasks/image/decode.py).
+IMAGE_DECODING = ("decode_jpeg", "decode_and_crop_jpeg")
+TASK_FOLDERS = {"image_classification": "image", "text_classification": "text"}
+TASK_FOLDERS["tabular_classification"] = "tabular"
+
+
+def test_shared_code_decodes_no_image(baked):
+    """The package outside its task's folder (tasks/<folder>/) holds no image decoding: in an
+    image bake only tasks/image/ does, in a text or table bake nothing does (issue 43)."""
+    own = f"src/{baked.package}/tasks/{TASK_FOLDERS[baked.answers['task']]}/"
+    found = [
+        f"{relative}:{number}: {line.strip()}"
+        for relative, text in baked.text_files().items()
+        if relative.startswith(f"src/{baked.package}/") and not relative.startswith(own)
+        for number, line in enumerate(text.splitlines(), 1)
+        if any(word in line for word in IMAGE_DECODING)
+    ]
+    assert not found, "image decoding outside the image task's folder:\n" + "\n".join(found)
 
 
 def mentions(line: str, word: str) -> bool:

@@ -3,8 +3,8 @@ files, the benchmark's timing and report) and, by name, this project's own step 
 
 The step itself is the task's (`seam.data_step()`: tasks/<folder>/data_step.py, with its `Params`,
 `check`, `run`), which reads its sources and writes its shards the task's way. Its names (`run`,
-`prepare`, `make_dataset`, …) are reachable here too, looked up in that module when first asked for,
-so `data.make_dataset` is the one name a benchmark swaps for every step.
+`prepare`, `make_dataset`, …) are reachable here too, looked up in that module when first asked
+for, so `data.make_dataset` is the one name a benchmark swaps for every step.
 
 The names load lazily (PEP 562): worker processes that import one light module of the package
 must not pay for, or be endangered by, loading TensorFlow.

@@ -2,7 +2,7 @@
 its own meta.json).
 
 Kept apart so meta.py, split.py and each task's readers can use them without importing each
-other (the image task's sources and records share more: tasks/image/image_source.py).
+other (a task's own sources may share more: the image task's image_source.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How each pipeline a data benchmark compares is timed fairly on a shared machine (the pipelines
-themselves are the task's: tasks/image/variants.py, tasks/text/benchmark.py).
+themselves are the task's, in tasks/<folder>/).
 
 Every pipeline is warmed up first, then timed round-robin for its share of the benchmark's time,
 so a slow moment of the machine is spread over all of them rather than deciding one, and large

@@ -2,7 +2,7 @@
 split, the schema inferred on train, the fitted preprocessing, meta.json), times reading it back,
 and writes metrics/data.json.
 
-The same contract as tasks/image/data_step.py (steps.py): `check` refuses every bad value in one sentence
+The same contract as every task's step 1 (steps.py): `check` refuses every bad value in one sentence
 before anything heavy is imported, read or written (pandas and Keras load in `run`), so the
 runner's pre-flight costs nothing. The step has no input in the run folder, so `inputs` changes
 nothing here.

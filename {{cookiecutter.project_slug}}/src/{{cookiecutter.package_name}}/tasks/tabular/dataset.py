@@ -1,6 +1,6 @@
 """A run's table as batches: one split of run_dir/data/ as (the model's matrix, labels).
 
-`make_dataset` has the image task's signature and meaning (tasks/image/pipeline.py), so every step and
+`make_dataset` has the image task's signature and meaning (its pipeline.py), so every step and
 the benchmark call either the same way. The split's Parquet file is read once into columns, each
 input pipeline takes every n-th row under a distribution strategy, and the fitted FeatureSpace
 (features.py) encodes the raw columns in tf.data, a few thousand rows per call; the encoded rows
@@ -47,7 +47,7 @@ def make_dataset(
 ) -> tf.data.Dataset:
     """(features float32 [B, len(layout)], labels int32 [B]) of one split.
 
-    As tasks/image/pipeline.make_dataset: `training` (default split == "train") shuffles every epoch;
+    As the image task's make_dataset: `training` (default split == "train") shuffles every epoch;
     the encoded rows are cached unless cache=False; with `input_context` each input pipeline
     reads every n-th row and batches `batch_size / num_replicas_in_sync`.
     """

@@ -1,7 +1,7 @@
 """Step 1 for text as one entry: `run(run_dir, Params)` writes data/ (TFRecords of raw text, the
 vocabulary fitted on train, meta.json), measures the pipeline, and writes metrics/data.json.
 
-The same contract as tasks/image/data_step.py (steps.py): `check` refuses every bad value in one sentence
+The same contract as every task's step 1 (steps.py): `check` refuses every bad value in one sentence
 before anything heavy is imported, read or written (this module imports no TensorFlow until `run`
 needs it), so the runner's pre-flight costs nothing; `run` checks, prepares or reuses data/,
 benchmarks, draws the figures and records the lineage. The step has no input in the run folder,

@@ -1,6 +1,6 @@
 """A run's text data as batches: one split of run_dir/data/ as (token ids, labels) for training.
 
-`make_dataset` has the image task's signature and meaning (tasks/image/pipeline.py), so every step
+`make_dataset` has the image task's signature and meaning (its pipeline.py), so every step
 and the benchmark call either the same way: it reads the split's shards from meta.json, shards
 them per input pipeline under a distribution strategy, and sets the auto-shard policy. The texts
 are tokenized in tf.data with the saved vocabulary (checked against its sha256 in meta.json), a
@@ -49,7 +49,7 @@ def make_dataset(
 ) -> tf.data.Dataset:
     """(ids int32 [B, L], labels int32 [B]) of one split, L one of meta's padded lengths.
 
-    As tasks/image/pipeline.make_dataset: `training` (default split == "train") shuffles every epoch;
+    As the image task's make_dataset: `training` (default split == "train") shuffles every epoch;
     `cache` "auto" keeps the token ids in memory unless they would take over a GiB; with
     `input_context` each input pipeline reads its own shards (or every n-th record when there are
     fewer shards than pipelines) and batches `batch_size / num_replicas_in_sync`.

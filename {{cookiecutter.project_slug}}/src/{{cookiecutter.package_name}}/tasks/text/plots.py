@@ -1,6 +1,6 @@
 """01's text figures: sample texts per class, the length distribution in tokens, class balance.
 
-Drawn with matplotlib's Figure directly, like tasks/image/plots.py, from arrays the data step reads
+Drawn with matplotlib's Figure directly, like figures/data.py, from arrays the data step reads
 back from the shards; the step passes them to figures.save as its drawers. With 77 classes a
 grid per class is unreadable, so the samples are a table of a few classes, one text each, and
 the balance is one bar per class, sorted, so the rare classes stand at one end (with many

@@ -521,7 +521,9 @@ SUPPORTED = [
     pytest.param({"include_tensorrt": False}, id="no-tensorrt"),
     pytest.param({"include_serving": False}, id="no-serving"),
     pytest.param({"include_benchmarks": False}, id="no-benchmarks"),
-    pytest.param({"task": "text_classification", **NO_EXTRAS}, id="text-minimal"),
+    pytest.param(
+        {"task": "text_classification", "include_benchmarks": False}, id="text-no-benchmarks"
+    ),
     pytest.param({"tensorflow_version": "2.18", "python_version": "3.12"}, id="tf2.18-py3.12"),
     pytest.param({"tensorflow_version": "2.19", "python_version": "3.11"}, id="tf2.19-py3.11"),
     pytest.param(

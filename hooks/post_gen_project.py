@@ -69,6 +69,30 @@ DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Servi
 # Cells (by id) of the notebooks that every project has, about one optional part.
 TUNING_CELLS = {"notebooks/03_train.ipynb": ("tuning-note",)}
 SERVING_CELLS = {"notebooks/04_export.ipynb": ("serving-versions-why", "serving-versions")}
+# The benchmarks: gpu-bench (the seed's GPU claims measured, notebook 00's last cells) and
+# `make bench` (the image task's training speed, the text and table models' accuracy on the whole
+# data set, the image task's augmentation timing); the data step's pipeline benchmark stays.
+BENCHMARKS = [
+    "src/{pkg}/gpubench/__init__.py",
+    "src/{pkg}/gpubench/bench.py",
+    "src/{pkg}/gpubench/command.py",
+    "src/{pkg}/gpubench/measure.py",
+    "src/{pkg}/gpubench/reference.py",
+    "src/{pkg}/gpubench/resnet50.py",
+    "src/{pkg}/gpubench/verdicts.py",
+    "src/{pkg}/parts/bench.py",
+    "src/{pkg}/tasks/image/augment_bench.py",
+    "src/{pkg}/train/benchmark.py",
+    "src/{pkg}/train/benchmark_memory.py",
+    "src/{pkg}/train/benchmark_result.py",
+    "src/{pkg}/train/benchmark_runs.py",
+    "tests/bench_tabular.py",
+    "tests/bench_text.py",
+    "tests/test_gpu_bench.py",
+    "tests/test_mutants_gpubench.py",
+    "tests/test_train_benchmark.py",
+]
+BENCHMARK_CELLS = {"notebooks/00_environment.ipynb": ("gpu-bench", "gpu-bench-table")}
 TENSORRT = [
     "src/{pkg}/optimize/ort_engine.py",  # ONNX Runtime's TensorRT provider (onnx_backend.engine)
     "src/{pkg}/optimize/tensorrt_engine.py",
@@ -83,6 +107,7 @@ TENSORRT = [
 # `task` question; hooks/pre_gen_project.py refuses a task not listed here).
 TASK_FILES = {
     "image_classification": [
+        "src/{pkg}/gpubench/resnet50.py",  # NVIDIA's figures are ResNet-50's, on images
         "src/{pkg}/tasks/image/__init__.py",
         "src/{pkg}/tasks/image/augment.py",
         "src/{pkg}/tasks/image/augment_bench.py",
@@ -227,6 +252,8 @@ def main(answers: dict, root: Path) -> int:
         remove_tensorrt(root, answers["package_name"])
     if not answers["include_serving"]:
         remove_serving(root, answers["package_name"], docker=answers["include_docker"])
+    if not answers.get("include_benchmarks", True):
+        remove_benchmarks(root, answers["package_name"])
     if not answers["include_docker"]:
         remove_docker(root)
     if answers["ci"] != "github":
@@ -267,6 +294,13 @@ def remove_serving(root: Path, package: str, docker: bool = True) -> None:
     remove_cells(root, SERVING_CELLS)
     if docker:
         remove_serving_panels(root / DASHBOARD)
+
+
+def remove_benchmarks(root: Path, package: str) -> None:
+    """No benchmarks: gpu-bench, `make bench` and their tests go, with notebook 00's gpu-bench
+    cells (the data step's pipeline benchmark is step 1's own and stays)."""
+    remove(root, [path.format(pkg=package) for path in BENCHMARKS])
+    remove_cells(root, BENCHMARK_CELLS)
 
 
 def remove_docker(root: Path) -> None:
@@ -344,6 +378,7 @@ if __name__ == "__main__":
         "include_tuning": json.loads(r""" {{ cookiecutter.include_tuning | tojson }} """),
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
+        "include_benchmarks": json.loads(r""" {{ cookiecutter.include_benchmarks | tojson }} """),
         "ci": json.loads(r""" {{ cookiecutter.ci | tojson }} """),
         "task": json.loads(r""" {{ cookiecutter.task | tojson }} """),
     }

@@ -33,7 +33,13 @@ SHADOWED = {
 SLUG = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 EMAIL = re.compile(r"^[^@\s\"<>\\]+@[^@\s\"<>\\]+\.[^@\s\"<>\\]+$")
 FREE_TEXT = ("project_name", "description", "author_name", "author_email")
-FLAGS = ("include_tuning", "include_tensorrt", "include_serving", "include_docker")
+FLAGS = (
+    "include_tuning",
+    "include_tensorrt",
+    "include_serving",
+    "include_benchmarks",
+    "include_docker",
+)
 # What a bake's model learns (the `task` question): each bakes its own folder under tasks/ and the
 # hook removes the others' modules, notebooks and tests (post_gen_project.TASK_FILES).
 TASKS = ("image_classification", "text_classification", "tabular_classification")
@@ -198,6 +204,7 @@ if __name__ == "__main__":
         "include_tuning": json.loads(r""" {{ cookiecutter.include_tuning | tojson }} """),
         "include_tensorrt": json.loads(r""" {{ cookiecutter.include_tensorrt | tojson }} """),
         "include_serving": json.loads(r""" {{ cookiecutter.include_serving | tojson }} """),
+        "include_benchmarks": json.loads(r""" {{ cookiecutter.include_benchmarks | tojson }} """),
         "include_docker": json.loads(r""" {{ cookiecutter.include_docker | tojson }} """),
         "task": json.loads(r""" {{ cookiecutter.task | tojson }} """),
     }

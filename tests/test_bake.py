@@ -103,6 +103,7 @@ FULL_BAKE = (
     "src/{pkg}/gpubench/command.py",
     "src/{pkg}/gpubench/measure.py",
     "src/{pkg}/gpubench/reference.py",
+    "src/{pkg}/gpubench/resnet50.py",
     "src/{pkg}/gpubench/verdicts.py",
     "src/{pkg}/inputbound.py",
     "src/{pkg}/kernel.py",
@@ -128,6 +129,7 @@ FULL_BAKE = (
     "src/{pkg}/optimize/tensorrt_engine.py",
     "src/{pkg}/optimize/tf_trt.py",
     "src/{pkg}/parts/__init__.py",
+    "src/{pkg}/parts/bench.py",
     "src/{pkg}/parts/serve.py",
     "src/{pkg}/parts/tune.py",
     "src/{pkg}/progress.py",
@@ -373,6 +375,26 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_serving_compose.py",
         "tests/test_serving_faults.py",
     ),
+    "include_benchmarks": (
+        "src/{pkg}/gpubench/__init__.py",
+        "src/{pkg}/gpubench/bench.py",
+        "src/{pkg}/gpubench/command.py",
+        "src/{pkg}/gpubench/measure.py",
+        "src/{pkg}/gpubench/reference.py",
+        "src/{pkg}/gpubench/resnet50.py",
+        "src/{pkg}/gpubench/verdicts.py",
+        "src/{pkg}/parts/bench.py",
+        "src/{pkg}/tasks/image/augment_bench.py",
+        "src/{pkg}/train/benchmark.py",
+        "src/{pkg}/train/benchmark_memory.py",
+        "src/{pkg}/train/benchmark_result.py",
+        "src/{pkg}/train/benchmark_runs.py",
+        "tests/bench_tabular.py",
+        "tests/bench_text.py",
+        "tests/test_gpu_bench.py",
+        "tests/test_mutants_gpubench.py",
+        "tests/test_train_benchmark.py",
+    ),
 }
 
 # Words no file of the bake may contain once the part is declined: no code, text or test about a
@@ -420,6 +442,26 @@ MENTIONS_WHEN_DECLINED = {
         "SERVING_",
         "parts.serve",
     ),
+    # The commands and files of the benchmarks (`make bench`, gpu-bench); 01's pipeline benchmark
+    # is step 1's own and stays ("benchmark" alone is no mention).
+    "include_benchmarks": (
+        "gpu-bench",
+        "gpu_bench",
+        "gpubench",
+        "bench-gpu",
+        "make bench",
+        "train.benchmark",
+        "train_benchmark",
+        "benchmark_memory",
+        "benchmark_runs",
+        "benchmark_result",
+        "augment_bench",
+        "bench_text",
+        "bench_tabular",
+        "resnet50.py",
+        "include_benchmarks",
+        "parts.bench",
+    ),
 }
 
 # The only places a word above may stay, each for a reason that has nothing to do with the part:
@@ -436,6 +478,13 @@ MENTIONS_ALLOWED = {
     ("include_tensorrt", "src/{pkg}/gpubench/reference.py", "tensorrt"),
     ("include_tensorrt", "src/{pkg}/gpubench/command.py", "TensorRT"),
     ("include_tensorrt", "tests/test_mutants_gpubench.py", "tensorrt"),
+    # The Task's `bench` group (tasks/base.py: its reference model and synthetic data) is a member
+    # of the typed Task every task implements, whatever the project holds; its comments say what
+    # gpu-bench makes of it.
+    ("include_benchmarks", "src/{pkg}/tasks/base.py", "gpu-bench"),
+    ("include_benchmarks", "src/{pkg}/tasks/image/task.py", "gpu-bench"),
+    ("include_benchmarks", "src/{pkg}/tasks/text/task.py", "gpu-bench"),
+    ("include_benchmarks", "src/{pkg}/tasks/tabular/task.py", "gpu-bench"),
     # The Kubeflow TFJob schema, vendored for the deploy tests, describes container images.
     ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "docker"),
     ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "Docker"),
@@ -448,7 +497,7 @@ _TEXT_WORDS = (
 )  # fmt: skip
 _IMAGE_WORDS = (
     "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir", "small_cnn",
-    "resnet_small", "augment_bench", "test_data_photos",
+    "resnet_small", "augment_bench", "test_data_photos", "gpubench.resnet50", "gpubench/resnet50",
     "decode_jpeg", "decode_and_crop_jpeg",
 )  # fmt: skip
 _TABULAR_WORDS = (
@@ -465,6 +514,7 @@ NO_EXTRAS = {
     "include_tuning": False,
     "include_tensorrt": False,
     "include_serving": False,
+    "include_benchmarks": False,
     "include_docker": False,
     "ci": "none",
 }
@@ -477,6 +527,10 @@ SUPPORTED = [
     pytest.param({"include_tuning": False}, id="no-tuning"),
     pytest.param({"include_tensorrt": False}, id="no-tensorrt"),
     pytest.param({"include_serving": False}, id="no-serving"),
+    pytest.param({"include_benchmarks": False}, id="no-benchmarks"),
+    pytest.param(
+        {"task": "text_classification", "include_benchmarks": False}, id="text-no-benchmarks"
+    ),
     pytest.param({"tensorflow_version": "2.18", "python_version": "3.12"}, id="tf2.18-py3.12"),
     pytest.param({"tensorflow_version": "2.19", "python_version": "3.11"}, id="tf2.19-py3.11"),
     pytest.param(
@@ -1120,6 +1174,25 @@ def test_without_serving_the_cli_has_no_serve_command(baked):
     done = cli("serve", "status", "--run-dir", "x")
     assert done.returncode == 2 and "invalid choice: 'serve'" in done.stderr, done.stderr
     assert "serve" not in cli("--help").stdout.replace("serving", "")
+
+
+def test_without_benchmarks_the_cli_has_no_gpu_bench_command(baked):
+    """Without the benchmarks, `gpu-bench` is not a command (argparse's refusal, exit 2), and
+    neither `--help` nor `make help` names it or `make bench`."""
+    if baked.answers["include_benchmarks"]:
+        pytest.skip("The benchmarks are included in this combination: gpu-bench is tested there.")
+    env = {**os.environ, "PYTHONPATH": str(baked.root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            command, cwd=baked.root, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    done = run(sys.executable, "-m", baked.package, "gpu-bench", "--quick", "--run-dir", "x")
+    assert done.returncode == 2 and "invalid choice: 'gpu-bench'" in done.stderr, done.stderr
+    assert "gpu-bench" not in run(sys.executable, "-m", baked.package, "--help").stdout
+    targets = run("make", "--no-print-directory", "help").stdout
+    assert "  lint " in targets and not re.search(r"^  bench", targets, re.MULTILINE), targets
 
 
 def test_setup_remembers_extras_and_refuses_two_onnxruntimes(baked, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,27 @@ def test_remove_serving_keeps_the_gpu_image(post_gen, tmp_path):
     }
 
 
+def test_remove_benchmarks_removes_gpu_bench_make_bench_and_their_cells(post_gen, tmp_path):
+    """Declining the benchmarks removes gpubench/, the training benchmark, its part and tests,
+    and notebook 00's gpu-bench cells; the data step's pipeline benchmark stays."""
+    kept = ["src/pkg/data/benchmark.py", "src/pkg/train/loop.py", "tests/test_optimize.py"]
+    gone = [path.format(pkg="pkg") for path in post_gen.BENCHMARKS]
+    for relative in kept + gone:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("x\n", encoding="utf-8")
+    notebook = tmp_path / "notebooks/00_environment.ipynb"
+    notebook.parent.mkdir()
+    cells = [{"id": name, "cell_type": "markdown", "source": []} for name in ("gpus", "gpu-bench")]
+    cells.append({"id": "gpu-bench-table", "cell_type": "code", "source": []})
+    notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    post_gen.remove_benchmarks(tmp_path, "pkg")
+    files = {p for p in tree(tmp_path) if (tmp_path / p).is_file()}
+    assert files == {*kept, "notebooks/00_environment.ipynb"}
+    assert not (tmp_path / "src/pkg/gpubench").exists()
+    left = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    assert [cell["id"] for cell in left] == ["gpus"]
+
+
 def test_remove_github_ci_removes_exactly_the_workflows(post_gen, tmp_path):
     """Declining GitHub Actions removes .github/ and nothing else."""
     before = tree(make_tree(tmp_path))
@@ -288,6 +310,7 @@ OWNED_FOLDERS = {
     ".github": "GITHUB_CI",
     "src/{{cookiecutter.package_name}}/tune": "TUNING",
     "src/{{cookiecutter.package_name}}/serve": "SERVING",
+    "src/{{cookiecutter.package_name}}/gpubench": "BENCHMARKS",
 }
 
 

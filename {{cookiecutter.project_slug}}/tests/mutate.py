@@ -152,11 +152,13 @@ GROUPS = {
         ["test_serving.py", "test_mutants_serve.py", "test_serving_faults.py"],
     ),
 {%- endif %}
+{%- if cookiecutter.include_benchmarks %}
     "gpubench": (
         ["gpubench/verdicts.py", "gpubench/bench.py"],
         ["test_gpu_bench.py", "test_mutants_gpubench.py"],
         ["gpubench.verdicts.*", "gpubench.bench.x_ratios*", "gpubench.bench.x_inference*"],
     ),
+{%- endif %}
     "report": (
         ["runner/summary.py", "runner/numbers.py"],
         ["test_run_report.py", "test_mutants_report.py"],

@@ -1,4 +1,4 @@
-"""Text through the serving code and gpu-bench: REST answers to strings, synthetic token ids.
+"""Text through the serving code{% if cookiecutter.include_benchmarks %} and gpu-bench{% endif %}: REST answers to strings, synthetic token ids.
 
 No TF Serving binary runs here: answer_rest answers a REST body in this process with the export's
 own serving_default, as the server would, class names included.
@@ -30,8 +30,10 @@ from {{ cookiecutter.package_name }}.artifacts import StepError
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.cli import main
 {%- endif %}
-from {{ cookiecutter.package_name }}.export import answer_rest, parse_rest_response
+from {{ cookiecutter.package_name }}.export import answer_rest{% if cookiecutter.include_serving %}, parse_rest_response{% endif %}
+{%- if cookiecutter.include_benchmarks %}
 from {{ cookiecutter.package_name }}.gpubench import bench as gpu
+{%- endif %}
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.serve import bench
 {%- endif %}
@@ -180,7 +182,7 @@ def test_the_rest_stand_in_answers_a_bad_text_body_with_an_error_as_tf_serving(
     )
 
 
-# ----------------------------------------------------------------------------- gpu-bench
+# ----------------------------------------------------------------------------- synthetic texts
 
 
 def test_synthetic_texts_are_token_ids_the_task_models_take():
@@ -195,6 +197,10 @@ def test_synthetic_texts_are_token_ids_the_task_models_take():
     for name in task.models.names:
         model = task.build_model(name, meta, width=16)
         assert tuple(model(ids).shape) == (6, 5)
+{%- if cookiecutter.include_benchmarks %}
+
+
+# ----------------------------------------------------------------------------- gpu-bench
 
 
 def test_gpu_bench_plans_the_text_models(tmp_path):
@@ -236,6 +242,7 @@ def test_a_quick_measurement_on_the_run_folders_own_texts(run_dir):
     )
     result = gpu.run_one(specs[0][1], timeout=120)
     assert result.get("texts_per_second", 0) > 0, result
+{%- endif %}
 {%- if cookiecutter.include_serving %}
 
 

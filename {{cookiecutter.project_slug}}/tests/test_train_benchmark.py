@@ -169,3 +169,14 @@ def test_without_data_it_trains_on_the_digits_and_restores_the_pipeline(tmp_path
     assert (run / "metrics" / "train_benchmark.json").is_file()
     assert not (run / "data").exists()
     assert data.make_dataset is image_pipeline.make_dataset
+
+
+def test_augment_bench_times_augmentation_in_tf_data_and_on_the_device(run_dir: Path) -> None:
+    """Both ways run the same steps and report examples/s and input wait; the ratio is theirs."""
+    from {{ cookiecutter.package_name }}.tasks.image import augment_bench
+
+    result = augment_bench.measure(run_dir, batch_size=32, steps=2, repeats=1)
+    rates = [result[way]["examples_per_sec"] for way in ("tf_data", "device")]
+    assert all(rate > 0 for rate in rates) and result["steps"] == 2
+    assert result["device_vs_tf_data"] == pytest.approx(rates[1] / rates[0])
+    assert "on the device trains at" in result["verdict"]

@@ -401,17 +401,6 @@ def test_augmentation_never_reaches_the_export_and_parity_holds_on_the_test_spli
     assert sum(map(sum, exported["confusion_matrix"])) == metrics["test_examples"]
 
 
-def test_augment_bench_times_augmentation_in_tf_data_and_on_the_device(run_dir: Path) -> None:
-    """Both ways run the same steps and report examples/s and input wait; the ratio is theirs."""
-    from {{ cookiecutter.package_name }}.tasks.image import augment_bench
-
-    result = augment_bench.measure(run_dir, batch_size=32, steps=2, repeats=1)
-    rates = [result[way]["examples_per_sec"] for way in ("tf_data", "device")]
-    assert all(rate > 0 for rate in rates) and result["steps"] == 2
-    assert result["device_vs_tf_data"] == pytest.approx(rates[1] / rates[0])
-    assert "on the device trains at" in result["verdict"]
-
-
 def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

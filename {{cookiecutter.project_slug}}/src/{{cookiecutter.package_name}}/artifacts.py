@@ -33,7 +33,6 @@ LR_FINDER = "lr_finder"  # 03 with learning_rate=auto: metrics/ and figures/ <na
 EXPORT_DIR = "export"  # 04: export/<version>/ SavedModels
 OPTIMIZED_DIR = "optimized"  # 05: ONNX files, and each other backend's own
 METRICS_DIR = "metrics"  # every step: metrics/<step>.json
-GPU_BENCH_METRICS = "metrics/gpu_bench.json"  # `gpu-bench`: the seed's GPU claims, measured
 FIGURES_DIR = "figures"  # every step: its figures
 NOTEBOOKS_DIR = "notebooks"  # the runner: executed notebooks and kernel logs
 LINEAGE_FILE = "lineage.json"  # every step: what made each artifact (see lineage.py)

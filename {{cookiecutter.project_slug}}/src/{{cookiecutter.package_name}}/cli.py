@@ -5,7 +5,6 @@
                   [--run-dir DIR] [--only 00,01] [--verbose]
     <package> report --run-dir DIR [--headline]
     <package> <step> --run-dir DIR [-p key=value ...] [--json]      (each step of the chain)
-    <package> gpu-bench --run-dir DIR [--quick] [--model NAME] [--data synthetic|run]
     <package> --version
 
 and the commands of the optional parts this project holds (`<package> --help` lists them all).
@@ -27,7 +26,6 @@ from pathlib import Path
 
 from . import __version__, parts, quiet, steps
 from .artifacts import METRICS_DIR, StepError
-from .gpubench import command as gpubench_command
 
 PROG = __package__ or "project"
 PARAM_HELP = "a parameter, value read as YAML (3, 0.1, true, text); repeat for several"
@@ -161,7 +159,6 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
     for step in steps.available():
         _step_parser(commands, step, full=step.name == chosen)
     _part_parsers(commands)
-    gpubench_command.add_parser(commands)
     return parser
 
 

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import BATCH_FINDER, GPU_BENCH_METRICS, METRICS_DIR, StepError
+from ..artifacts import BATCH_FINDER, METRICS_DIR, StepError
+from ..parts.bench import GPU_BENCH_METRICS
 from ..writes import write_json
 from . import reference, verdicts
 from .measure import RESULT

@@ -14,7 +14,8 @@ from . import bench, verdicts
 PROG = (__package__ or "project").split(".")[0]
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    """Add `gpu-bench` to the CLI's subcommands (parts/bench.py names this module)."""
     sub = commands.add_parser(
         "gpu-bench",
         help="measure the seed's GPU claims here (mixed precision, XLA, memory, scaling, TensorRT)",

@@ -67,9 +67,7 @@ def check_weights(weights: Any) -> None:
     """Refuse a weights value that is not none, a pretrained name of the task's or an existing
     file of a known kind."""
     if not isinstance(weights, str) or not weights:
-        raise TrainError(
-            f"weights={weights!r} is not allowed: use {allowed()} .weights.h5 file."
-        )
+        raise TrainError(f"weights={weights!r} is not allowed: use {allowed()} .weights.h5 file.")
     if not from_file(weights):
         return
     path = Path(weights).expanduser()

@@ -29,9 +29,9 @@ from ..replica import make_eval_step
 from ..tasks import current as task
 from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
-from .finetune import pretrained
 from .devices import worker_role
 from .epoch import _TIMED, early_stopping, run_epoch
+from .finetune import pretrained
 from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .sources import Resolved

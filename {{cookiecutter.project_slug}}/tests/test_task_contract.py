@@ -16,6 +16,7 @@ from {{ cookiecutter.package_name }} import seam, tasks
 from {{ cookiecutter.package_name }}.tasks import base
 
 GROUPS = {"models": base.Models, "recipe": base.Recipe, "export": base.Export}
+SEARCH = ({% if cookiecutter.include_tuning %}"tune",{% endif %})  # the optional part's folder
 GROUPS.update(scores=base.Scores, bench=base.Bench)
 
 
@@ -117,10 +118,10 @@ def test_train_params_are_the_shared_ones_then_the_tasks_own():
 def test_shared_code_names_no_pretrained_weights_and_reads_no_task_option():
     """Issue 43: ImageNet weights are the image task's (Models.pretrained) and its augment is its
     own (Recipe.options): the shared code outside tasks/ names no pretrained weights, and the
-    training code (train/, tune/, find/, replica.py) reads no option of the task's: it asks the
-    task (01_data's own Params may share a name)."""
+    training code (train/, find/, replica.py, a search's) reads no option of the task's: it asks
+    the task (01_data's own Params may share a name)."""
     package = Path(tasks.__file__).parents[1]
-    training = ("train", "tune", "find", "replica.py")
+    training = ("train", "find", "replica.py", *SEARCH)
     options = "|".join(field.name for field in dataclasses.fields(tasks.current().recipe.options))
     reads = re.compile(rf"params\.({options})\b") if options else None
     found = [

@@ -74,8 +74,8 @@ class Models:
     # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
     # finder probes memory at that shape); None where every input has one shape
     longest_batches: Callable[..., Any] | None = None
-    # the names of weights the builders fetch themselves (images: "imagenet"): train's and
-    # tune's `weights` take them beside none and a file; build_model gets weights=name
+    # the names of weights the builders fetch themselves (images: "imagenet"): `weights` takes
+    # them beside none and a file; build_model gets weights=name
     pretrained: tuple[str, ...] = ()
 
 

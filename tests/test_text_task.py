@@ -19,6 +19,7 @@ from test_default_project import make
 
 TEXT = {"project_name": "Text Intents", "task": "text_classification"}
 TABULAR = {"project_name": "Income Rows", "task": "tabular_classification"}
+PROFILES = ("default.yaml", "gpu.yaml")
 
 
 def task_files(baked: Baked, folder: str) -> set[str]:
@@ -81,6 +82,27 @@ def test_a_task_bake_without_tensorrt_is_ruff_clean(
     """A task's tests hold TensorRT-only cells: declined, they left a blank line at the end of
     tests/test_text_export.py, which ruff format refuses."""
     assert_ruff_clean(bake({**answers, "include_tensorrt": False}).root)
+
+
+@pytest.mark.parametrize(
+    ("answers", "shown"),
+    [({}, True), (TEXT, False), (TABULAR, False)],
+    ids=["image", "text", "tabular"],
+)
+def test_augment_is_shown_in_the_image_bake_only(
+    bake: Callable[[dict], Baked], answers: dict, shown: bool
+) -> None:
+    """Issue 43: augment is the image task's own training parameter, so only an image bake's
+    notebook 03 (its parameters cell, the Params call, the printed result) and profiles give it."""
+    root = bake(answers).root
+    cells = json.loads((root / "notebooks" / "03_train.ipynb").read_text(encoding="utf-8"))["cells"]
+    code = "".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+    profiles = [(root / "configs" / name).read_text(encoding="utf-8") for name in PROFILES]
+    assert ('augment: str = "none"' in code) is shown
+    assert ("augment=augment," in code) is shown
+    assert ("metrics['augment']" in code) is shown
+    assert ("    augment: none" in profiles[0]) is shown
+    assert ("    augment: light" in profiles[1]) is shown
 
 
 def test_an_unknown_task_is_refused_in_one_sentence(pre_gen: ModuleType) -> None:

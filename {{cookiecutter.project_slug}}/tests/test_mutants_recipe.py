@@ -26,6 +26,17 @@ from {{ cookiecutter.package_name }}.train.recipe import check_recipe, make_opti
 PEAK = 0.016
 
 
+@pytest.fixture(autouse=True)
+def task_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared recipe, with a task that offers pretrained weights by the name "zoo" and has an
+    option of its own ("own"): what any task may declare, whichever this bake holds."""
+    task = tasks.current()
+    monkeypatch.setattr(task.models, "pretrained", ("zoo",))
+    words = lambda params: (f"own={params.own} here",) * (params.own != "none")  # noqa: E731
+    monkeypatch.setattr(task.recipe, "words", words)
+    monkeypatch.setattr(task.recipe, "summary", lambda params: {"own": params.own})
+
+
 def plan(**values) -> schedule.Plan:
     base = {"peak": PEAK, "steps_per_epoch": 4, "epochs": 6, "warmup_epochs": 0}
     return schedule.Plan(**{**base, "schedule": "constant", **values})
@@ -196,7 +207,7 @@ def test_the_schedule_is_described_in_one_sentence() -> None:
 
 def recipe(**values) -> SimpleNamespace:
     base = {
-        "weights": "imagenet",
+        "weights": "zoo",
         "epochs": 5,
         "freeze_epochs": 1,
         "unfreeze": "all",
@@ -205,7 +216,6 @@ def recipe(**values) -> SimpleNamespace:
         "schedule": "cosine",
         "weight_decay": 0.0,
         "label_smoothing": 0.0,
-        "augment": "none",
     }
     return SimpleNamespace(**{**base, **values})
 
@@ -247,7 +257,7 @@ REFUSED = [
     (
         {"freeze_epochs": 2, "weights": "none"},
         "freeze_epochs=2 freezes a backbone with random weights, which learns nothing: give "
-        "weights (a .keras file, or imagenet), or freeze_epochs=0.",
+        "weights (a .keras file, or zoo), or freeze_epochs=0.",
     ),
     ({"unfreeze": -1}, f"unfreeze=-1 {UNFREEZE}"),
     ({"unfreeze": "2"}, f"unfreeze='2' {UNFREEZE}"),
@@ -266,8 +276,7 @@ REFUSED = [
     ({"label_smoothing": -0.1}, f"label_smoothing=-0.1 {BELOW_1} 0.1."),
     (
         {"weights": ""},
-        "weights='' is not allowed: use none, imagenet or the path of a .keras or .weights.h5 "
-        "file.",
+        "weights='' is not allowed: use none, zoo or the path of a .keras or .weights.h5 file.",
     ),
 ]
 
@@ -385,7 +394,7 @@ def test_weights_are_loaded_into_a_fresh_model_only_never_over_a_resumed_checkpo
     assert loaded == [] and loop.weights_loaded is None
     phases.begin(loop, fresh=True)
     assert loaded == [("m", "pre.keras")] and loop.weights_loaded["layers"] == 3
-    for weights in ("none", "imagenet"):
+    for weights in ("none", "zoo"):
         loop.params.weights = weights
         phases.begin(loop, fresh=True)
         assert len(loaded) == 1 and loop.weights_loaded is None
@@ -499,7 +508,7 @@ def run_of(**values) -> SimpleNamespace:
         "unfreeze": 2,
         "label_smoothing": 0.1,
         "weight_decay": 0.05,
-        "augment": "light",
+        "own": "light",
         "weights": "pre.keras",
     }
     said = []
@@ -586,20 +595,17 @@ def test_the_recipe_is_described_and_summarised_for_train_json(tmp_path: Path) -
         "Learning rate: warmup over 1 epoch(s) from 0.0002 to 0.02 (warmup_epochs=auto: the global "
         "batch 512 exceeds 256), then cosine decay to 0.0002, x 0.5 from epoch 2 (fine-tuning). "
         "Weights from pre.keras (5 layers by order, head new). Backbone frozen for 1 epoch(s), "
-        "then unfreeze=2. AdamW weight_decay 0.05, label_smoothing 0.1, augment=light on the "
-        "device."
+        "then unfreeze=2. AdamW weight_decay 0.05, label_smoothing 0.1, own=light here."
     )
-    plain = run_of(
-        freeze_epochs=0, weights="none", weight_decay=0, label_smoothing=0, augment="none"
-    )
+    plain = run_of(freeze_epochs=0, weights="none", weight_decay=0, label_smoothing=0, own="none")
     plain.weights_loaded = None
     assert phases.describe(plain) == (
         "Learning rate: warmup over 1 epoch(s) from 0.0002 to 0.02 (warmup_epochs=auto: the global "
         "batch 512 exceeds 256), then cosine decay to 0.0002."
     )
-    only = run_of(freeze_epochs=0, weights="imagenet", weight_decay=0, augment="none")
+    only = run_of(freeze_epochs=0, weights="zoo", weight_decay=0, own="none")
     only.weights_loaded = None
-    assert phases.describe(only).endswith(" Weights from imagenet. label_smoothing 0.1.")
+    assert phases.describe(only).endswith(" Weights from zoo. label_smoothing 0.1.")
     (tmp_path / "pre.keras").write_bytes(b"weights")
     loop.params.weights = str(tmp_path / "pre.keras")
     summary = phases.summary(loop)
@@ -622,7 +628,7 @@ def test_the_recipe_is_described_and_summarised_for_train_json(tmp_path: Path) -
         "sha256": hashlib.sha256(b"weights").hexdigest(),
         "loaded": loop.weights_loaded,
     }
-    assert (summary["weight_decay"], summary["label_smoothing"], summary["augment"]) == (
+    assert (summary["weight_decay"], summary["label_smoothing"], summary["own"]) == (
         0.05,
         0.1,
         "light",

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from {{ cookiecutter.package_name }} import tasks
 from {{ cookiecutter.package_name }}.train import evaluate
 
 # --- the test split ------------------------------------------------------------------------------
@@ -52,7 +53,8 @@ def test_macro_f1_is_the_mean_of_the_per_class_f1_not_f1_of_the_mean_precision_a
 def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tuple:
     """test_split on a fake task whose model's output depends on `training`: Dropout and
     BatchNorm behave otherwise in training mode, and the test split must see the final model.
-    values: the run's global_batch and replicas, the task's baseline and test extras."""
+    values: the run's global_batch and replicas, the task's baseline and test extras, its
+    build_losses and build_metrics (the project's task's by default)."""
     labels = np.array([0, 1, 1, 0, 1])
     probabilities = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.5, 0.5], [1.0, 0.0]])
     asked, said = [], []
@@ -77,6 +79,8 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tupl
 
     fake = SimpleNamespace(
         build_inputs=make_dataset,
+        build_losses=values.get("build_losses", tasks.current().build_losses),
+        build_metrics=values.get("build_metrics", tasks.current().build_metrics),
         scores=SimpleNamespace(
             extras=test_extras,
             baseline=lambda folder: values.get("baseline") if folder == tmp_path else "elsewhere",
@@ -116,6 +120,25 @@ def test_the_test_split_is_scored_by_the_model_in_inference_mode(
         _, asked, _ = evaluated(tmp_path, monkeypatch, global_batch=global_batch, replicas=replicas)
         assert [size for _, size, _ in asked] == [batch, batch]
         assert all(type(size) is int for _, size, _ in asked)  # a batch of 4.0 is refused
+
+
+def test_the_test_splits_loss_and_accuracy_are_the_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43 §4: the test split is scored by the task's build_losses and build_metrics, as
+    training and validation are (replica.py), not by a cross-entropy written out here."""
+
+    def build_losses():
+        return lambda labels, probabilities: tf.fill(tf.shape(labels), 2.5)
+
+    def build_metrics():
+        return {"accuracy": lambda labels, probabilities: tf.ones(tf.shape(labels))}
+
+    result, _, _ = evaluated(
+        tmp_path, monkeypatch, build_losses=build_losses, build_metrics=build_metrics
+    )
+    assert (result["test_loss"], result["test_accuracy"]) == (2.5, 1.0)
+    assert result["test_confusion_matrix"] == [[2, 0], [2, 1]]  # the top class, as before
 
 
 def test_the_test_split_names_its_roc_auc_and_the_baselines(

@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from {{ cookiecutter.package_name }} import seam, tasks
 from {{ cookiecutter.package_name }}.tasks import base
 
 GROUPS = {"models": base.Models, "recipe": base.Recipe, "export": base.Export}
+SEARCH = ({% if cookiecutter.include_tuning %}"tune",{% endif %})  # the optional part's folder
 GROUPS.update(scores=base.Scores, bench=base.Bench)
 
 
@@ -96,3 +98,38 @@ def test_the_default_loss_and_accuracy_are_sparse_cross_entropy_and_top_class():
     targets = np.array([[0.9 + 0.1 / 3, 0.1 / 3, 0.1 / 3], [0.1 / 3, 0.9 + 0.1 / 3, 0.1 / 3]])
     expected = -(targets * np.log(probabilities.numpy())).sum(axis=1)
     np.testing.assert_allclose(smoothed.numpy(), expected, rtol=1e-5)
+
+
+def test_train_params_are_the_shared_ones_then_the_tasks_own():
+    """Issue 43: a task's own training parameters (Recipe.options: the image task's augment)
+    join the shared ones in train's Params, after them, so a bake's --help, notebook 03 and the
+    runner's checks list them in that task's bake and in no other."""
+    from {{ cookiecutter.package_name }}.train import params
+
+    own = dataclasses.fields(tasks.current().recipe.options)
+    shared = [field.name for field in dataclasses.fields(params.SharedParams)]
+    assert [field.name for field in dataclasses.fields(params.Params)] == shared + [
+        field.name for field in own
+    ]
+    assert all(field.metadata.get("help") for field in own)  # train --help's line
+    assert params.Params() == params.Params(**{field.name: field.default for field in own})
+
+
+def test_shared_code_names_no_pretrained_weights_and_reads_no_task_option():
+    """Issue 43: ImageNet weights are the image task's (Models.pretrained) and its augment is its
+    own (Recipe.options): the shared code outside tasks/ names no pretrained weights, and the
+    training code (train/, find/, replica.py, a search's) reads no option of the task's: it asks
+    the task (01_data's own Params may share a name)."""
+    package = Path(tasks.__file__).parents[1]
+    training = ("train", "find", "replica.py", *SEARCH)
+    options = "|".join(field.name for field in dataclasses.fields(tasks.current().recipe.options))
+    reads = re.compile(rf"params\.({options})\b") if options else None
+    found = [
+        f"{path.relative_to(package)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path.relative_to(package).parts[0] != "tasks"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "imagenet" in line
+        or (reads and path.relative_to(package).parts[0] in training and reads.search(line))
+    ]
+    assert not found, "shared code with a task's words:\n" + "\n".join(found)

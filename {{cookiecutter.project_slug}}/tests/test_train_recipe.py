@@ -6,6 +6,7 @@ Fine-tuning is tested from a backbone trained here (ImageNet weights cannot be d
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -201,8 +202,8 @@ def test_each_worker_augments_with_its_own_seed(
 
     seeds = []
 
-    def record(level: str, classes: int, seed: int) -> None:
-        seeds.append(seed)
+    def record(params: Params, classes: int, seed: int) -> None:
+        seeds.append((params.augment, seed))
         raise Built  # the seed is all this test needs: no training
 
     role = Cluster(workers=3, task_type=task_type, task_index=index, has_chief=has_chief)
@@ -210,7 +211,7 @@ def test_each_worker_augments_with_its_own_seed(
     monkeypatch.setattr(current().recipe, "augmenter", record)
     with pytest.raises(Built):
         train.run(run_dir, Params(epochs=1, augment="light", seed=42), verbose=False)
-    assert seeds == [42 + loop_module.AUGMENT_SEED_STRIDE * rank]
+    assert seeds == [("light", 42 + loop_module.AUGMENT_SEED_STRIDE * rank)]
 
 
 def test_the_augmenter_is_built_outside_the_strategys_scope(monkeypatch, run_dir: Path) -> None:
@@ -225,7 +226,7 @@ def test_the_augmenter_is_built_outside_the_strategys_scope(monkeypatch, run_dir
 
     inside = []
 
-    def record(level: str, classes: int, seed: int) -> None:
+    def record(params: Params, classes: int, seed: int) -> None:
         inside.append(tf.distribute.has_strategy())
         raise Built
 
@@ -233,6 +234,26 @@ def test_the_augmenter_is_built_outside_the_strategys_scope(monkeypatch, run_dir
     with pytest.raises(Built):
         train.run(run_dir, Params(epochs=1, augment="light", strategy="mirrored"), verbose=False)
     assert inside == [False]
+
+
+def test_augment_and_imagenet_are_the_image_tasks_own() -> None:
+    """Issue 43: augment is a training parameter the image task declares (Recipe.options), not a
+    shared one; imagenet is a name its builders fetch weights for (Models.pretrained); its
+    level reaches the augmenter, train.json and the recipe's sentence through the task."""
+    from {{ cookiecutter.package_name }}.tasks import current
+    from {{ cookiecutter.package_name }}.train import params as train_params
+
+    task = current()
+    assert [f.name for f in dataclasses.fields(task.recipe.options)] == ["augment"]
+    assert "augment" not in {f.name for f in dataclasses.fields(train_params.SharedParams)}
+    assert task.models.pretrained == ("imagenet",)
+    light = Params(augment="light")
+    assert task.recipe.summary(light) == {"augment": "light"}
+    assert task.recipe.words(light) == ("augment=light on the device",)
+    assert task.recipe.words(Params()) == ()
+    assert task.recipe.augmenter(Params(), 3, 1) is None
+    assert task.recipe.augmenter(light, 3, 1) is not None
+    train.check("unused", Params(weights="imagenet", freeze_epochs=1, epochs=2), inputs=False)
 
 
 REPLICAS_DRAW = """

@@ -16,7 +16,8 @@ it through `tasks.current()`; nothing else in the shared code names a task.
     build_losses    (label_smoothing, soft, num_classes) → the per-example loss of (targets, probs)
     build_metrics   () → {"accuracy": per-example score of (int32 labels, probabilities)}
     models          Models: the names accepted, the default, the checks of a model and its knobs
-    recipe          Recipe: the task's own training values (augmentation), their checks, a search's
+    recipe          Recipe: the task's own training parameters (images: augment), added to train's
+                    Params; their checks, their augmenter, their words in train.json, a search's
                     choices among them, what earlier weights must share with this run's data
     export          Export: the SavedModel's endpoints, the converters' input, REST bodies
     scores          Scores: the baseline beside the model, the task's test extras, its figures
@@ -47,6 +48,15 @@ def _no_extras(*_: Any, **__: Any) -> dict[str, Any]:
     return {}
 
 
+def _no_words(*_: Any, **__: Any) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The training parameters of a task that has none of its own."""
+
+
 @dataclass
 class Models:
     """The models a task builds: what `model=` accepts and how a choice is checked."""
@@ -64,15 +74,23 @@ class Models:
     # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
     # finder probes memory at that shape); None where every input has one shape
     longest_batches: Callable[..., Any] | None = None
+    # the names of weights the builders fetch themselves (images: "imagenet"): `weights` takes
+    # them beside none and a file; build_model gets weights=name
+    pretrained: tuple[str, ...] = ()
 
 
 @dataclass
 class Recipe:
-    """The task's own training values beyond the shared recipe."""
+    """The task's own training parameters beyond the shared recipe, and what is done with them."""
 
+    # a frozen dataclass of steps.param fields: train's Params adds them after its own (images:
+    # augment), so its --help, notebook 03 and the runner's checks know them in this task only
+    options: type = NoOptions
     check: Callable[[Any], None] = _nothing  # (params): refuse a value the task cannot use
-    # (level, num_classes, seed) → on-device augmentation of (inputs, labels), or None
+    # (params, num_classes, seed) → on-device augmentation of (inputs, labels), or None
     augmenter: Callable[..., Any] = _nothing
+    summary: Callable[[Any], dict[str, Any]] = _no_extras  # (params) → train.json's keys
+    words: Callable[[Any], tuple[str, ...]] = _no_words  # (params) → the recipe's sentence
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st
     same_inputs: tuple[str, ...] = ()  # meta keys earlier weights must share with this data
 

@@ -31,8 +31,7 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     truth, probabilities = predict(loop, TEST_SPLIT)
     classes = [str(name) for name in loop.meta["classes"]]
     result = scores(truth, probabilities.argmax(axis=-1), classes)
-    picked = probabilities[np.arange(len(truth)), truth]
-    result["test_loss"] = float(np.mean(-np.log(np.clip(picked, 1e-7, 1.0))))
+    result.update(by_the_task(truth, probabilities))  # the loss and accuracy training counts
     # What the task adds (text: the most confused pairs, the most confident mistakes as text).
     # (tables: ROC and PR AUC, and accuracy at the threshold chosen on validation, predicted here)
     extras = task().scores.extras(
@@ -57,6 +56,24 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
             f"accuracy {said['test_accuracy']:.4f}{also}."
         )
     return result
+
+
+def by_the_task(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, Any]:
+    """test_loss and test_accuracy by the task's own loss and accuracy (its build_losses and
+    build_metrics), as training and validation count them: sparse cross-entropy and the top
+    class by default; a task that scores otherwise is scored so on the test split too."""
+    import tensorflow as tf
+
+    if not len(labels):
+        return {"test_loss": None, "test_accuracy": None}
+    truth = tf.constant(labels, tf.int32)
+    given = tf.constant(probabilities, tf.float32)
+    loss = task().build_losses()(truth, given).numpy()
+    correct = task().build_metrics()["accuracy"](truth, given).numpy()
+    return {
+        "test_loss": float(np.mean(loss, dtype=np.float64)),
+        "test_accuracy": float(np.sum(correct, dtype=np.float64) / len(labels)),
+    }
 
 
 def _baselines(first: dict[str, Any] | None) -> list[dict[str, Any]]:

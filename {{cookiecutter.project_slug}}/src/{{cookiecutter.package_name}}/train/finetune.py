@@ -2,7 +2,8 @@
 
 The Keras guide to transfer learning and fine-tuning, as a recipe in two phases:
 
-1. `weights`: "none" (random), "imagenet" (a keras.applications model's own weights), or a path to
+1. `weights`: "none" (random), a name the task's builders fetch weights for themselves (its
+   Models.pretrained: the image task's keras.applications weights), or a path to
    a `.keras` model (an earlier run's model.keras) or a `.weights.h5` file. A file's weights are
    copied layer by layer, by name (by order when the names differ but every shape lines up: a model
    saved by an older version of the builders); the classifier (`logits`) is copied only when it
@@ -46,20 +47,34 @@ FROZEN, FINE_TUNE = "frozen", "fine_tune"
 DENSE = re.compile(r"^dense(?:_(\d+))?$")
 
 
+def pretrained(weights: Any) -> str | None:
+    """The name of weights the task's builders fetch themselves (build_model's weights=), else
+    None: none, or a file that load_into copies."""
+    return weights if weights in task().models.pretrained else None
+
+
+def from_file(weights: Any) -> bool:
+    """Whether `weights` names a file (not none, not one of the task's pretrained names)."""
+    return weights != "none" and pretrained(weights) is None
+
+
+def allowed() -> str:
+    """The values weights takes, in words: "none, <the task's pretrained names> or the path"."""
+    return f"{', '.join(('none', *task().models.pretrained))} or the path of a .keras or"
+
+
 def check_weights(weights: Any) -> None:
-    """Refuse a weights value that is not none, imagenet or an existing file of a known kind."""
+    """Refuse a weights value that is not none, a pretrained name of the task's or an existing
+    file of a known kind."""
     if not isinstance(weights, str) or not weights:
-        raise TrainError(
-            f"weights={weights!r} is not allowed: use none, imagenet or the path of a .keras or "
-            ".weights.h5 file."
-        )
-    if weights in ("none", "imagenet"):
+        raise TrainError(f"weights={weights!r} is not allowed: use {allowed()} .weights.h5 file.")
+    if not from_file(weights):
         return
     path = Path(weights).expanduser()
     if not path.name.endswith(WEIGHT_FILES):
         raise TrainError(
-            f"weights={weights!r} is not allowed: use none, imagenet or the path of a .keras or "
-            ".weights.h5 file (an earlier run's model.keras, for instance)."
+            f"weights={weights!r} is not allowed: use {allowed()} .weights.h5 file (an earlier "
+            "run's model.keras, for instance)."
         )
     if not path.is_file():
         raise TrainError(
@@ -71,7 +86,7 @@ def check_weights(weights: Any) -> None:
 def check_file(weights: str) -> None:
     """Refuse a weights file that cannot be a Keras file at all (cut short, not a zip or HDF5),
     without TensorFlow: whether its layers fit the model is seen when they are copied."""
-    if weights in ("none", "imagenet"):
+    if not from_file(weights):
         return
     path = Path(weights).expanduser()
     try:
@@ -102,7 +117,7 @@ def check_source(weights: str, meta: dict[str, Any]) -> None:
 
     keys = task().recipe.same_inputs
     source = Path(weights).expanduser().parent / "data" / "meta.json"
-    if weights in ("none", "imagenet") or not keys or not source.is_file():
+    if not from_file(weights) or not keys or not source.is_file():
         return
     try:
         earlier = json.loads(source.read_text(encoding="utf-8"))
@@ -118,8 +133,9 @@ def check_source(weights: str, meta: dict[str, Any]) -> None:
 
 
 def file_sha256(weights: str) -> str | None:
-    """The weights file's sha256 (None for none and imagenet): the lineage of a fine-tuned model."""
-    if weights in ("none", "imagenet"):
+    """The weights file's sha256 (None for none and a pretrained name): the lineage of a
+    fine-tuned model."""
+    if not from_file(weights):
         return None
     digest = hashlib.sha256()
     with open(Path(weights).expanduser(), "rb") as stream:

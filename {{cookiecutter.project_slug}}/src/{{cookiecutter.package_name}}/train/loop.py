@@ -31,6 +31,7 @@ from ..writes import writing
 from . import evaluate, phases, preempt, report, resume
 from .devices import worker_role
 from .epoch import _TIMED, early_stopping, run_epoch
+from .finetune import pretrained
 from .params import effective_learning_rate
 from .recipe import make_optimizer
 from .sources import Resolved
@@ -68,7 +69,7 @@ class Loop:
         # its own flips, crops and mixes (mirrored ones would give every replica the same). One
         # seed per worker: with the run's seed in every worker, all drew the same in lockstep.
         self.augment = task().recipe.augmenter(
-            self.params.augment,
+            self.params,
             int(meta["num_classes"]),
             self.params.seed + AUGMENT_SEED_STRIDE * self.role.rank,
         )
@@ -76,7 +77,7 @@ class Loop:
             self.model = task().build_model(
                 self.params.model,
                 meta,
-                weights="imagenet" if self.params.weights == "imagenet" else None,
+                weights=pretrained(self.params.weights),
                 width=self.params.width,
                 dropout=self.params.dropout,
             )

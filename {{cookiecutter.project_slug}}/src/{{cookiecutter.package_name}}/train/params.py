@@ -22,6 +22,7 @@ from ..steps import param
 from ..tasks import current as task
 from .cluster import Cluster, read_tf_config
 from .errors import TrainError
+from .finetune import allowed
 from .recipe import check_recipe
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
@@ -39,8 +40,8 @@ AUTO = "auto"
 
 
 @dataclass(frozen=True)
-class Params:
-    """Notebook 03's parameters (all but run_dir), with its names and defaults.
+class SharedParams:
+    """Notebook 03's parameters every task has (all but run_dir), with its names and defaults.
 
     None for model, learning_rate, width and dropout means "not given": the value an optional part
     offers (train.sources), else the default (DEFAULT_MODEL, 0.001, the model's own width and
@@ -68,7 +69,7 @@ class Params:
     profile_steps: str | int = param("", "'first,last' steps to profile into logs/; '' off")
     # The recipe (recipe.py checks these; finetune.py, schedule.py and augment.py use them).
     weights: str = param(
-        "none", "none, imagenet, or a .keras/.weights.h5 file to start from (copied by layer name)"
+        "none", f"{allowed()} .weights.h5 file to start from (copied by layer name)"
     )
     freeze_epochs: int = param(0, "first epochs with the backbone frozen, only the head trains")
     unfreeze: str | int = param(
@@ -81,7 +82,12 @@ class Params:
     schedule: str = param("constant", "after warmup: constant, or cosine down to 1% of the peak")
     weight_decay: float = param(0.0, "AdamW's decoupled decay, not on biases/BatchNorm; 0: Adam")
     label_smoothing: float = param(0.0, "share of each label spread over all classes, 0 to <1")
-    augment: str = param("none", "on the device, training only: none, light or strong")
+
+
+@dataclass(frozen=True)
+class Params(task().recipe.options, SharedParams):  # type: ignore[misc]
+    """Notebook 03's parameters: the shared ones, then the task's own (its Recipe.options, e.g.
+    the image task's augment), so a bake's --help, notebook and checks list only its own."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     limits.whole("patience", params.patience, TrainError, " (0 turns early stopping off)")
     parse_profile_steps(params.profile_steps)
     check_recipe(params)
-    try:  # what the task takes: image augmentation levels; none of them for text
+    try:  # the task's own parameters (Recipe.options), checked by the task
         task().recipe.check(params)
     except StepError as error:
         raise TrainError(str(error)) from None

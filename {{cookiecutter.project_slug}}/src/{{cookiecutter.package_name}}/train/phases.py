@@ -43,7 +43,7 @@ def begin(loop: Running, *, fresh: bool) -> None:
     """Load `weights=` a file into a fresh model (a resumed one has them in its checkpoint)."""
     params = loop.params
     loop.weights_loaded = None
-    if fresh and params.weights not in ("none", "imagenet"):
+    if fresh and finetune.from_file(params.weights):
         with loop.strategy.scope():
             loop.weights_loaded = finetune.load_into(loop.model, params.weights)
 
@@ -104,7 +104,7 @@ def describe(loop: Running) -> str:
     extras = [
         f"AdamW weight_decay {params.weight_decay:g}" if params.weight_decay else "",
         f"label_smoothing {params.label_smoothing:g}" if params.label_smoothing else "",
-        f"augment={params.augment} on the device" if params.augment != "none" else "",
+        *task().recipe.words(params),  # the task's own (images: augment=light on the device)
     ]
     if any(extras):
         lines.append(", ".join(extra for extra in extras if extra) + ".")
@@ -113,7 +113,8 @@ def describe(loop: Running) -> str:
 
 def summary(loop: Running) -> dict[str, Any]:
     """train.json's recipe keys: learning_rates (per epoch and per step), schedule, phases,
-    weights (with the file's sha256), weight_decay, label_smoothing, augment."""
+    weights (with the file's sha256), weight_decay, label_smoothing, and the task's own
+    (Recipe.summary: the image task's augment)."""
     params, the_plan = loop.params, loop.plan
     phases: dict[str, list[int]] = {}
     for epoch in range(params.epochs):
@@ -140,5 +141,5 @@ def summary(loop: Running) -> dict[str, Any]:
         },
         "weight_decay": params.weight_decay,
         "label_smoothing": params.label_smoothing,
-        "augment": params.augment,
+        **task().recipe.summary(params),
     }

@@ -2,8 +2,8 @@
 
 The recipe is what trains the model, as against where it trains (params.py): the weights it starts
 from and the two phases of fine-tuning (finetune.py), the learning-rate schedule (schedule.py),
-AdamW's weight decay, label smoothing, and augmentation on the device (the task's own
-make_augmenter; a task without augmentations refuses it).
+AdamW's weight decay and label smoothing. A task's own training parameters (the image task's
+augment) are its Recipe's: it checks them, and train's Params adds them (params.py).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import keras
 
+from ..tasks import current as task
 from .errors import TrainError
 from .finetune import check_weights
 from .schedule import SCHEDULES
@@ -31,7 +32,6 @@ class Recipe(Protocol):
     schedule: str
     weight_decay: float
     label_smoothing: float
-    augment: str
 
 
 # Variables AdamW does not decay: biases, BatchNorm's scale and shift (decaying them only fights
@@ -52,7 +52,7 @@ def check_recipe(params: Recipe) -> None:
     if freeze and params.weights == "none":
         raise TrainError(
             f"freeze_epochs={freeze} freezes a backbone with random weights, which learns "
-            "nothing: give weights (a .keras file, or imagenet), or freeze_epochs=0."
+            f"nothing: give weights ({_sources()}), or freeze_epochs=0."
         )
     unfreeze = params.unfreeze
     if unfreeze != "all" and not (_is_int(unfreeze) and unfreeze >= 0):
@@ -100,6 +100,12 @@ def _number(
     )
     if not fits:
         raise TrainError(f"{name}={value!r} is not allowed: use a number {allowed}.")
+
+
+def _sources() -> str:
+    """Where weights can come from: a .keras file, or the task's pretrained names."""
+    names = task().models.pretrained
+    return "a .keras file" + (f", or {' or '.join(names)}" if names else "")
 
 
 def _is_int(value: Any) -> bool:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -25,6 +26,7 @@ from typing import Any
 import tensorflow as tf
 
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR, SET_ASIDE
+from ..tasks import current as task
 from .params import AUTO, TrainError
 from .state import DAMAGED, PARAMS_FILE, damaged, read_history
 
@@ -41,7 +43,8 @@ RECIPE_DEFAULTS = {
     "schedule": "constant",
     "weight_decay": 0.0,
     "label_smoothing": 0.0,
-    "augment": "none",
+    # the task's own parameters (Recipe.options: the image task's augment), at their defaults
+    **{option.name: option.default for option in dataclasses.fields(task().recipe.options)},
 }
 # The parameters the saved state depends on: resuming with other values is refused.
 STATE_KEYS = (
@@ -153,7 +156,7 @@ def recipe_state(params: Any) -> dict[str, Any]:
     from .finetune import file_sha256
 
     state = {key: getattr(params, key) for key in RECIPE_DEFAULTS}
-    sha = file_sha256(params.weights) if params.weights not in ("none", "imagenet") else None
+    sha = file_sha256(params.weights)  # None for none and the task's pretrained names
     state["weights"] = f"sha256:{sha}" if sha else params.weights
     return state
 

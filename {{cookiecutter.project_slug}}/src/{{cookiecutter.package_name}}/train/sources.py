@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import parts
 from ..artifacts import resolve_run_dir
+from ..tasks import current as task
 from .params import (
     DEFAULT_LEARNING_RATE,
     DEFAULT_MODEL,
@@ -36,7 +37,7 @@ RECIPE = (  # their default: not given
     "schedule",
     "weight_decay",
     "label_smoothing",
-    "augment",
+    *(option.name for option in dataclasses.fields(task().recipe.options)),  # images: augment
 )
 FINDERS = ("batch-size finder", "range test")  # how train/auto.py names the sources it fills
 NAMES = tuple(field.name for field in dataclasses.fields(Params))

@@ -191,7 +191,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
         task().models.check(
             values.model,
             meta,
-            weights="imagenet" if values.weights == "imagenet" else None,
+            weights=finetune.pretrained(values.weights),
             width=values.width,
             dropout=values.dropout,
         )

@@ -9,14 +9,13 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from .. import data, limits
 from ..artifacts import DATA_DIR, StepError
 from ..steps import param
 from ..tasks import current as task
-from ..train.finetune import check_weights
+from ..train.finetune import allowed, check_weights, pretrained
 
 ALGORITHMS = ("random", "hyperband")
 MAX_WORKERS = 256  # worker processes one search starts or serves: more is a typo, not a plan
@@ -37,7 +36,7 @@ class Params:
     batch_size: int = param(64, "examples per batch in every trial")
     model: str = param(task().models.default, f"the builder searched: {task().models.help}")
     weights: str = param(
-        "none", "none, imagenet or a .keras file to start from; not none: freeze_epochs searched"
+        "none", f"{allowed()} .weights.h5 file to start from; not none: freeze_epochs searched"
     )
     seed: int = param(42, "seed of the search and of every trial's weights")
     workers: int = param(
@@ -55,9 +54,8 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
     check_workers(params.workers, params.max_trials)
     if not isinstance(model, str) or model not in task().models.names:
         raise TuneError(f"model={model!r} is not allowed: use {task().models.help}.")
-    try:  # training's own sentences: none, imagenet or an existing .keras/.weights.h5 file
+    try:  # training's own sentences: none, a pretrained name or an existing weights file
         check_weights(params.weights)
-        task().recipe.check(SimpleNamespace(augment="none", weights=params.weights))
     except StepError as error:
         raise TuneError(str(error)) from None
     if not isinstance(overwrite, bool):
@@ -99,10 +97,10 @@ def require_keras_tuner() -> Any:
 
 def check_data(folder: Path, model: str, batch_size: int, weights: str = "none") -> dict[str, Any]:
     """The data step's meta, refused when missing (naming 01_data), when the model cannot take its
-    images (or imagenet weights), or when one batch is larger than its training split."""
+    inputs (or its pretrained weights), or when one batch is larger than its training split."""
     meta = data.read_meta(folder)
     try:
-        task().models.check(model, meta, weights="imagenet" if weights == "imagenet" else None)
+        task().models.check(model, meta, weights=pretrained(weights))
         data.meta.check_batch(meta, batch_size, where=str(folder / DATA_DIR))
     except StepError as error:
         raise TuneError(str(error)) from None

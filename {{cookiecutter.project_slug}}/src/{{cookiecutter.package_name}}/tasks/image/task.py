@@ -9,6 +9,7 @@ call reads the function through its module at call time, so a test or a benchmar
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import keras
@@ -17,6 +18,7 @@ import tensorflow as tf
 
 from ... import data
 from ...seam import NOUNS
+from ...steps import param
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from ..outputs import SIGNATURE
 from . import augment, models
@@ -122,12 +124,34 @@ def model_state(meta: dict[str, Any]) -> dict[str, Any]:
     return {"image_shape": input_shape(meta)}
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """The image task's own training parameters: train's Params adds them to the shared ones."""
+
+    augment: str = param("none", "on the device, training only: none, light or strong")
+
+
+PRETRAINED = ("imagenet",)  # weights=imagenet: a keras.applications model's own (models.py)
+
+
 def check_recipe(params: Any) -> None:
     """The augmentation level: none, light or strong (the other recipe values suit any task)."""
     augment.check_level(params.augment)
 
 
-make_augmenter = augment.make_augmenter  # on the device, inside the training step
+def make_augmenter(params: Any, num_classes: int, seed: int) -> Any:
+    """params.augment's layers, on the device, inside the training step (None for none)."""
+    return augment.make_augmenter(params.augment, num_classes, seed)
+
+
+def recipe_summary(params: Any) -> dict[str, Any]:
+    """train.json's words about the image options: the augmentation level."""
+    return {"augment": params.augment}
+
+
+def recipe_words(params: Any) -> tuple[str, ...]:
+    """The augmentation in the recipe's sentence, when there is one."""
+    return (f"augment={params.augment} on the device",) if params.augment != "none" else ()
 
 
 # The task's own models' knobs: the default and the width's range.
@@ -220,10 +244,14 @@ class ImageTask(Task):
             rebuilt=rebuilt,
             state=model_state,
             longest=longest,
+            pretrained=PRETRAINED,
         )
         self.recipe = Recipe(
+            options=TrainOptions,
             check=check_recipe,
             augmenter=make_augmenter,
+            summary=recipe_summary,
+            words=recipe_words,
             choices=RECIPE_CHOICES,
         )
         self.export = Export(

@@ -97,25 +97,6 @@ def check_knobs(name: str, *, width: Any = None, dropout: Any = None) -> None:
         raise models.ModelError(f"dropout={dropout!r} is not allowed: use 0 to below 1.")
 
 
-def check_recipe(params: Any) -> None:
-    """What an image recipe has that a table cannot take, refused in one sentence each."""
-    if getattr(params, "augment", "none") not in ("none", None, False):
-        raise StepError(
-            f"augment={params.augment!r} is not allowed for tables: flips, crops, MixUp and "
-            "CutMix are image augmentations; use augment=none."
-        )
-    if getattr(params, "weights", "none") == "imagenet":
-        raise StepError(
-            "weights='imagenet' is not allowed for tables: ImageNet weights are for image "
-            "models; use none, or a .keras file of an earlier table run."
-        )
-
-
-def make_augmenter(level: str, num_classes: int, seed: int) -> None:
-    """Tables have no augmentation on the device (check_recipe refuses any but none)."""
-    return None
-
-
 def rebuilt(model: keras.Model, classes: int) -> keras.Model:
     """A .weights.h5 saved with another number of classes: the same builder and layout (read
     back from its Columns layer), and a head of `classes` outputs."""
@@ -337,8 +318,6 @@ class TabularTask(Task):
             longest=longest,
         )
         self.recipe = Recipe(
-            check=check_recipe,
-            augmenter=make_augmenter,
             choices=RECIPE_CHOICES,
             same_inputs=SAME_INPUTS,
         )

@@ -120,25 +120,6 @@ def check_knobs(name: str, *, width: Any = None, dropout: Any = None) -> None:
         raise models.ModelError(f"dropout={dropout!r} is not allowed: use 0 to below 1.")
 
 
-def check_recipe(params: Any) -> None:
-    """What an image recipe has that text cannot take, refused in one sentence each."""
-    if getattr(params, "augment", "none") not in ("none", None, False):
-        raise StepError(
-            f"augment={params.augment!r} is not allowed for text: flips, crops, MixUp and "
-            "CutMix are image augmentations; use augment=none."
-        )
-    if getattr(params, "weights", "none") == "imagenet":
-        raise StepError(
-            "weights='imagenet' is not allowed for text: ImageNet weights are for image "
-            "models; use none, or a .keras file of an earlier text run."
-        )
-
-
-def make_augmenter(level: str, num_classes: int, seed: int) -> None:
-    """Text has no augmentation on the device (check_recipe refuses any but none)."""
-    return None
-
-
 def rebuilt(model: keras.Model, classes: int) -> keras.Model:
     """A .weights.h5 saved with another number of classes: rebuilt with the same builder and
     widths, and a head of `classes` outputs."""
@@ -315,8 +296,6 @@ class TextTask(Task):
             longest_batches=longest_batches,
         )
         self.recipe = Recipe(
-            check=check_recipe,
-            augmenter=make_augmenter,
             choices=RECIPE_CHOICES,
             same_inputs=SAME_INPUTS,
         )

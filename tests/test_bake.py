@@ -285,6 +285,7 @@ FULL_BAKE = (
     "tests/test_run_report_status.py",
     "tests/test_task_contract.py",
     "tests/test_runner.py",
+    "tests/test_runner_ahead.py",
     "tests/test_runner_held.py",
     "tests/test_runner_records.py",
     "tests/test_serving.py",

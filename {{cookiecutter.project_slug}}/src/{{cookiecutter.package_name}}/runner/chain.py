@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import locks, progress, quiet, steps
-from ..artifacts import RUN_LOCK, RUN_RECORD, StepError
+from ..artifacts import NOTEBOOKS_DIR, RUN_LOCK, RUN_RECORD, StepError
 from ..writes import check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
 from .held import checked_values, saved_note
 from .html import write_html
+from .kernels import Ahead
 from .live import NotebookProgress
 from .plan import Plan, plan_run
 from .profile import RunnerInputError
@@ -84,12 +85,17 @@ def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
     selected = list(plan.notebooks)
     print(f"Run folder: {folder}", flush=True)
     status, name = "interrupted", ""
+    upcoming: Ahead | None = None
     try:
         for number, name in enumerate(selected, start=1):
             attempt = new_attempt(record, plan, name, folder)
             save(folder, record, selected)  # run.json shows the running notebook, even after a kill
             live = NotebookProgress(number, len(selected), name)
-            execute(plan.notebooks[name], attempt, folder, live)
+            current = upcoming or start_ahead(plan, folder, name)
+            upcoming = None  # execute() stops `current`; the next one loads while it runs
+            if number < len(selected):
+                upcoming = start_ahead(plan, folder, selected[number])
+            execute(plan.notebooks[name], attempt, folder, live, current)
         status = "ok"
     except NotebookFailed:
         status = "failed"
@@ -105,10 +111,23 @@ def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
         interrupted.exit_status = getattr(error, "exit_status", 130)  # 143 after SIGTERM
         raise interrupted from None
     finally:
+        if upcoming is not None:  # the chain stopped before the notebook it was started for
+            upcoming.close()
         finish_record(record, status)
         save(folder, record, selected)
         write_report_html(folder, record)
     return RunResult(run_dir=folder, record=record)
+
+
+def start_ahead(plan: Plan, folder: Path, name: str) -> Ahead | None:
+    """The kernel of notebook `name`, started now: it loads TensorFlow while the notebook before
+    it runs (runner/kernels.py); its stderr goes to the notebook's kernel log. None if it cannot
+    start: papermill then starts one itself when the notebook runs, and reports why it fails."""
+    log = folder / NOTEBOOKS_DIR / f"{name}.kernel.log"
+    try:
+        return Ahead(name, log, plan.notebooks[name].parent)
+    except Exception:  # noqa: BLE001  (said, in the notebook's own words, when it runs)
+        return None
 
 
 def lock_run_dir(folder: Path, held: contextlib.ExitStack) -> None:

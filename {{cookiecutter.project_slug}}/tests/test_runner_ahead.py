@@ -13,6 +13,7 @@ import pytest
 from test_runner import KERNELSPEC
 
 from {{ cookiecutter.package_name }} import kernel, runner
+from {{ cookiecutter.package_name }}.runner import chain
 
 PROFILE = "description: ahead\nshared: {}\nnotebooks: {}\n"
 HEAD = f"""\
@@ -24,6 +25,7 @@ runner = psutil.Process(os.getppid())
 kernels = [p.pid for p in runner.children() if "{kernel.PACKAGE}.kernel" in p.cmdline()]
 (folder / f"kernels_{{NAME}}.json").write_text(json.dumps([os.getpid(), kernels]))
 (folder / f"env_{{NAME}}.json").write_text(json.dumps(dict(os.environ)))
+os.write(2, b"stderr of {{NAME}}\\n")  # as TensorFlow's C++ log does
 """
 CELLS = {  # each notebook records its kernel, the runner's kernels and its environment
     "00_first": "",
@@ -65,11 +67,23 @@ def seen(folder: Path, what: str, name: str) -> list | dict:
     return json.loads((folder / f"{what}_{name}.json").read_text())
 
 
-def test_the_next_kernel_starts_while_the_current_notebook_runs(tmp_path: Path) -> None:
-    """While 00 runs, 01's kernel runs beside it (and then runs 01); the last has none beside."""
+def test_each_kernel_starts_while_the_notebook_before_it_runs(tmp_path: Path, monkeypatch) -> None:
+    """The first notebook's kernel is up while the checks run (they load TensorFlow in the
+    runner), its stderr still reaching its kernel log; while 00 runs, 01's kernel runs beside it
+    (and then runs 01); the last notebook has none beside it; none is left at the end."""
     root = make_project(tmp_path / "project")
+    during: list[list[str]] = []
+    checks = chain.preflight
+
+    def preflight(plan, folder) -> None:
+        during.append(kernels_left())
+        checks(plan, folder)
+
+    monkeypatch.setattr(chain, "preflight", preflight)
     result = runner.run_chain("test", run_dir=tmp_path / "run", project_dir=root)
     folder = result.run_dir
+    assert len(during) == 1 and len(during[0]) == 1
+    assert "stderr of 00_first" in (folder / "notebooks" / "00_first.kernel.log").read_text()
     first, beside = seen(folder, "kernels", "00_first")
     second, _ = seen(folder, "kernels", "01_second")
     assert sorted(beside) == sorted([first, second])
@@ -111,7 +125,8 @@ def test_preload_loads_in_a_low_priority_thread_only_when_asked(monkeypatch) -> 
 def test_a_cell_needing_tensorflow_says_so_then_waits_for_the_load_ahead(
     monkeypatch, capsys
 ) -> None:
-    """The first cell importing the package says it waits for TensorFlow before it waits."""
+    """A cell says it waits for TensorFlow loading ahead before it waits (any cell: the load
+    holds descriptor 2, where a cell's output would be lost)."""
     release = threading.Event()
     said: list[str] = []
 
@@ -124,7 +139,7 @@ def test_a_cell_needing_tensorflow_says_so_then_waits_for_the_load_ahead(
     monkeypatch.setenv(kernel.progress.PROGRESS_ENV, "bar")  # as in JupyterLab
 
     class Info:
-        raw_cell = f"from {kernel.PACKAGE} import data"
+        raw_cell = "print(1)"
 
     def released() -> None:
         said.append(capsys.readouterr().out)

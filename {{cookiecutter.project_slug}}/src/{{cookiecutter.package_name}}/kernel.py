@@ -13,7 +13,8 @@ in that cell, so its time is where a reader expects it, under a moving "Loading 
 A kernel the runner starts ahead of its notebook (runner/kernels.py, PRELOAD_ENV=1) begins loading
 TensorFlow and Keras as soon as it is up, in a background thread at the lowest CPU priority (nice
 19, that thread only), while the previous notebook still runs; the first cell that needs TensorFlow
-waits for that load under the same "Loading TensorFlow" bar. Nothing configures TensorFlow when it
+waits for that load under the same "Loading TensorFlow" bar (any cell does: while it loads,
+descriptor 2 goes to a file, as in quiet.import_tensorflow). Nothing configures TensorFlow when it
 loads (devices, memory growth and precision are set by the cells, after the import), so loading
 before the parameters arrive changes nothing but when the seconds are spent.
 
@@ -138,13 +139,14 @@ def _load_ahead() -> None:
 
 
 def _before_cell(info: object) -> None:
-    """IPython's pre_run_cell event: load TensorFlow quietly before the first cell that needs it
-    (or wait, under the same bar, for the load that started ahead)."""
-    source = getattr(info, "raw_cell", "") or ""
+    """IPython's pre_run_cell event: load TensorFlow quietly before the first cell that needs it.
+    A load started ahead (preload) is waited for, under the same bar, before any cell runs: it
+    sends descriptor 2 to a file while it runs, which would swallow what a cell writes there."""
     ahead = _preload[0] if _preload else None
-    if ahead is not None and ahead.is_alive() and NEEDS_TENSORFLOW.search(source):
+    if ahead is not None and ahead.is_alive():  # any cell: the load holds descriptor 2 meanwhile
         with progress.task("Loading TensorFlow (started ahead)", unit=""):
             ahead.join()
+    source = getattr(info, "raw_cell", "") or ""
     if "tensorflow" in sys.modules:
         return
     if NEEDS_TENSORFLOW.search(source) and importlib.util.find_spec("tensorflow") is not None:

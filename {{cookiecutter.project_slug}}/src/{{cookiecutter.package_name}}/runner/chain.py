@@ -72,20 +72,26 @@ def run_chain(
         existed = folder.is_dir()
         if existed:  # another run in it is refused now, not after TensorFlow has loaded
             lock_run_dir(folder, held)
+        # The first notebook's kernel loads TensorFlow while the checks load it here.
+        first = start_ahead(plan, None, next(iter(plan.notebooks))) if plan.notebooks else None
+        if first is not None:
+            held.callback(first.close)  # a refusal below stops it; closing twice is harmless
         preflight(plan, folder)
         folder = _make(folder, fresh=run_dir is None)
         if not existed:  # made just now: locked before anything is written in it
             lock_run_dir(folder, held)
-        return _run(plan, folder, only)
+        return _run(plan, folder, only, first)
 
 
-def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
+def _run(plan: Plan, folder: Path, only: list[str] | None, first: Ahead | None = None) -> RunResult:
     """Execute the selected notebooks into the (locked) folder, recording every attempt."""
     record = start_record(folder, plan, only)
     selected = list(plan.notebooks)
     print(f"Run folder: {folder}", flush=True)
     status, name = "interrupted", ""
-    upcoming: Ahead | None = None
+    upcoming = first  # the first notebook's kernel, started while the checks ran
+    if first is not None:
+        first.log_to(folder / NOTEBOOKS_DIR / f"{first.notebook}.kernel.log")
     try:
         for number, name in enumerate(selected, start=1):
             attempt = new_attempt(record, plan, name, folder)
@@ -119,11 +125,12 @@ def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
     return RunResult(run_dir=folder, record=record)
 
 
-def start_ahead(plan: Plan, folder: Path, name: str) -> Ahead | None:
+def start_ahead(plan: Plan, folder: Path | None, name: str) -> Ahead | None:
     """The kernel of notebook `name`, started now: it loads TensorFlow while the notebook before
-    it runs (runner/kernels.py); its stderr goes to the notebook's kernel log. None if it cannot
-    start: papermill then starts one itself when the notebook runs, and reports why it fails."""
-    log = folder / NOTEBOOKS_DIR / f"{name}.kernel.log"
+    it runs (runner/kernels.py); its stderr goes to the notebook's kernel log (folder=None: no
+    folder yet, see Ahead). None if it cannot start: papermill then starts one itself when the
+    notebook runs, and reports why it fails."""
+    log = folder / NOTEBOOKS_DIR / f"{name}.kernel.log" if folder is not None else None
     try:
         return Ahead(name, log, plan.notebooks[name].parent)
     except Exception:  # noqa: BLE001  (said, in the notebook's own words, when it runs)

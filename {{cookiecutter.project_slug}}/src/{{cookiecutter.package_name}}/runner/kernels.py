@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -48,15 +50,21 @@ def kernel_manager(stderr: BinaryIO, started: list) -> type[AsyncKernelManager]:
 class Ahead:
     """The kernel of `notebook`, started now and loading TensorFlow until its notebook runs.
 
-    Its stderr goes to `log` (the notebook's kernel log). Hand `manager` to papermill (its `km`):
+    Its stderr goes to `log` (the notebook's kernel log); log=None (the first notebook's kernel,
+    started while the checks run, before the run folder may be made) to a temporary file, copied
+    to the log named by `log_to` when the kernel closes. Hand `manager` to papermill (its `km`):
     papermill leaves a kernel it did not start running, so `close()` stops it, as soon as its
     notebook ends or when the run stops before that notebook.
     """
 
-    def __init__(self, notebook: str, log: Path, cwd: Path) -> None:
+    def __init__(self, notebook: str, log: Path | None, cwd: Path) -> None:
         self.notebook = notebook
-        log.parent.mkdir(parents=True, exist_ok=True)
-        self.log = log.open("ab")
+        self.copy_to: Path | None = None
+        if log is None:
+            self.log: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115  (closed by close())
+        else:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self.log = log.open("ab")
         self.started: list[AsyncKernelManager] = []
         self.manager = kernel_manager(self.log, self.started)(kernel_name=KERNEL)
         try:
@@ -65,6 +73,10 @@ class Ahead:
         except BaseException:
             self.close()
             raise
+
+    def log_to(self, log: Path) -> None:
+        """The kernel log that a kernel started with log=None is copied to when it closes."""
+        self.copy_to = log
 
     def close(self) -> None:
         """Stop the kernel at once (every file a step writes is complete when its cell
@@ -79,4 +91,9 @@ class Ahead:
             with contextlib.suppress(Exception):
                 run_sync(self.manager.cleanup_resources)()
             self.started.clear()
+            if self.copy_to is not None and not self.log.closed:  # the kernel has ended
+                self.log.seek(0)
+                self.copy_to.parent.mkdir(parents=True, exist_ok=True)
+                with self.copy_to.open("ab") as log:
+                    shutil.copyfileobj(self.log, log)
             self.log.close()

@@ -276,6 +276,7 @@ FULL_BAKE = (
     "tests/test_preempt.py",
     "tests/test_prometheus_scrape.py",
     "tests/test_quiet_import.py",
+    "tests/test_progress_starting.py",
     "tests/test_quiet_progress.py",
     "tests/test_ranges.py",
     "tests/test_report_margin.py",

@@ -10,6 +10,7 @@ has happened earlier.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_event_loop, run_sync
 
 from .. import kernel, progress, quiet
 
@@ -81,6 +82,10 @@ class Ahead:
     def close(self) -> None:
         """Stop the kernel at once (every file a step writes is complete when its cell
         returns) and release its ports and log. Safe to call twice."""
+        # What an interrupted notebook left waiting in the loop (nbclient's reply and pulse
+        # polls) would wake while the kernel stops and log "Kernel died while waiting …".
+        for task in asyncio.all_tasks(ensure_event_loop()):
+            task.cancel()
         try:
             if self.started and run_sync(self.manager.is_alive)():
                 run_sync(self.manager.shutdown_kernel)(now=True)

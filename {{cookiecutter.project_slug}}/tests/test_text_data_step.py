@@ -315,3 +315,17 @@ def test_a_text_data_folder_is_a_tfrecord_source_with_its_splits(run, tmp_path):
         )
     with pytest.raises(DataError, match="own data folder"):
         records.prepare(run_dir, "tfrecord", data_dir=run_dir / "data")
+
+
+def test_the_data_step_says_what_it_prepares_before_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    """01's longest silent stretch (TensorFlow, reading, vocabulary, shards) is announced first."""
+    seen: list[str] = []
+
+    def prepare(*_args, **_kwargs):
+        seen.append(capsys.readouterr().out)
+        raise RuntimeError("reached")
+
+    monkeypatch.setattr(records, "prepare", prepare)
+    with pytest.raises(RuntimeError, match="reached"):
+        data_step.run(str(tmp_path / "run"), data_step.Params())
+    assert "» Preparing banking77: loading TensorFlow" in seen[0]

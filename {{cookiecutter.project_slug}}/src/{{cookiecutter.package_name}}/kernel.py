@@ -10,6 +10,14 @@ in that cell, so its time is where a reader expects it, under a moving "Loading 
     python -m <package>.kernel -f CONNECTION_FILE   # what Jupyter runs (the kernel spec's argv)
     python -m <package>.kernel install              # make it this environment's python3 kernel
 
+A kernel the runner starts ahead of its notebook (runner/kernels.py, PRELOAD_ENV=1) begins loading
+TensorFlow and Keras as soon as it is up, in a background thread at the lowest CPU priority (nice
+19, that thread only), while the previous notebook still runs; the first cell that needs TensorFlow
+waits for that load under the same "Loading TensorFlow" bar (any cell does: while it loads,
+descriptor 2 goes to a file, as in quiet.import_tensorflow). Nothing configures TensorFlow when it
+loads (devices, memory growth and precision are set by the cells, after the import), so loading
+before the parameters arrive changes nothing but when the seconds are spent.
+
 `make setup` runs `install`: the kernel spec keeps the name python3 the notebooks ask for, in this
 virtual environment only. With <PACKAGE>_VERBOSE=1 nothing is quieted.
 
@@ -22,6 +30,7 @@ while a cell holds the GIL; SIGTERM is what a preempted training saves its step 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
@@ -30,6 +39,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from . import progress, quiet
@@ -38,6 +48,9 @@ PACKAGE = quiet.PACKAGE
 KERNEL_NAME = "python3"
 # A cell importing one of these loads TensorFlow (comments and strings naming them do not count).
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PRELOAD_ENV = f"{PACKAGE.upper()}_PRELOAD"  # "1": load TensorFlow ahead (the runner sets it)
+PRELOAD_NICE = 19  # the loading thread's priority: the running notebook's benchmarks come first
+_preload: list[threading.Thread] = []  # the thread loading TensorFlow ahead, if one started
 NEEDS_TENSORFLOW = re.compile(rf"^\s*(?:import|from)\s+(?:tensorflow|keras|{PACKAGE})\b", re.M)
 
 
@@ -77,6 +90,7 @@ def main(args: list[str]) -> None:
     app.initialize(args)
     if not quiet.verbose():
         app.shell.events.register("pre_run_cell", _before_cell)
+    preload()
     app.start()
 
 
@@ -100,11 +114,41 @@ def die_with_parent() -> bool:
     return True
 
 
+def preload(environ: dict[str, str] | os._Environ[str] | None = None) -> threading.Thread | None:
+    """Where PRELOAD_ENV is 1 (removed from the environment, so no child inherits it), start
+    loading TensorFlow and Keras in a background thread; the thread, or None."""
+    environ = os.environ if environ is None else environ
+    if environ.pop(PRELOAD_ENV, "") != "1" or importlib.util.find_spec("tensorflow") is None:
+        return None
+    thread = threading.Thread(target=_load_ahead, name="load-tensorflow-ahead", daemon=True)
+    thread.start()
+    _preload[:] = [thread]
+    return thread
+
+
+def _load_ahead() -> None:
+    """TensorFlow and Keras, loaded at nice PRELOAD_NICE (this thread only, on Linux); an error
+    is left for the cell whose own import meets it again and shows it."""
+    with contextlib.suppress(AttributeError, OSError):  # elsewhere: the usual priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), PRELOAD_NICE)
+    try:
+        quiet.import_tensorflow()
+        import keras  # noqa: F401  (the first cell's package import loads it next)
+    except BaseException:  # noqa: BLE001, S110  (the cell's own import raises it, visibly)
+        pass
+
+
 def _before_cell(info: object) -> None:
-    """IPython's pre_run_cell event: load TensorFlow quietly before the first cell that needs it."""
+    """IPython's pre_run_cell event: load TensorFlow quietly before the first cell that needs it.
+    A load started ahead (preload) is waited for, under the same bar, before any cell runs: it
+    sends descriptor 2 to a file while it runs, which would swallow what a cell writes there."""
+    ahead = _preload[0] if _preload else None
+    if ahead is not None and ahead.is_alive():  # any cell: the load holds descriptor 2 meanwhile
+        with progress.task("Loading TensorFlow (started ahead)", unit=""):
+            ahead.join()
+    source = getattr(info, "raw_cell", "") or ""
     if "tensorflow" in sys.modules:
         return
-    source = getattr(info, "raw_cell", "") or ""
     if NEEDS_TENSORFLOW.search(source) and importlib.util.find_spec("tensorflow") is not None:
         with progress.task("Loading TensorFlow", unit=""):  # 5-15 s: a moving bar, not a pause
             quiet.import_tensorflow()

@@ -55,6 +55,13 @@ def line(text: str) -> None:
             bar.refresh()
 
 
+def starting(what: str, about: str = "") -> None:
+    """One line saying what starts now, before work that prints nothing of its own for seconds
+    (a SavedModel save, a baseline fit, data written to shards): a notebook cell would otherwise
+    sit silent, with no bar, for that long. `about`: how long it usually takes."""
+    line(f"{what} …" + (f" ({about})" if about else ""))
+
+
 def bars() -> bool:
     """True where a bar is watched: a terminal, or a Jupyter kernel the runner did not start."""
     chosen = os.environ.get(PROGRESS_ENV, "").strip().lower()

@@ -30,6 +30,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check(folder, params)
     say = print if verbose else _silent
+    if verbose:
+        progress.starting("Exporting model.keras to a SavedModel", "5-30 s on a CPU")
     exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
     if exported["removed"]:
         names = ", ".join(Path(path).name for path in exported["removed"])

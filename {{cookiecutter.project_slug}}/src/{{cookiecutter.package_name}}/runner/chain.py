@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import locks, progress, quiet, steps
-from ..artifacts import RUN_LOCK, RUN_RECORD, StepError
+from ..artifacts import NOTEBOOKS_DIR, RUN_LOCK, RUN_RECORD, StepError
 from ..writes import check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
 from .held import checked_values, saved_note
 from .html import write_html
+from .kernels import Ahead
 from .live import NotebookProgress
 from .plan import Plan, plan_run
 from .profile import RunnerInputError
@@ -71,25 +72,36 @@ def run_chain(
         existed = folder.is_dir()
         if existed:  # another run in it is refused now, not after TensorFlow has loaded
             lock_run_dir(folder, held)
+        # The first notebook's kernel loads TensorFlow while the checks load it here.
+        first = start_ahead(plan, None, next(iter(plan.notebooks))) if plan.notebooks else None
+        if first is not None:
+            held.callback(first.close)  # a refusal below stops it; closing twice is harmless
         preflight(plan, folder)
         folder = _make(folder, fresh=run_dir is None)
         if not existed:  # made just now: locked before anything is written in it
             lock_run_dir(folder, held)
-        return _run(plan, folder, only)
+        return _run(plan, folder, only, first)
 
 
-def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
+def _run(plan: Plan, folder: Path, only: list[str] | None, first: Ahead | None = None) -> RunResult:
     """Execute the selected notebooks into the (locked) folder, recording every attempt."""
     record = start_record(folder, plan, only)
     selected = list(plan.notebooks)
     print(f"Run folder: {folder}", flush=True)
     status, name = "interrupted", ""
+    upcoming = first  # the first notebook's kernel, started while the checks ran
+    if first is not None:
+        first.log_to(folder / NOTEBOOKS_DIR / f"{first.notebook}.kernel.log")
     try:
         for number, name in enumerate(selected, start=1):
             attempt = new_attempt(record, plan, name, folder)
             save(folder, record, selected)  # run.json shows the running notebook, even after a kill
             live = NotebookProgress(number, len(selected), name)
-            execute(plan.notebooks[name], attempt, folder, live)
+            current = upcoming or start_ahead(plan, folder, name)
+            upcoming = None  # execute() stops `current`; the next one loads while it runs
+            if number < len(selected):
+                upcoming = start_ahead(plan, folder, selected[number])
+            execute(plan.notebooks[name], attempt, folder, live, current)
         status = "ok"
     except NotebookFailed:
         status = "failed"
@@ -105,10 +117,24 @@ def _run(plan: Plan, folder: Path, only: list[str] | None) -> RunResult:
         interrupted.exit_status = getattr(error, "exit_status", 130)  # 143 after SIGTERM
         raise interrupted from None
     finally:
+        if upcoming is not None:  # the chain stopped before the notebook it was started for
+            upcoming.close()
         finish_record(record, status)
         save(folder, record, selected)
         write_report_html(folder, record)
     return RunResult(run_dir=folder, record=record)
+
+
+def start_ahead(plan: Plan, folder: Path | None, name: str) -> Ahead | None:
+    """The kernel of notebook `name`, started now: it loads TensorFlow while the notebook before
+    it runs (runner/kernels.py); its stderr goes to the notebook's kernel log (folder=None: no
+    folder yet, see Ahead). None if it cannot start: papermill then starts one itself when the
+    notebook runs, and reports why it fails."""
+    log = folder / NOTEBOOKS_DIR / f"{name}.kernel.log" if folder is not None else None
+    try:
+        return Ahead(name, log, plan.notebooks[name].parent)
+    except Exception:  # noqa: BLE001  (said, in the notebook's own words, when it runs)
+        return None
 
 
 def lock_run_dir(folder: Path, held: contextlib.ExitStack) -> None:

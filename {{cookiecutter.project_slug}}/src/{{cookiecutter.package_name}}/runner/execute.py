@@ -13,19 +13,16 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import papermill
-from jupyter_client.manager import AsyncKernelManager
 
-from .. import kernel, progress, quiet
 from ..artifacts import NOTEBOOKS_DIR
+from .kernels import KERNEL, Ahead, kernel_manager
 from .live import NotebookProgress, register
 from .plan import literal
 from .profile import one_line
 from .terminate import ForwardTerm, Terminated
-
-KERNEL = "python3"
 
 
 class NotebookFailed(RuntimeError):
@@ -39,14 +36,19 @@ class NotebookFailed(RuntimeError):
 
 
 def execute(
-    source: Path, attempt: dict[str, Any], folder: Path, live: NotebookProgress | None = None
+    source: Path,
+    attempt: dict[str, Any],
+    folder: Path,
+    live: NotebookProgress | None = None,
+    ahead: Ahead | None = None,
 ) -> None:
     """Run one notebook with papermill into the run folder, updating its attempt in place.
 
     The kernel's stderr (TensorFlow's C++ log, a crash report) goes to <name>.kernel.log rather
     than between the progress lines; ipykernel also copies what cells write there into the notebook.
     `live` shows the notebook's progress (runner/live.py). Raises NotebookFailed for an error, and
-    re-raises KeyboardInterrupt after recording it.
+    re-raises KeyboardInterrupt after recording it. `ahead`: this notebook's kernel, started
+    while the previous notebook ran (runner/kernels.py); it is stopped when the notebook ends.
     """
     name = attempt["notebook"]
     live = live or NotebookProgress(1, 1, name)
@@ -59,6 +61,8 @@ def execute(
     forward = ForwardTerm()  # SIGTERM to the runner: the kernel saves and stops (terminate.py)
     try:
         with forward, (folder / attempt["kernel_log"]).open("ab") as kernel_log:
+            if ahead is not None:  # papermill uses it, and leaves it running: closed below
+                forward.kernels.append(ahead.manager)
             _execute(
                 forward,
                 literal(source),
@@ -67,7 +71,8 @@ def execute(
                 kernel_name=KERNEL,
                 cwd=str(source.parent),
                 progress_bar=False,
-                kernel_manager_class=_kernel_manager(kernel_log, forward.kernels),
+                kernel_manager_class=kernel_manager(kernel_log, forward.kernels),
+                km=ahead and ahead.manager,
                 engine_name=register(),
                 live=live,
                 # Kill the kernel when the last cell is done instead of asking it to exit: a
@@ -87,6 +92,9 @@ def execute(
         _finish(attempt, "interrupted", started, kept, describe(error, cell))
         live.finish("interrupted", attempt["seconds"])
         raise
+    finally:
+        if ahead is not None:
+            ahead.close()
     success = f"{NOTEBOOKS_DIR}/{name}.ipynb"
     os.replace(running, folder / success)
     _finish(attempt, "ok", started, success, None)
@@ -183,28 +191,6 @@ def _running_cell(path: Path) -> tuple[int | None, int] | None:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return started[-1] if started else None
-
-
-def _kernel_manager(stderr: BinaryIO, started: list) -> type[AsyncKernelManager]:
-    """A kernel manager class (nbclient's kernel_manager_class): the project's quiet kernel
-    (kernel.py, whatever python3 spec is installed), writing its own stderr to `stderr`; each
-    manager whose kernel started is added to `started`."""
-
-    class KernelManager(AsyncKernelManager):
-        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            command = super().format_kernel_cmd(extra_arguments)
-            if "ipykernel_launcher" in command:  # ipykernel's own spec: use ours in its place
-                at = command.index("ipykernel_launcher")
-                command[at] = f"{kernel.PACKAGE}.kernel"
-            return command
-
-        async def start_kernel(self, **kw: Any) -> None:  # kw ends up in subprocess.Popen
-            env = quiet.quiet_env(kw.get("env") or dict(os.environ))
-            env.setdefault(progress.PROGRESS_ENV, "lines")  # the runner forwards whole lines
-            await super().start_kernel(**{**kw, "stderr": stderr, "env": env})
-            started.append(self)
-
-    return KernelManager
 
 
 def _sentence(text: str) -> str:

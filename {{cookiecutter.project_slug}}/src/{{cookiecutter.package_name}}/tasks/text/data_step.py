@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, limits, lineage
+from ... import figures, limits, lineage, progress
 from ...artifacts import META_FILE, run_folder
 from ...data.base import DataError
 from ...data.split import check_test_fraction
@@ -103,6 +103,12 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
+    if verbose:
+        progress.starting(
+            f"Preparing {params.dataset}: loading TensorFlow, reading the texts, fitting the "
+            "vocabulary, writing TFRecord shards",
+            "5-30 s; minutes for a large corpus",
+        )
     from .benchmark import benchmark_text_pipeline  # TensorFlow loads here, after the checks
     from .records import prepare
 

@@ -241,6 +241,7 @@ FULL_BAKE = (
     "tests/test_export.py",
     "tests/test_input_bound.py",
     "tests/test_figures.py",
+    "tests/test_figures_shared.py",
     "tests/test_find.py",
     "tests/test_gpu_bench.py",
     "tests/test_kernel.py",

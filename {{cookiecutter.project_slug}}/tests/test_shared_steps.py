@@ -1,7 +1,8 @@
 """The shared steps on the fake task (tests/fake_task.py): train, export, optimize, the run folder
 and the figures, in every bake whatever its task, in seconds. A real task's own tests check its
-data and model; these check the machinery every task goes through: one and two replicas, float32
-and mixed_float16, resuming, the SavedModel and its parity, ONNX, lineage and figures."""
+data and model; these check the machinery every task goes through: one and two replicas,
+resuming, the SavedModel and its parity, ONNX, lineage and figures (tests/test_train_values.py
+trains it under each precision)."""
 
 from __future__ import annotations
 
@@ -98,14 +99,6 @@ def test_a_model_trained_on_other_data_is_refused_by_export(chain, tmp_path: Pat
         export.check(folder, export.Params(version=2))
     assert "03_train" in str(refused.value)
     assert_one_sentence(str(refused.value))
-
-
-def test_mixed_float16_computes_in_float16_with_float32_weights(chain, tmp_path: Path) -> None:
-    folder = fake_task.write_data(tmp_path / "run")
-    trained = fit(folder, epochs=2, precision="mixed_float16")
-    assert trained["compute_dtype"] == "float16" and trained["variable_dtype"] == "float32"
-    assert trained["loss_scaling"] and np.isfinite(trained["loss"])
-    assert trained["val_accuracy"] > 0.6
 
 
 def test_a_second_run_resumes_after_the_last_epoch(chain, tmp_path: Path) -> None:

@@ -88,3 +88,35 @@ class Ticks:
     def __call__(self) -> float:
         self.now += self.tick
         return self.now
+
+
+# How often a step resolved its run folder (tests/test_shared_steps.py, tests/test_run_folder.py).
+def resolutions(call: Callable[[], Any]) -> tuple[int, int]:
+    """(calls of resolve_run_dir, of which resolutions: an argument not yet a RunFolder)."""
+    import sys
+    import threading
+
+    from {{ cookiecutter.package_name }} import artifacts
+
+    code = artifacts.resolve_run_dir.__code__
+    calls, resolved = [0], [0]
+    folder_type = getattr(artifacts, "RunFolder", ())
+
+    def profile(frame: Any, event: str, _: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            calls[0] += 1
+            resolved[0] += not isinstance(frame.f_locals["run_dir"], folder_type)
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return calls[0], resolved[0]
+
+
+def assert_once(step: str, counted: tuple[int, int]) -> None:
+    calls, resolved = counted
+    assert resolved == 1, f"{step} resolved its run folder {resolved} times ({calls} calls)"

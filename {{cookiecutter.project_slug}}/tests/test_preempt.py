@@ -90,7 +90,7 @@ def test_every_warning_signal_the_slurm_script_forwards_is_a_default_stop_signal
 
 
 def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
-    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    fake_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """SIGTERM as training starts: the stop sentence is said once, by the Interrupted that ends
     the command, and no 'No training step ran in this call' follows 'Stopped … after step N'
@@ -103,17 +103,17 @@ def test_a_stop_is_said_once_and_no_input_verdict_follows_it(
 
     monkeypatch.setattr(preempt.StopRequest, "install", install)
     with pytest.raises(preempt.Interrupted) as stopped:
-        train.run(run_dir, train.Params(epochs=2, batch_size=64, width=8), verbose=True)
+        train.run(fake_run, train.Params(model="dense", epochs=2, batch_size=16), verbose=True)
     said = capsys.readouterr().out
     assert re.match(r"Stopped on SIGTERM after step \d+ of \d+ in epoch 1;", str(stopped.value))
     assert "Stopped on" not in said, said
     assert "No training step ran" not in said, said
-    metrics = json.loads((run_dir / "metrics" / "train.json").read_text(encoding="utf-8"))
+    metrics = json.loads((fake_run / "metrics" / "train.json").read_text(encoding="utf-8"))
     assert metrics["interrupted"]["step"] >= 1 and metrics["input_wait_epochs"] == 0
 
 
 def test_a_run_that_ends_normally_waits_at_the_barrier_after_the_chiefs_writes(
-    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    fake_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every worker meets at the barrier once the chief has written model.keras and train.json,
     on a normal end too (only a stopped run waited: workers exited while the chief still wrote).
@@ -123,11 +123,11 @@ def test_a_run_that_ends_normally_waits_at_the_barrier_after_the_chiefs_writes(
     met = []
 
     def barrier(strategy: object) -> None:
-        written = (run_dir / "model.keras").is_file(), (run_dir / "metrics/train.json").is_file()
+        written = (fake_run / "model.keras").is_file(), (fake_run / "metrics/train.json").is_file()
         met.append((strategy, written))
 
     monkeypatch.setattr(preempt, "barrier", barrier)
-    train.run(run_dir, train.Params(epochs=1, batch_size=256, width=8), verbose=False)
+    train.run(fake_run, train.Params(model="dense", epochs=1, batch_size=16), verbose=False)
     assert [written for _, written in met] == [(True, True)]
 
 

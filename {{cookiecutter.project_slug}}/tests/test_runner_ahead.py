@@ -23,9 +23,9 @@ import psutil
 folder = Path(run_dir)
 runner = psutil.Process(os.getppid())
 kernels = [p.pid for p in runner.children() if "{kernel.PACKAGE}.kernel" in p.cmdline()]
-(folder / f"kernels_{{NAME}}.json").write_text(json.dumps([os.getpid(), kernels]))
-(folder / f"env_{{NAME}}.json").write_text(json.dumps(dict(os.environ)))
-os.write(2, b"stderr of {{NAME}}\\n")  # as TensorFlow's C++ log does
+(folder / f"kernels_@NAME@.json").write_text(json.dumps([os.getpid(), kernels]))
+(folder / f"env_@NAME@.json").write_text(json.dumps(dict(os.environ)))
+os.write(2, b"stderr of @NAME@\\n")  # as TensorFlow's C++ log does
 """
 CELLS = {  # each notebook records its kernel, the runner's kernels and its environment
     "00_first": "",
@@ -51,7 +51,7 @@ def make_project(root: Path) -> Path:
         parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"\nfail = False')
         parameters.metadata["tags"] = ["parameters"]
         notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
-        code = HEAD.replace("{NAME}", name) + source
+        code = HEAD.replace("@NAME@", name) + source
         notebook.cells = [parameters, nbformat.v4.new_code_cell(code)]
         nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
     return root

@@ -151,16 +151,26 @@ def test_the_transformer_in_fp16_onnx_answers_as_in_keras(tmp_path):
         np.testing.assert_allclose(probabilities, model.predict(batch, verbose=0), atol=1e-2)
 
 
+def test_the_bag_reads_its_classes_through_a_hidden_relu_layer():
+    """The bag's default head (issue 44): 512 ReLU units between the mean and the softmax, which
+    lifted BANKING77 test accuracy above the TF-IDF baseline; hidden=0 is the old linear head."""
+    hidden = build_bag_of_ngrams(VOCAB, CLASSES).get_layer("hidden")
+    assert (hidden.units, hidden.activation.__name__) == (512, "relu")
+    linear = build_bag_of_ngrams(VOCAB, CLASSES, hidden=0)
+    assert "hidden" not in [layer.name for layer in linear.layers]
+
+
 @pytest.mark.parametrize(
     "build",
     [
         lambda: build_bag_of_ngrams(60, 3),
         lambda: build_bag_of_ngrams(64, 3, width=50),
+        lambda: build_bag_of_ngrams(64, 3, hidden=50),
         lambda: build_transformer(64, 3, 16, width=48, heads=5),
         lambda: build_transformer(64, 3, 16, blocks=6),
         lambda: build_model("lstm", 64, 3, 16),
     ],
-    ids=["vocab-60", "width-50", "heads-5", "blocks-6", "unknown"],
+    ids=["vocab-60", "width-50", "hidden-50", "heads-5", "blocks-6", "unknown"],
 )
 def test_bad_sizes_are_refused_in_one_sentence(build):
     """Sizes off the multiples of 8, heads that do not divide, and unknown names."""

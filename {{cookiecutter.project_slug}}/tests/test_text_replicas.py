@@ -40,15 +40,20 @@ from {{ cookiecutter.package_name }}.data.meta import read_meta
 from {{ cookiecutter.package_name }}.find.probes import Trainer
 from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
 from pathlib import Path
+import keras
 
 configure_devices(logical_cpus=2)
 strategy = make_strategy("mirrored", logical_cpus=2)
+policy = sys.argv[3] if len(sys.argv) > 3 else "float32"
+keras.mixed_precision.set_global_policy(policy)
 folder = Path(sys.argv[1])
 params = SimpleNamespace(model=sys.argv[2], width=32, dropout=0.1, seed=42)
-trainer = Trainer(folder, read_meta(folder), params, strategy, 32, loss_scaling=False, jit=False)
+scaling = policy == "mixed_float16"
+trainer = Trainer(folder, read_meta(folder), params, strategy, 32, loss_scaling=scaling, jit=False)
 loss, _, count = (float(value) for value in trainer.run(40))
 replicas = strategy.num_replicas_in_sync
-print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count)))
+dtypes = {layer.name: layer.compute_dtype for layer in trainer.model.layers}
+print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count, dtypes=dtypes)))
 """
 
 
@@ -70,3 +75,24 @@ def test_two_replicas_whose_batches_differ_in_length_train(text_data: Path, mode
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2 and result["count"] == 40 * 32
     assert 0 < result["loss"] < 100
+
+
+def test_the_bag_with_its_hidden_layer_trains_in_float16_on_two_replicas(text_data: Path) -> None:
+    """bag_of_ngrams under mixed_float16 and Mirrored over two logical CPUs (issue 44): its
+    hidden layer computes in float16, the softmax in float32, and no op meets a float16 tensor
+    with a float32 one (TensorFlow refuses such an op, and the run fails)."""
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(text_data), "bag_of_ngrams", "mixed_float16"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["replicas"] == 2 and result["count"] == 40 * 32
+    assert 0 < result["loss"] < 100
+    assert result["dtypes"].get("hidden") == "float16"
+    assert result["dtypes"]["logits"] == "float32"

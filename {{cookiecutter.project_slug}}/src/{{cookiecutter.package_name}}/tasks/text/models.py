@@ -29,15 +29,22 @@ def build_bag_of_ngrams(
     *,
     width: int = 128,
     bigram_buckets: int = 0,
-    dropout: float = 0.2,
+    hidden: int = 512,
+    dropout: float = 0.3,
 ) -> keras.Model:
-    """fastText-like: the masked mean of word (and hashed-bigram) embeddings, then a softmax.
+    """fastText-like: the masked mean of word (and hashed-bigram) embeddings, a ReLU layer of
+    `hidden` units (0: none), then a softmax.
+
+    The hidden layer lets words combine before the classes are read off: on BANKING77 it lifts
+    test accuracy from 0.903 (none, dropout 0.2) to 0.912-0.915 (512, dropout 0.3) for the same
+    CPU time, above the TF-IDF + LinearSVC baseline's 0.908 (issue 44). Hashed character
+    n-grams, as fastText has them, reached 0.906 at ten times the CPU time, so they are not here.
 
     Fast and strong for short intents. Hashing bigrams into `bigram_buckets` rows keeps some word
     order without a bigram vocabulary; off by default, since on BANKING77 32,768 buckets took
     2.5 times as long for the same test accuracy (0.903 either way, on all of BANKING77).
     """
-    _check_eights(vocab_size=vocab_size, width=width, bigram_buckets=bigram_buckets)
+    _check_eights(vocab_size=vocab_size, width=width, bigram_buckets=bigram_buckets, hidden=hidden)
     ids = keras.Input((None,), dtype="int64", name="token_ids")
     vectors = layers.Embedding(vocab_size, width, mask_zero=True, name="words")(ids)
     if bigram_buckets:
@@ -45,6 +52,8 @@ def build_bag_of_ngrams(
         bigrams = layers.Embedding(bigram_buckets, width, mask_zero=True, name="bigrams")(pairs)
         vectors = layers.Concatenate(axis=1, name="ngrams")([vectors, bigrams])
     pooled = layers.GlobalAveragePooling1D(name="mean")(vectors)
+    if hidden:
+        pooled = layers.Dense(hidden, activation="relu", name="hidden")(pooled)
     pooled = layers.Dropout(dropout)(pooled)
     probabilities = layers.Dense(num_classes, activation="softmax", dtype="float32", name="logits")
     return keras.Model(ids, probabilities(pooled), name="bag_of_ngrams")
@@ -181,7 +190,7 @@ class EncoderBlock(layers.Layer):
 def _check_eights(**values: int) -> None:
     """Sizes that are multiples of 8 keep Tensor Cores busy under mixed precision."""
     for name, value in values.items():
-        if name == "bigram_buckets" and value == 0:
+        if name in ("bigram_buckets", "hidden") and value == 0:
             continue
         if not isinstance(value, int) or value < MULTIPLE or value % MULTIPLE:
             raise ModelError(

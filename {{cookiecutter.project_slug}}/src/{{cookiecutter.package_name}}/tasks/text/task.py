@@ -39,7 +39,7 @@ DEFAULT_MODEL = "bag_of_ngrams"
 MODEL_HELP = "bag_of_ngrams (fastText-like, seconds a epoch) or transformer (2 encoder blocks)"
 # The builders' knobs, as training takes them: the default and the width's range.
 KNOBS = {
-    "bag_of_ngrams": {"width": 128, "dropout": 0.2, "width_range": (32, 256)},
+    "bag_of_ngrams": {"width": 128, "dropout": 0.3, "width_range": (32, 256)},
     "transformer": {"width": 128, "dropout": 0.1, "width_range": (64, 256)},
 }
 # What an earlier run's weights must share with this run's data (train/finetune.check_source).

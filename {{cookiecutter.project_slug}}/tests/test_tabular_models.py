@@ -11,7 +11,7 @@ from tables import make_table_run
 
 from {{ cookiecutter.package_name }}.tasks.tabular import dataset, models, task
 
-BOTH = ["wide_deep", "dcn_v2"]
+BOTH = ["wide_deep", "dcn_v2", "tabm"]
 
 
 @pytest.fixture(scope="module")

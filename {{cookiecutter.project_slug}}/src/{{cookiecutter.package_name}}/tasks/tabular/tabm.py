@@ -43,7 +43,11 @@ class Periodic(layers.Layer):
         self.bias = self.add_weight(shape=(n, self.embed), initializer="zeros", name="bias")
 
     def call(self, x: Any) -> Any:
-        phase = 2 * np.pi * ops.cast(x, "float32")[:, :, None] * self.frequencies
+        turns = ops.cast(x, "float32")[:, :, None] * self.frequencies
+        # Whole turns off first (exact): cos and sin of phases in [-π, π] agree to an ulp
+        # however Eigen vectorizes them; at phases near 250 its packet and scalar paths differed
+        # by 1e-5, which broke the export's float32 parity (batch sizes differ there).
+        phase = 2 * np.pi * (turns - ops.round(turns))
         waves = ops.concatenate([ops.cos(phase), ops.sin(phase)], axis=-1)
         out = ops.relu(ops.einsum("bnf,nfd->bnd", waves, self.kernel) + self.bias)
         return ops.reshape(out, (-1, out.shape[1] * self.embed))

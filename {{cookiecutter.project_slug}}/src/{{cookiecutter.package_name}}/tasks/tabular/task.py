@@ -129,6 +129,11 @@ def rebuilt(model: keras.Model, classes: int) -> keras.Model:
         {"name": f"c{i}", "kind": "categorical", "size": s} for i, s in enumerate(columns.sizes)
     ]
     name = model.name if model.name in MODELS else DEFAULT_MODEL
+    if name == "tabm":  # it leaves the crosses (the layout's last index columns) out: say which
+        embedded = model.get_layer("embedded").output.shape[-1]
+        kept = embedded // model.get_layer("embeddings").output_dim
+        for slot in slots[columns.numeric + kept :]:
+            slot["kind"] = "cross"
     return build_model(name, {"layout": slots, "num_classes": classes})
 
 

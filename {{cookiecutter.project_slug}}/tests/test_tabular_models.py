@@ -103,8 +103,8 @@ def test_a_bad_knob_is_one_sentence(run, knobs, sentence):
         task.build_model("wide_deep", meta, **knobs)
 
 
-def test_an_unknown_model_names_the_two():
-    with pytest.raises(models.ModelError, match="use wide_deep .* or dcn_v2"):
+def test_an_unknown_model_names_the_three():
+    with pytest.raises(models.ModelError, match="use tabm .*, wide_deep .* or dcn_v2"):
         task.check_model("xgboost", {})
 
 

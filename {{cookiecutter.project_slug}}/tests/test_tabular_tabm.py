@@ -106,7 +106,8 @@ trainer = Trainer(folder, meta, params, strategy, 32, loss_scaling=loss_scaling,
 steps = meta["splits"]["train"]["count"] // 32
 loss, _, count = (float(value) for value in trainer.run(steps))
 print(json.dumps(dict(replicas=strategy.num_replicas_in_sync, loss=loss / count, count=count,
-                      steps=steps, policy=trainer.model.dtype_policy.name)))
+                      steps=steps, policy=trainer.model.dtype_policy.name,
+                      out=keras.backend.standardize_dtype(trainer.model.outputs[0].dtype))))
 """
 
 
@@ -124,6 +125,7 @@ def test_one_epoch_under_mixed_float16_on_two_replicas(run: Path, policy: str) -
     assert done.returncode == 0, done.stderr[-1500:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2 and result["policy"] == policy
+    assert result["out"] == "float32"  # the members' mean: float32 probabilities under any policy
     assert result["count"] == result["steps"] * 32
     assert np.isfinite(result["loss"]) and 0 < result["loss"] < 100
 

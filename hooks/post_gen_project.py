@@ -225,6 +225,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/tabular/screens.py",
         "src/{pkg}/tasks/tabular/sources.py",
         "src/{pkg}/tasks/tabular/tables.py",
+        "src/{pkg}/tasks/tabular/tabm.py",
         "src/{pkg}/tasks/tabular/task.py",
         "tests/bench_tabular.py",
         "tests/tables.py",
@@ -240,6 +241,7 @@ TASK_FILES = {
         "tests/test_tabular_schema.py",
         "tests/test_tabular_shapes.py",
         "tests/test_tabular_sources.py",
+        "tests/test_tabular_tabm.py",
     ],
 }
 

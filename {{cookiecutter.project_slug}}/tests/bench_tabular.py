@@ -145,7 +145,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("run_dir", type=Path, help="a run folder where 01_data wrote data/")
-    add("--models", nargs="+", default=["baselines", "wide_deep", "dcn_v2"])
+    add("--models", nargs="+", default=["baselines", "tabm", "wide_deep", "dcn_v2"])
     add("--seed", type=int, default=42)
     add("--epochs", type=int, default=4)
     add("--batch-size", type=int, default=256)

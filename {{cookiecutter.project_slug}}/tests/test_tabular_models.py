@@ -11,7 +11,7 @@ from tables import make_table_run
 
 from {{ cookiecutter.package_name }}.tasks.tabular import dataset, models, task
 
-BOTH = ["wide_deep", "dcn_v2"]
+BOTH = ["wide_deep", "dcn_v2", "tabm"]
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +57,15 @@ def test_a_saved_model_file_loads_and_predicts_the_same(run, name, tmp_path):
     np.testing.assert_allclose(again.predict(inputs, verbose=0), model.predict(inputs, verbose=0))
 
 
-def test_a_new_head_keeps_the_layout(run):
+@pytest.mark.parametrize("name", ["dcn_v2", "tabm"])
+def test_a_new_head_keeps_the_layout(run, name):
     meta = dataset.read_tabular_meta(run)
-    model = task.build_model("dcn_v2", meta)
+    model = task.build_model(name, meta)
     again = task.rebuilt(model, 5)
-    assert again.name == "dcn_v2" and again.outputs[0].shape[-1] == 5
+    assert again.name == name and again.outputs[0].shape[-1] == 5
     assert again.get_layer("columns").sizes == model.get_layer("columns").sizes
+    body = [w.shape for w in model.weights if "logits" not in w.path]
+    assert [w.shape for w in again.weights if "logits" not in w.path] == body
 
 
 def test_a_table_of_numbers_only_builds_without_embeddings():
@@ -100,8 +103,8 @@ def test_a_bad_knob_is_one_sentence(run, knobs, sentence):
         task.build_model("wide_deep", meta, **knobs)
 
 
-def test_an_unknown_model_names_the_two():
-    with pytest.raises(models.ModelError, match="use wide_deep .* or dcn_v2"):
+def test_an_unknown_model_names_the_three():
+    with pytest.raises(models.ModelError, match="use tabm .*, wide_deep .* or dcn_v2"):
         task.check_model("xgboost", {})
 
 

@@ -161,9 +161,6 @@ def build_dcn_v2(
     return keras.Model(features, probabilities, name="dcn_v2")
 
 
-BUILDERS = {"wide_deep": build_wide_deep, "dcn_v2": build_dcn_v2}
-
-
 def build_model(
     name: str, slots: list[dict[str, Any]], num_classes: int, **knobs: Any
 ) -> keras.Model:
@@ -180,3 +177,8 @@ def _check_eights(**values: int) -> None:
                 f"{name}={value!r} is not allowed: use a multiple of 8 (Tensor Cores under mixed "
                 "precision)."
             )
+
+
+from .tabm import build_tabm  # noqa: E402 (TabM builds on Columns and _mlp above)
+
+BUILDERS = {"wide_deep": build_wide_deep, "dcn_v2": build_dcn_v2, "tabm": build_tabm}

@@ -34,12 +34,16 @@ MODEL_SIGNATURE = export.FEATURES_SIGNATURE  # the matrix the model, ONNX and Te
 RAW_STRINGS = "the category columns, by name, looked up in the graph by the FeatureSpace"
 INT8 = "dynamic"  # a few MatMuls and one gather: ranges per batch, no calibration set needed
 MODELS = tuple(models.BUILDERS)
-DEFAULT_MODEL = "wide_deep"
-MODEL_HELP = "wide_deep (Wide & Deep, Cheng et al. 2016) or dcn_v2 (a cross network beside an MLP)"
+DEFAULT_MODEL = "tabm"
+MODEL_HELP = (
+    "tabm (an efficient ensemble MLP with periodic numeric embeddings, Gorishniy et al. 2024), "
+    "wide_deep (Wide & Deep, Cheng et al. 2016) or dcn_v2 (a cross network beside an MLP)"
+)
 # The builders' knobs, as training takes them: the default and the width's range.
 KNOBS = {
     "wide_deep": {"width": 256, "dropout": 0.1, "width_range": (64, 512)},
     "dcn_v2": {"width": 256, "dropout": 0.1, "width_range": (64, 512)},
+    "tabm": {"width": 256, "dropout": 0.1, "width_range": (64, 512)},
 }
 # What an earlier run's weights must share with this run's data (train/finetune.check_source).
 SAME_INPUTS = ("fingerprint", "layout")
@@ -106,6 +110,11 @@ def rebuilt(model: keras.Model, classes: int) -> keras.Model:
         {"name": f"c{i}", "kind": "categorical", "size": s} for i, s in enumerate(columns.sizes)
     ]
     name = model.name if model.name in MODELS else DEFAULT_MODEL
+    if name == "tabm":  # it leaves the crosses (the layout's last index columns) out: say which
+        embedded = model.get_layer("embedded").output.shape[-1]
+        kept = embedded // model.get_layer("embeddings").output_dim
+        for slot in slots[columns.numeric + kept :]:
+            slot["kind"] = "cross"
     return build_model(name, {"layout": slots, "num_classes": classes})
 
 

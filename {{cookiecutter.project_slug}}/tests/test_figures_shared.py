@@ -29,7 +29,7 @@ ENVIRONMENT = {
     ]
 }
 TRAIN = {
-    "model": "small_cnn",
+    "model": "dense",
     "best_epoch": 3,
     "val_accuracy": 0.9722,
     "parameter_sources": {"batch_size": "given", "learning_rate": "default"},

@@ -8,6 +8,7 @@ was written.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -1183,11 +1184,24 @@ def test_without_serving_the_cli_has_no_serve_command(baked):
     assert "serve" not in cli("--help").stdout.replace("serving", "")
 
 
+def importable(module: str) -> bool:
+    """Whether this interpreter has `module` (a dotted name whose parent may be missing too)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def test_without_benchmarks_the_cli_has_no_gpu_bench_command(baked):
     """Without the benchmarks, `gpu-bench` is not a command (argparse's refusal, exit 2), and
     neither `--help` nor `make help` names it or `make bench`."""
     if baked.answers["include_benchmarks"]:
         pytest.skip("The benchmarks are included in this combination: gpu-bench is tested there.")
+    if baked.answers["include_serving"] and not importable("google.protobuf"):
+        pytest.skip(
+            "This bake's command line imports TF Serving's protos (serving is included) and this "
+            "environment has no protobuf: the minimal bake checks gpu-bench's absence without them."
+        )
     env = {**os.environ, "PYTHONPATH": str(baked.root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(*command: str) -> subprocess.CompletedProcess:

@@ -207,6 +207,7 @@ TASK_FILES = {
         "notebooks/tabular/01_data.ipynb",
         "src/{pkg}/tasks/tabular/__init__.py",
         "src/{pkg}/tasks/tabular/baseline.py",
+        "src/{pkg}/tasks/tabular/blocks.py",
         "src/{pkg}/tasks/tabular/census/LICENSE",
         "src/{pkg}/tasks/tabular/census/README.md",
         "src/{pkg}/tasks/tabular/census/adult.data.gz",

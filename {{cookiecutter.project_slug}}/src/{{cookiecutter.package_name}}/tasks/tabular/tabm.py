@@ -23,9 +23,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-# models.py imports this module at its end (its BUILDERS): what this one needs of it is imported
-# inside build_tabm, so either module may be imported first.
-PACKAGE = "tabular_task"  # models.PACKAGE: the custom layers' registered package
+from .blocks import PACKAGE, Columns, ModelError, _check_eights, _mlp
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -120,8 +118,6 @@ def build_tabm(
     members' probabilities averaged. Hashed crosses are left out by default (`crosses`): they
     are the wide side's memory, and here they cost test ROC AUC (0.9138 with, 0.9146 without,
     on census income at sigma 0.1)."""
-    from .models import Columns, ModelError, _check_eights, _mlp
-
     _check_eights(width=width, embed=embed, numeric_embed=numeric_embed)
     if isinstance(members, bool) or not isinstance(members, int) or members < 1:
         raise ModelError(f"members={members!r} is not allowed: use a whole number from 1, e.g. 16.")

@@ -496,6 +496,8 @@ MENTIONS_ALLOWED = {
     # The Kubeflow TFJob schema, vendored for the deploy tests, describes container images.
     ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "docker"),
     ("include_docker", "tests/data/kubeflow.org_tfjobs.yaml", "Docker"),
+    # scikit-learn's ColumnTransformer lives in sklearn.compose (the table baseline).
+    ("include_docker", "src/{pkg}/tasks/tabular/baseline.py", "compose"),
 }
 
 # Words a bake of the task must not hold: the names of the other tasks' modules, data and models.
@@ -539,6 +541,8 @@ SUPPORTED = [
     pytest.param(
         {"task": "text_classification", "include_benchmarks": False}, id="text-no-benchmarks"
     ),
+    pytest.param({**NO_EXTRAS, "task": "text_classification"}, id="text-minimal"),
+    pytest.param({**NO_EXTRAS, "task": "tabular_classification"}, id="tabular-minimal"),
     pytest.param({"tensorflow_version": "2.18", "python_version": "3.12"}, id="tf2.18-py3.12"),
     pytest.param({"tensorflow_version": "2.19", "python_version": "3.11"}, id="tf2.19-py3.11"),
     pytest.param(

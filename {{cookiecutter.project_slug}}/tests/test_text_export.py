@@ -46,8 +46,8 @@ def exported(request, tmp_path_factory):
     vocabulary = folder / "vocabulary.txt"
     fingerprint = save_vocabulary(layer, vocabulary)
     keras.utils.set_random_seed(0)
-    hparams = {"width": 16, "heads": 2} if request.param == "transformer" else {"width": 16}
-    model = build_model(request.param, 64, 3, 16, **hparams)
+    knobs = {"width": 16, "heads": 2} if request.param == "transformer" else {"width": 16}
+    model = build_model(request.param, 64, 3, 16, **knobs)
     model.compile(keras.optimizers.Adam(2e-2), "sparse_categorical_crossentropy")
     ids = token_ids(layer, tf.constant(texts), 16).to_tensor(shape=[None, 16])
     model.fit(ids, labels, epochs=30, verbose=0)
@@ -89,7 +89,8 @@ def test_signatures_are_strings_and_int64_ids(exported):
     }
     outputs = set(loaded.signatures[SIGNATURE].structured_outputs)
     assert outputs == {"probabilities", "class_ids", "class_names", "oov_share"}
-    # the ids signature (ONNX, TensorRT) keeps the three: no string op enters a converted graph
+    # the ids signature (ONNX and the compiled backends) keeps the three: no string op enters a
+    # converted graph
     ids_outputs = set(loaded.signatures[IDS_SIGNATURE].structured_outputs)
     assert ids_outputs == {"probabilities", "class_ids", "class_names"}
 

@@ -63,8 +63,8 @@ def test_mixed_precision_keeps_a_float32_softmax():
     """Under mixed_bfloat16 the layers compute in bfloat16, the probabilities stay float32."""
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
-        for name, hparams in SMALL.items():
-            built = build_model(name, VOCAB, CLASSES, MAX_TOKENS, **hparams)
+        for name, knobs in SMALL.items():
+            built = build_model(name, VOCAB, CLASSES, MAX_TOKENS, **knobs)
             assert built.get_layer("words").compute_dtype == "bfloat16"
             out = built(ids(ROWS, 8), training=False)
             assert keras.backend.standardize_dtype(out.dtype) == "float32"
@@ -89,9 +89,9 @@ def test_a_few_epochs_learn_a_separable_toy_task():
     rng = np.random.default_rng(0)
     rows = [list(rng.integers(2 + 30 * c, 32 + 30 * c, 6)) for c in (0, 1) for _ in range(64)]
     x, y = ids(rows, 8), np.repeat([0, 1], 64)
-    for name, hparams in SMALL.items():
+    for name, knobs in SMALL.items():
         keras.utils.set_random_seed(1)
-        built = build_model(name, VOCAB, 2, MAX_TOKENS, **hparams)
+        built = build_model(name, VOCAB, 2, MAX_TOKENS, **knobs)
         built.compile(
             keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy", metrics=["accuracy"]
         )

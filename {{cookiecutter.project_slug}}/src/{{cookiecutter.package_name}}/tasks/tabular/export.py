@@ -6,7 +6,7 @@ sends the columns as they are in the file, numbers as numbers (NaN where missing
 as strings ("" where missing; an unseen one goes to the out-of-vocabulary bucket), to TF
 Serving's REST API as JSON rows with named columns; beside the class it gets `out_of_range` and
 `missing_share` (see `unusual`). A second signature, `features`, takes the
-matrix itself: compiled backends (ONNX, TensorRT) cannot run string lookups, so 05_optimize
+matrix itself: compiled backends (ONNX Runtime and others) cannot run string lookups, so 05_optimize
 converts that one and measures the preprocessing's own cost apart.
 """
 
@@ -25,7 +25,7 @@ from .columns import sanitize
 from .features import encode, layout
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
-FEATURES_SIGNATURE = "features"  # the string-free graph, for ONNX and TensorRT
+FEATURES_SIGNATURE = "features"  # the string-free graph, for ONNX and the compiled backends
 FEATURES_INPUT = "features"
 
 

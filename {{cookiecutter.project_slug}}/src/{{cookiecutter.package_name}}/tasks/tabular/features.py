@@ -14,7 +14,8 @@ drift from the one the model learned with. Its parts come from the schema the da
 
 The model's input (`layout` in meta.json): the numeric columns first, then one index per
 categorical column and per cross, each an exact integer in float32 (exact below 2**24), so one
-dense matrix crosses the device boundary and ONNX Runtime or TensorRT take the model alone.
+dense matrix crosses the device boundary and ONNX Runtime or another compiled backend takes the
+model alone.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ NAME = "tabular_classification"
 NOUN = NOUNS["tabular"]
 RAW_INPUT = "columns"  # serving_default takes one input per raw column, by the column's name
 MODEL_INPUT = export.FEATURES_INPUT
-MODEL_SIGNATURE = export.FEATURES_SIGNATURE  # the matrix the model, ONNX and TensorRT take
-# serving_default takes strings, which TF-TRT (it converts serving_default) cannot: it says so.
+MODEL_SIGNATURE = export.FEATURES_SIGNATURE  # the matrix the model and the compiled backends take
+# serving_default takes strings, which a converter of serving_default cannot take: it says so.
 RAW_STRINGS = "the category columns, by name, looked up in the graph by the FeatureSpace"
 INT8 = "dynamic"  # a few MatMuls and one gather: ranges per batch, no calibration set needed
 MODELS = tuple(models.BUILDERS)
@@ -159,7 +159,7 @@ def build_archive(
     model: keras.Model, meta: dict[str, Any], run_dir: str | os.PathLike[str]
 ) -> keras.export.ExportArchive:
     """serving_default (raw named columns, encoded inside by data/'s FeatureSpace) and features
-    (the encoded matrix, for ONNX Runtime and TensorRT)."""
+    (the encoded matrix, for ONNX Runtime and the compiled backends)."""
     check_finite(model, run_dir)
     space = feature_space(run_dir, meta)
     width = len(meta["layout"])

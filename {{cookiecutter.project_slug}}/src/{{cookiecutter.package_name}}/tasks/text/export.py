@@ -2,10 +2,11 @@
 
 The trained model takes token ids, so the serving graph puts the tokenization in front of it: the
 vocabulary file travels as an asset of the SavedModel (its lookup table is built from that file
-when the model loads), and a client sends plain strings, to TF Serving's REST API too; beside
-the class it gets `oov_share`, the share of the text's tokens outside the vocabulary. A second
-signature, `token_ids`, takes the ids themselves: compiled backends (ONNX, TensorRT) cannot run
-string ops, so 05_optimize converts that one and tokenizes apart (its cost measured on its own).
+when the model loads), and a client sends plain strings, to TF Serving's REST API too; beside the
+class it gets `oov_share`, the share of the text's tokens outside the vocabulary. A second
+signature, `token_ids`, takes the ids themselves: compiled backends (ONNX Runtime and others)
+cannot run string ops, so 05_optimize converts that one and tokenizes apart (its cost measured on
+its own).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..outputs import call_signature, serving_outputs
 from .vocab import load_vocabulary, token_ids
 
 SIGNATURE = "serving_default"  # what TF Serving and saved_model_cli call by default
-IDS_SIGNATURE = "token_ids"  # the string-free graph, for ONNX and TensorRT
+IDS_SIGNATURE = "token_ids"  # the string-free graph, for ONNX and the compiled backends
 TEXT_INPUT = "text"
 IDS_INPUT = "token_ids"
 OOV_OUTPUT = "oov_share"  # serving_default's extra output: how unlike the training texts

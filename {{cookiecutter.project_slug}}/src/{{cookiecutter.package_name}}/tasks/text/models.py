@@ -1,9 +1,9 @@
 """The text models, from Keras 3 layers: a bag of n-gram embeddings and a small Transformer encoder.
 
 Both take int token ids [batch, length] (0 is padding, masked out), so no string op is inside a
-trained model: XLA, ONNX and TensorRT can take it whole. Widths and the vocabulary are multiples of
-8 and the softmax is float32, so a mixed-precision policy (float16 or bfloat16) runs them on
-Tensor Cores without a loss of range in the probabilities.
+trained model: XLA, ONNX and the other compiled backends can take it whole. Widths and the
+vocabulary are multiples of 8 and the softmax is float32, so a mixed-precision policy (float16 or
+bfloat16) runs them on Tensor Cores without a loss of range in the probabilities.
 """
 
 from __future__ import annotations
@@ -95,14 +95,14 @@ BUILDERS = {"bag_of_ngrams": build_bag_of_ngrams, "transformer": build_transform
 
 
 def build_model(
-    name: str, vocab_size: int, num_classes: int, max_tokens: int, **hparams: Any
+    name: str, vocab_size: int, num_classes: int, max_tokens: int, **knobs: Any
 ) -> keras.Model:
     """One entry for the steps: the builder named `name` with its hyper-parameters."""
     if name not in BUILDERS:
         raise ModelError(f"model={name!r} is not a text model: use one of {sorted(BUILDERS)}.")
     if name == "transformer":
-        return build_transformer(vocab_size, num_classes, max_tokens, **hparams)
-    return build_bag_of_ngrams(vocab_size, num_classes, **hparams)
+        return build_transformer(vocab_size, num_classes, max_tokens, **knobs)
+    return build_bag_of_ngrams(vocab_size, num_classes, **knobs)
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)

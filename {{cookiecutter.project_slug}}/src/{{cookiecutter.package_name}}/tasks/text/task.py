@@ -32,7 +32,7 @@ MODEL_INPUT = export.IDS_INPUT
 # serving_default takes strings and tokenizes them in the graph: a converter of that signature
 # meets string ops; converted models take MODEL_SIGNATURE's ids, one profile per length_ranges.
 RAW_STRINGS = True
-MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model, ONNX and TensorRT take
+MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model and the compiled backends take
 INT8 = "dynamic"  # a Transformer's MatMuls: ranges per batch suit them better than calibration
 MODELS = tuple(models.BUILDERS)
 DEFAULT_MODEL = "bag_of_ngrams"
@@ -160,7 +160,7 @@ def build_archive(
     model: keras.Model, meta: dict[str, Any], run_dir: str | os.PathLike[str]
 ) -> keras.export.ExportArchive:
     """serving_default (strings, tokenized inside with the data step's vocabulary as an asset)
-    and token_ids (the ids themselves, for ONNX Runtime and TensorRT)."""
+    and token_ids (the ids themselves, for ONNX Runtime and the compiled backends)."""
     vocabulary = Path(run_dir) / DATA_DIR / meta["vocabulary"]
     return export.build_text_archive(
         model, vocabulary, list(meta["classes"]), int(meta["max_tokens"])

@@ -3,22 +3,23 @@
 `make_dataset` goes through the shared reader (data/reader.py). The split's Parquet file is read
 once into columns, each input pipeline takes every n-th row under a distribution strategy, and
 the fitted FeatureSpace (features.py) encodes the raw columns in tf.data, a few thousand rows per
-call; the encoded rows are cached, so later epochs cost a shuffle and a batch. `raw_examples` gives the first rows of a
-split as the export's serving signature takes them (a NumPy structured array: one field per raw
-column, slicing and saving like any array), `model_examples` the same rows as the model takes them.
+call; the encoded rows are cached, so later epochs cost a shuffle and a batch. `raw_examples`
+gives the first rows of a split as the export's serving signature takes them (a NumPy structured
+array: one field per raw column, slicing and saving like any array), `model_examples` the same
+rows as the model takes them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
+from ...artifacts import DATA_DIR, resolve_run_dir
 from ...data.base import DataError
+from ...data.meta import read_task_meta
 from ...data.pipeline import check_positive
 from ...data.reader import AUTOTUNE, Plan, Reading, Source, read
 from .features import LABEL, encode, load_feature_space, raw_columns
@@ -104,22 +105,8 @@ def structured(columns: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def read_tabular_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The table data step's meta.json; a missing, unreadable or other task's one is one sentence
-    naming 01_data, which writes it."""
-    path = require(run_dir, META_FILE, "01_data")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataError(
-            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
-        ) from None
-    missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
-    if missing or meta["task"] != TASK:
-        what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
-        raise DataError(
-            f"{path} is not the table meta.json 01_data writes ({what}): run 01_data again."
-        )
-    return meta
+    """The table data step's meta.json (data/meta.py: read_task_meta)."""
+    return read_task_meta(run_dir, TASK, KEYS, "table")
 
 
 def feature_space(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Any:

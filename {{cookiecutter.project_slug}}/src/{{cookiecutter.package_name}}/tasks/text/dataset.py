@@ -10,15 +10,15 @@ a split in shard order, as strings (the export's signature) and as ids (ONNX, be
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
+from ...artifacts import DATA_DIR, resolve_run_dir
 from ...data.base import DataError
+from ...data.meta import read_task_meta
 from ...data.pipeline import check_positive, shard_paths
 from ...data.reader import Plan, Reading, Source, read
 from .pipeline import FEATURES, bucket_boundaries
@@ -117,22 +117,8 @@ def model_examples(
 
 
 def read_text_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The text data step's meta.json; a missing, unreadable or other task's one is one sentence
-    naming 01_data, which writes it."""
-    path = require(run_dir, META_FILE, "01_data")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataError(
-            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
-        ) from None
-    missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
-    if missing or meta["task"] != TASK:
-        what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
-        raise DataError(
-            f"{path} is not the text meta.json 01_data writes ({what}): run 01_data again."
-        )
-    return meta
+    """The text data step's meta.json (data/meta.py: read_task_meta)."""
+    return read_task_meta(run_dir, TASK, KEYS, "text")
 
 
 def vocabulary(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Any:

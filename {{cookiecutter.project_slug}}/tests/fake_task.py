@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import seam
 from {{ cookiecutter.package_name }}.artifacts import DATA_DIR, META_FILE, StepError
+from {{ cookiecutter.package_name }}.data import reader
 from {{ cookiecutter.package_name }}.tasks.base import (
     Bench,
     Export,
@@ -71,29 +72,22 @@ def _split(run_dir: Any, split: str) -> tuple[np.ndarray, np.ndarray]:
         return arrays["x"], arrays["y"]
 
 
-def make_dataset(
-    run_dir: Any,
-    split: str,
-    batch_size: int,
-    *,
-    training: bool | None = None,
-    seed: int = 42,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    input_context: tf.distribute.InputContext | None = None,
-    **_: Any,
-) -> tf.data.Dataset:
-    """(float32 [B, FEATURES], int32 [B]) batches; each input pipeline reads every n-th row."""
-    vectors, labels = _split(run_dir, split)
-    data = tf.data.Dataset.from_tensor_slices((vectors, labels))
-    if input_context is not None:
-        data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if split == "train" if training is None else training:
-        data = data.shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        data = data.repeat()
-    return data.batch(batch_size, drop_remainder=drop_remainder).prefetch(2)
+def make_dataset(run_dir: Any, split: str, batch_size: int, **options: Any) -> tf.data.Dataset:
+    """(float32 [B, FEATURES], int32 [B]) batches through the shared reader: the rows are in
+    memory, their decode is nothing; each input pipeline reads every n-th row."""
+
+    def source(name: str) -> reader.Source:
+        vectors, labels = _split(run_dir, name)
+        rows = tf.data.Dataset.from_tensor_slices((vectors, labels))
+        return reader.Source(rows, len(labels), reading)
+
+    options.pop("augment", None)  # nothing to augment: accepted and ignored, as before
+    return reader.read(source, COUNTS, split, batch_size, **options)
+
+
+def reading(plan: reader.Plan) -> reader.Reading:
+    """The fake task's part of the reader: rows as they are, the whole split in the buffer."""
+    return reader.Reading(decode=lambda rows: rows, cache=False, shuffle_buffer=plan.count)
 
 
 def examples(run_dir: Any, split: str, count: int) -> tuple[np.ndarray, np.ndarray]:

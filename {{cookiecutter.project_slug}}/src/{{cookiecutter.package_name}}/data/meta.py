@@ -23,17 +23,36 @@ _KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "b
 def read_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The data step's meta.json, checked for what later steps read of it; a missing, unreadable
     or misshapen one is one sentence naming the file and 01_data, which writes it."""
-    path = require(run_dir, META_FILE, "01_data")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataError(
-            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
-        ) from None
+    path, meta = _load(run_dir)
     wrong = shape_problem(meta)
     if wrong:
         raise DataError(f"{path} is not the meta.json 01_data writes ({wrong}): run 01_data again.")
     return meta
+
+
+def read_task_meta(
+    run_dir: str | os.PathLike[str], task: str, keys: tuple[str, ...], what: str
+) -> dict[str, Any]:
+    """A task's own meta.json (`what`: "text", "table"), holding `keys` and naming `task`; a
+    missing, unreadable or other task's one is one sentence naming 01_data, which writes it."""
+    path, meta = _load(run_dir)
+    missing = [key for key in keys if key not in meta] if isinstance(meta, dict) else list(keys)
+    if missing or meta["task"] != task:
+        wrong = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
+        raise DataError(
+            f"{path} is not the {what} meta.json 01_data writes ({wrong}): run 01_data again."
+        )
+    return meta
+
+
+def _load(run_dir: str | os.PathLike[str]) -> tuple[Any, Any]:
+    path = require(run_dir, META_FILE, "01_data")
+    try:
+        return path, json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(
+            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
+        ) from None
 
 
 def shape_problem(meta: Any) -> str | None:

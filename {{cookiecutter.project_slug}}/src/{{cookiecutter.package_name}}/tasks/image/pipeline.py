@@ -1,17 +1,18 @@
 """A run's images as batches: one split of run_dir/data/ through the pipeline stages.py builds.
 
-`make_dataset` is what training and the other steps read: it finds the split's shards from
-meta.json (naming a missing one), shards them per input pipeline under a distribution strategy,
-sizes the shuffle buffer, and sets the auto-shard policy. `first_images` and
-`examples_per_class` read a few decoded images the same way, for calibration and the notebook.
+`make_dataset` is what training and the other steps read: the split's shards from meta.json
+(naming a missing one) through the shared reader (data/reader.py: sharding per input pipeline,
+shuffle, repeat, batch, options), with this task's decode, cache decision and shuffle buffer.
+`first_images` and `examples_per_class` read a few decoded images the same way, for calibration
+and the notebook.
 The stages themselves, and why they come in that order, are stages.py; their names are importable
 from here too.
 """
 
 from __future__ import annotations
 
-import math
 import os
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -19,6 +20,7 @@ import tensorflow as tf
 from ...data.base import DataError
 from ...data.meta import read_meta
 from ...data.pipeline import auto_shard_policy, check_positive, shard_files, shard_paths
+from ...data.reader import Plan, Reading, Source, read
 from .cache import decide
 from .decode import FEATURES, decode_record
 from .stages import (
@@ -33,6 +35,7 @@ from .stages import (
     Stages,
     build,
     describe,
+    reading,
     shuffle_buffer,
 )
 
@@ -64,68 +67,28 @@ __all__ = [
 
 
 def make_dataset(
-    run_dir: str | os.PathLike[str],
-    split: str = "train",
-    batch_size: int = 64,
-    *,
-    training: bool | None = None,
-    cache: bool | str = "auto",
-    augment: bool = False,
-    seed: int = 42,
-    deterministic: bool | None = None,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    input_context: tf.distribute.InputContext | None = None,
-    num_workers: int = 1,
+    run_dir: str | os.PathLike[str], split: str = "train", batch_size: int = 64, **options: Any
 ) -> tf.data.Dataset:
     """(images uint8 [B, H, W, C], labels int32 [B]) batches of one split of run_dir/data/.
 
-    `training` (default: split == "train") shuffles every epoch and allows `augment`. `cache`:
-    "auto" keeps decoded images in memory only when they fit (cache.py), True or False always. With
-    `input_context` (from `strategy.distribute_datasets_from_function`) each input pipeline reads
-    its own part and batches `batch_size / num_replicas_in_sync`; without it the auto-shard policy
-    suits `num_workers` workers. `deterministic` sets `tf.data.Options.deterministic` (None keeps
-    TensorFlow's default, deterministic); with False, parallel stages may hand over elements out of
+    The shared reader's options (data/reader.py: training, cache, seed, repeat, input_context,
+    ...), and `augment` (training only). `cache` "auto" keeps decoded images in memory only when
+    they fit (cache.py). With deterministic=False, parallel stages may hand over elements out of
     order, and the seeded shuffle and augmentation no longer repeat exactly.
     """
     meta = read_meta(run_dir)
-    splits = meta["splits"]
-    if split not in splits:
-        raise DataError(f"split={split!r} is not in the data: use one of {', '.join(splits)}.")
-    check_positive("batch_size", batch_size)
-    check_positive("num_workers", num_workers)
-    files = shard_paths(run_dir, meta, split)
-    training = split == "train" if training is None else bool(training)
-    count = int(splits[split]["count"])
-    record_shard = None
-    if input_context is not None:
-        files, record_shard, batch_size = shard_files(files, batch_size, input_context)
-        count = math.ceil(count / input_context.num_input_pipelines)
-    cached = decide(cache, count, meta["image_shape"])["cache"]
-    dataset = build(
-        files,
-        meta["image_shape"],
-        batch_size=batch_size,
-        training=training,
-        stages=Stages(cache=cached),
-        encoding=meta.get("encoding", "png"),
-        augment=bool(augment),
-        seed=seed,
-        repeat=repeat,
-        drop_remainder=drop_remainder,
-        shuffle_buffer=shuffle_buffer(count, meta["image_shape"]),
-        record_shard=record_shard,
-    )
-    options = tf.data.Options()
-    if deterministic is not None:
-        options.deterministic = bool(deterministic)
-    # Sharded above already: tf.distribute must not shard a second time.
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.OFF
-        if input_context is not None
-        else auto_shard_policy(len(files), num_workers)
-    )
-    return dataset.with_options(options)
+    shape, encoding = meta["image_shape"], meta.get("encoding", "png")
+
+    def choose(plan: Plan) -> Reading:
+        cached = decide(plan.cache, plan.count, shape)["cache"]
+        buffer = shuffle_buffer(plan.count, shape)
+        return reading(shape, Stages(cache=cached), plan, buffer, encoding)
+
+    def source(name: str) -> Source:
+        files = shard_paths(run_dir, meta, name)
+        return Source(files, int(meta["splits"][name]["count"]), choose)
+
+    return read(source, meta["splits"], split, batch_size, **options)
 
 
 def first_images(run_dir: str | os.PathLike[str], split: str, count: int) -> np.ndarray:

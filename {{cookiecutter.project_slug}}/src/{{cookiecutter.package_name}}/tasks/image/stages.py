@@ -18,13 +18,13 @@ stages over any shard files; pipeline.py points it at a run's split (`make_datas
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import tensorflow as tf
 
-from ...data.pipeline import READ_BUFFER
+from ...data.pipeline import READ_BUFFER as READ_BUFFER  # variants.py reads it here
+from ...data.reader import Plan, Reading, pipeline
 from .decode import (
     batch_decoder,
     parse_bytes,
@@ -68,62 +68,69 @@ def build(
     record_shard: tuple[int, int] | None = None,
     encoding: str = "png",
 ) -> tf.data.Dataset:
-    """The pipeline over these shard files, with the chosen stages (the benchmark varies them).
+    """The pipeline over these shard files, with the chosen stages (the benchmark varies them):
+    the shared reader's (data/reader.py), with this task's decode."""
+    plan = Plan(
+        batch_size=batch_size,
+        count=shuffle_buffer,
+        training=training,
+        augment=augment,
+        seed=seed,
+        repeat=repeat,
+        drop_remainder=drop_remainder,
+        record_shard=record_shard,
+    )
+    return pipeline(files, reading(image_shape, stages, plan, shuffle_buffer, encoding), plan)
 
-    `encoding` is the shards' (meta.json); with augment on JPEG photos, training crops at random
-    while decoding (decode.random_crop_record) and the cache keeps the small encoded bytes.
-    """
+
+def reading(
+    image_shape: Sequence[int],
+    stages: Stages | None,
+    plan: Plan,
+    shuffle_buffer: int = MIN_SHUFFLE,
+    encoding: str = "png",
+) -> Reading:
+    """How the reader decodes this task's records: by image size one record per call, or a batch
+    of records per vectorized call; with augment on JPEG photos, training crops at random while
+    decoding (decode.random_crop_record) and the cache keeps the small encoded bytes."""
     stages = stages or Stages()
     shape = [int(side) for side in image_shape]
     batched = batch_parse(stages, shape)
-    crop = augment and training and encoding == "jpeg" and not batched
-    # Photos read afresh every epoch: shuffle the small encoded records (about 1/7 of the bytes
-    # of a decoded photo), then decode; with a cache the shuffle must come after it.
-    early = training and stages.shuffle and not batched and not stages.cache
+    crop = plan.augment and plan.training and encoding == "jpeg" and not batched
     parallel = AUTOTUNE if stages.parallel else None
-    shuffle = training and stages.shuffle
-    names = tf.data.Dataset.from_tensor_slices([os.fspath(path) for path in files])
-    if shuffle:  # cheap, and it varies the order in which uncached shards arrive
-        names = names.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    records = names.interleave(
-        lambda name: tf.data.TFRecordDataset(name, buffer_size=READ_BUFFER),
-        cycle_length=max(1, min(len(files), MAX_CYCLE)),
-        block_length=BLOCK_LENGTH,
-        num_parallel_calls=parallel,
-        # Sharding by record needs the same order in every pipeline, whatever the options say.
-        deterministic=True if record_shard else None,
-    )
-    if record_shard:
-        records = records.shard(*record_shard)
-    if early:
-        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if batched:
         decoder = batch_decoder(shape, encoding)
-        dataset = records.batch(PARSE_BATCH).map(decoder, num_parallel_calls=parallel)
-        if stages.cache:
-            dataset = dataset.cache()
-        dataset = dataset.unbatch()
+
+        def decode(records: tf.data.Dataset) -> tf.data.Dataset:
+            return records.batch(PARSE_BATCH).map(decoder, num_parallel_calls=parallel)
+
     else:
         decoder = parse_bytes if crop else record_decoder(shape, encoding)
-        dataset = records.map(decoder, num_parallel_calls=parallel)
-        if stages.cache:
-            dataset = dataset.cache()
-    if shuffle and not early:
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    if crop:
-        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-        cropper = random_crop_record(shape)
-        dataset = tf.data.Dataset.zip(dataset, seeds).map(
-            lambda record, pair: cropper(*record, pair), num_parallel_calls=parallel
-        )
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    if augment and training and not crop:
-        dataset = _augmented(dataset, shape, seed, parallel)
-    if stages.prefetch:
-        dataset = dataset.prefetch(AUTOTUNE)
-    return dataset
+
+        def decode(records: tf.data.Dataset) -> tf.data.Dataset:
+            return records.map(decoder, num_parallel_calls=parallel)
+
+    cropper = random_crop_record(shape) if crop else None
+    augmented = plan.augment and plan.training and not crop
+    return Reading(
+        decode=decode,
+        batched=batched,
+        cache=stages.cache,
+        shuffle=stages.shuffle,
+        shuffle_buffer=shuffle_buffer,
+        shuffle_files=True,
+        # Photos read afresh every epoch: shuffle the small encoded records (about 1/7 of the
+        # bytes of a decoded photo), then decode; with a cache the shuffle must come after it.
+        shuffle_records=not batched,
+        cycle=MAX_CYCLE,
+        block=BLOCK_LENGTH,
+        parallel=stages.parallel,
+        per_example=(lambda record, pair: cropper(*record, pair)) if cropper else None,
+        per_batch=(lambda batches: _augmented(batches, shape, plan.seed, parallel))
+        if augmented
+        else None,
+        prefetch=stages.prefetch,
+    )
 
 
 def describe(

@@ -1,93 +1,66 @@
 """A run's table as batches: one split of run_dir/data/ as (the model's matrix, labels).
 
-`make_dataset` has the image task's signature and meaning (its pipeline.py), so every step and
-the benchmark call either the same way. The split's Parquet file is read once into columns, each
-input pipeline takes every n-th row under a distribution strategy, and the fitted FeatureSpace
-(features.py) encodes the raw columns in tf.data, a few thousand rows per call; the encoded rows
-are cached, so later epochs cost a shuffle and a batch. `raw_examples` gives the first rows of a
-split as the export's serving signature takes them (a NumPy structured array: one field per raw
-column, slicing and saving like any array), `model_examples` the same rows as the model takes them.
+`make_dataset` goes through the shared reader (data/reader.py). The split's Parquet file is read
+once into columns, each input pipeline takes every n-th row under a distribution strategy, and
+the fitted FeatureSpace (features.py) encodes the raw columns in tf.data, a few thousand rows per
+call; the encoded rows are cached, so later epochs cost a shuffle and a batch. `raw_examples`
+gives the first rows of a split as the export's serving signature takes them (a NumPy structured
+array: one field per raw column, slicing and saving like any array), `model_examples` the same
+rows as the model takes them.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
+from ...artifacts import DATA_DIR, resolve_run_dir
 from ...data.base import DataError
+from ...data.meta import read_task_meta
 from ...data.pipeline import check_positive
+from ...data.reader import AUTOTUNE, Plan, Reading, Source, read
 from .features import LABEL, encode, load_feature_space, raw_columns
 
 TASK = "tabular_classification"
 ENCODE_BATCH = 4096  # rows encoded per call: one FeatureSpace call per block, not per row
 MAX_SHUFFLE = 65_536
+NO_AUGMENT = "augment=True is an image option; tables have none: use augment=False."
 KEYS = ("task", "classes", "num_classes", "splits", "schema", "feature_space", "layout")
 
 
 def make_dataset(
-    run_dir: str | os.PathLike[str],
-    split: str = "train",
-    batch_size: int = 256,
-    *,
-    training: bool | None = None,
-    cache: bool | str = "auto",
-    augment: bool = False,
-    seed: int = 42,
-    deterministic: bool | None = None,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    input_context: tf.distribute.InputContext | None = None,
-    num_workers: int = 1,
+    run_dir: str | os.PathLike[str], split: str = "train", batch_size: int = 256, **options: Any
 ) -> tf.data.Dataset:
     """(features float32 [B, len(layout)], labels int32 [B]) of one split.
 
-    As the image task's make_dataset: `training` (default split == "train") shuffles every epoch;
-    the encoded rows are cached unless cache=False; with `input_context` each input pipeline
-    reads every n-th row and batches `batch_size / num_replicas_in_sync`.
+    The shared reader's options (data/reader.py); the encoded rows are cached unless cache=False;
+    with `input_context` each input pipeline reads every n-th row.
     """
-    if augment:
-        raise DataError("augment=True is an image option; tables have none: use augment=False.")
     meta = read_tabular_meta(run_dir)
-    _check_split(meta, split)
-    for name, value in (("batch_size", batch_size), ("num_workers", num_workers)):
-        check_positive(name, value)
-    if not (cache == "auto" or isinstance(cache, bool)):
-        raise DataError(f"cache={cache!r} is not allowed: use auto, True or False.")
-    columns, labels = _columns(run_dir, meta, split)
-    training = split == "train" if training is None else bool(training)
-    count = len(labels)
-    rows = tf.data.Dataset.from_tensor_slices((columns, labels))
-    if input_context is not None:
-        rows = rows.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-        count = math.ceil(count / input_context.num_input_pipelines)
-    space, schema = feature_space(run_dir, meta), meta["schema"]
-    data = (
-        rows.batch(ENCODE_BATCH)
-        .map(lambda x, y: (encode(space, x, schema), y), num_parallel_calls=tf.data.AUTOTUNE)
-        .unbatch()
-    )
-    if cache is not False:
-        data = data.cache()
-    if training:
-        data = data.shuffle(
-            min(max(count, 1), MAX_SHUFFLE), seed=seed, reshuffle_each_iteration=True
-        )
-    if repeat:
-        data = data.repeat()
-    data = data.batch(batch_size, drop_remainder=drop_remainder)
-    options = tf.data.Options()
-    if deterministic is not None:
-        options.deterministic = bool(deterministic)
-    # Rows are split per pipeline above (or the strategy splits each batch): never a second time.
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    return data.prefetch(tf.data.AUTOTUNE).with_options(options)
+    schema = meta["schema"]
+
+    def source(name: str) -> Source:
+        columns, labels = _columns(run_dir, meta, name)
+        space = feature_space(run_dir, meta)
+
+        def decode(rows: tf.data.Dataset) -> tf.data.Dataset:
+            return (
+                rows.batch(ENCODE_BATCH)
+                .map(lambda x, y: (encode(space, x, schema), y), num_parallel_calls=AUTOTUNE)
+                .unbatch()
+            )
+
+        def choose(plan: Plan) -> Reading:
+            buffer = min(max(plan.count, 1), MAX_SHUFFLE)
+            return Reading(decode=decode, cache=plan.cache is not False, shuffle_buffer=buffer)
+
+        rows = tf.data.Dataset.from_tensor_slices((columns, labels))
+        return Source(rows, len(labels), choose)
+
+    return read(source, meta["splits"], split, batch_size, no_augment=NO_AUGMENT, **options)
 
 
 def raw_examples(
@@ -132,22 +105,8 @@ def structured(columns: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def read_tabular_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The table data step's meta.json; a missing, unreadable or other task's one is one sentence
-    naming 01_data, which writes it."""
-    path = require(run_dir, META_FILE, "01_data")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataError(
-            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
-        ) from None
-    missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
-    if missing or meta["task"] != TASK:
-        what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
-        raise DataError(
-            f"{path} is not the table meta.json 01_data writes ({what}): run 01_data again."
-        )
-    return meta
+    """The table data step's meta.json (data/meta.py: read_task_meta)."""
+    return read_task_meta(run_dir, TASK, KEYS, "table")
 
 
 def feature_space(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Any:

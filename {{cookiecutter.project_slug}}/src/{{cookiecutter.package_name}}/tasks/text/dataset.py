@@ -1,8 +1,7 @@
 """A run's text data as batches: one split of run_dir/data/ as (token ids, labels) for training.
 
-`make_dataset` has the image task's signature and meaning (its pipeline.py), so every step
-and the benchmark call either the same way: it reads the split's shards from meta.json, shards
-them per input pipeline under a distribution strategy, and sets the auto-shard policy. The texts
+`make_dataset` reads the split's shards from meta.json through the shared reader
+(data/reader.py: sharding per input pipeline, cache, shuffle, repeat, options). The texts
 are tokenized in tf.data with the saved vocabulary (checked against its sha256 in meta.json), a
 few hundred per call, then batched by length with every batch padded to its bucket's boundary:
 the device sees a handful of shapes. `raw_examples` and `model_examples` give the first texts of
@@ -11,17 +10,17 @@ a split in shard order, as strings (the export's signature) and as ids (ONNX, be
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
+from ...artifacts import DATA_DIR, resolve_run_dir
 from ...data.base import DataError
-from ...data.pipeline import auto_shard_policy, check_positive, shard_files, shard_paths
+from ...data.meta import read_task_meta
+from ...data.pipeline import check_positive, shard_paths
+from ...data.reader import Plan, Reading, Source, read
 from .pipeline import FEATURES, bucket_boundaries
 from .records import TASK
 from .vocab import load_vocabulary, token_ids
@@ -29,82 +28,41 @@ from .vocab import load_vocabulary, token_ids
 PARSE_BATCH = 256  # records parsed and tokenized per call: one op call per batch, not per text
 MAX_SHUFFLE = 16_384
 CACHE_LIMIT = 1 << 30  # "auto" keeps the ids in memory below this estimate (int32 ids)
+NO_AUGMENT = "augment=True is an image option; text has none: use augment=False."
 KEYS = ("task", "classes", "num_classes", "splits", "max_tokens", "vocabulary", "bucket_boundaries")
 
 
 def make_dataset(
-    run_dir: str | os.PathLike[str],
-    split: str = "train",
-    batch_size: int = 64,
-    *,
-    training: bool | None = None,
-    cache: bool | str = "auto",
-    augment: bool = False,
-    seed: int = 42,
-    deterministic: bool | None = None,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    input_context: tf.distribute.InputContext | None = None,
-    num_workers: int = 1,
+    run_dir: str | os.PathLike[str], split: str = "train", batch_size: int = 64, **options: Any
 ) -> tf.data.Dataset:
     """(ids int32 [B, L], labels int32 [B]) of one split, L one of meta's padded lengths.
 
-    As the image task's make_dataset: `training` (default split == "train") shuffles every epoch;
-    `cache` "auto" keeps the token ids in memory unless they would take over a GiB; with
-    `input_context` each input pipeline reads its own shards (or every n-th record when there are
-    fewer shards than pipelines) and batches `batch_size / num_replicas_in_sync`.
+    The shared reader's options (data/reader.py); `cache` "auto" keeps the token ids in memory
+    unless they would take over a GiB. Training batches texts of similar length; evaluation keeps
+    the split's order (its scores are matched to its texts), padding each batch to the bucket
+    length that holds its longest.
     """
-    if augment:
-        raise DataError("augment=True is an image option; text has none: use augment=False.")
     meta = read_text_meta(run_dir)
-    if split not in meta["splits"]:
-        raise DataError(
-            f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
-        )
-    for name, value in (("batch_size", batch_size), ("num_workers", num_workers)):
-        check_positive(name, value)
-    if not (cache == "auto" or isinstance(cache, bool)):
-        raise DataError(f"cache={cache!r} is not allowed: use auto, True or False.")
-    files = shard_paths(run_dir, meta, split)
-    training = split == "train" if training is None else bool(training)
-    count, record_shard = int(meta["splits"][split]["count"]), None
-    if input_context is not None:
-        files, record_shard, batch_size = shard_files(files, batch_size, input_context)
-        count = math.ceil(count / input_context.num_input_pipelines)
-    if cache == "auto":
-        cache = count * int(meta["max_tokens"]) * 4 < CACHE_LIMIT
-    records = (
-        tf.data.Dataset.from_tensor_slices(files).interleave(
-            tf.data.TFRecordDataset, cycle_length=len(files), num_parallel_calls=tf.data.AUTOTUNE
-        )
-        if training and len(files) > 1
-        else tf.data.TFRecordDataset(files)
-    )
-    if record_shard is not None:
-        records = records.shard(*record_shard)
-    data = tokenized(records, vocabulary(run_dir, meta), int(meta["max_tokens"]))
-    if cache:
-        data = data.cache()
-    if training:
-        data = data.shuffle(
-            min(max(count, 1), MAX_SHUFFLE), seed=seed, reshuffle_each_iteration=True
-        )
-    if repeat:
-        data = data.repeat()
-    # Training batches texts of similar length; evaluation keeps the split's order (its scores
-    # are matched to its texts), padding each batch to the bucket length that holds its longest.
-    batching = bucketed if training else in_order
-    data = batching(data, batch_size, meta["bucket_boundaries"], drop_remainder)
-    options = tf.data.Options()
-    if deterministic is not None:
-        options.deterministic = bool(deterministic)
-    # Sharded above already: tf.distribute must not shard a second time.
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.OFF
-        if input_context is not None
-        else auto_shard_policy(len(files), num_workers)
-    )
-    return data.prefetch(tf.data.AUTOTUNE).with_options(options)
+    max_tokens, boundaries = int(meta["max_tokens"]), meta["bucket_boundaries"]
+
+    def source(name: str) -> Source:
+        files = shard_paths(run_dir, meta, name)
+        layer = vocabulary(run_dir, meta)
+
+        def choose(plan: Plan) -> Reading:
+            batching = bucketed if plan.training else in_order
+            return Reading(
+                decode=lambda records: tokenized(records, layer, max_tokens),
+                cache=plan.cache is True
+                or (plan.cache == "auto" and plan.count * max_tokens * 4 < CACHE_LIMIT),
+                shuffle_buffer=min(max(plan.count, 1), MAX_SHUFFLE),
+                cycle=len(files) if plan.training else 1,
+                batch=lambda data, size, drop: batching(data, size, boundaries, drop),
+            )
+
+        return Source(files, int(meta["splits"][name]["count"]), choose)
+
+    return read(source, meta["splits"], split, batch_size, no_augment=NO_AUGMENT, **options)
 
 
 def longest_batches(data: tf.data.Dataset, meta: dict[str, Any]) -> tf.data.Dataset:
@@ -159,22 +117,8 @@ def model_examples(
 
 
 def read_text_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The text data step's meta.json; a missing, unreadable or other task's one is one sentence
-    naming 01_data, which writes it."""
-    path = require(run_dir, META_FILE, "01_data")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataError(
-            f"{path} cannot be read ({type(error).__name__}): run 01_data again."
-        ) from None
-    missing = [key for key in KEYS if key not in meta] if isinstance(meta, dict) else list(KEYS)
-    if missing or meta["task"] != TASK:
-        what = f"no {', '.join(missing)}" if missing else f"task {meta['task']!r}"
-        raise DataError(
-            f"{path} is not the text meta.json 01_data writes ({what}): run 01_data again."
-        )
-    return meta
+    """The text data step's meta.json (data/meta.py: read_task_meta)."""
+    return read_task_meta(run_dir, TASK, KEYS, "text")
 
 
 def vocabulary(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Any:

@@ -245,6 +245,7 @@ TASK_FILES = {
         "tests/test_tabular_shapes.py",
         "tests/test_tabular_sources.py",
         "tests/test_tabular_tabm.py",
+        "tests/test_tabular_tune.py",
         "tests/test_tabular_weights.py",
     ],
 }

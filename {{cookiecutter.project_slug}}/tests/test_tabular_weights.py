@@ -56,3 +56,22 @@ def test_the_weighted_loss_of_a_toy_batch_is_the_hand_computed_one() -> None:
     np.testing.assert_allclose(got, [0.125, 8.0, 4.0])
     soft = tf.constant([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])  # mixed labels mix the weights
     np.testing.assert_allclose(weighted(per_example, soft, [0.25, 4.0]).numpy(), [0.125, 4.25, 4.0])
+
+
+def test_the_command_refuses_a_bad_class_weight_before_tensorflow_loads(tmp_path) -> None:
+    """`train -p class_weight=balance` is one sentence and exit status 2, TensorFlow not loaded."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from {{ cookiecutter.package_name }}.cli import main\n"
+        f"status = main(['train', '--run-dir', {str(tmp_path)!r}, '-p', 'class_weight=balance'])\n"
+        "print(json.dumps([status, 'tensorflow' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, False], done.stderr[-800:]
+    assert "class_weight='balance' is not allowed: use none, balanced" in done.stderr

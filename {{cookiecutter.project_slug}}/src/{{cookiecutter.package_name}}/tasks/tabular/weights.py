@@ -55,6 +55,12 @@ def check(params: Any) -> None:
     parse(params.class_weight)
 
 
+def check_early(values: dict[str, Any]) -> None:
+    """The same refusal from loose values, before TensorFlow loads (seam.check_own_early)."""
+    if "class_weight" in values:
+        parse(values["class_weight"])
+
+
 def balanced(counts: list[int]) -> list[float]:
     """n / (classes * count) per class (scikit-learn's "balanced", counting the classes that
     have training rows); a class with none gets 0 (no row of it is ever weighted)."""

@@ -228,6 +228,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/tabular/tables.py",
         "src/{pkg}/tasks/tabular/tabm.py",
         "src/{pkg}/tasks/tabular/task.py",
+        "src/{pkg}/tasks/tabular/weights.py",
         "tests/bench_tabular.py",
         "tests/tables.py",
         "tests/test_tabular_baseline.py",
@@ -239,10 +240,13 @@ TASK_FILES = {
         "tests/test_tabular_models.py",
         "tests/test_tabular_mutants.py",
         "tests/test_tabular_mutants_sources.py",
+        "tests/test_tabular_replicas.py",
         "tests/test_tabular_schema.py",
         "tests/test_tabular_shapes.py",
         "tests/test_tabular_sources.py",
         "tests/test_tabular_tabm.py",
+        "tests/test_tabular_tune.py",
+        "tests/test_tabular_weights.py",
     ],
 }
 

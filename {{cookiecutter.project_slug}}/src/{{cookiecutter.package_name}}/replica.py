@@ -42,6 +42,7 @@ def make_train_steps(
     label_smoothing: float = 0.0,
     num_classes: int | None = None,
     stop: tf.Variable | None = None,
+    class_weights: list[float] | None = None,
 ) -> Callable[[Any, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
     """`train_steps(iterator, steps)`: that many steps, returning ([loss sum, correct, examples],
     seconds waited for the input; 0.0 when not `timed`). With `stop` (preempt.StopRequest.flag),
@@ -53,7 +54,8 @@ def make_train_steps(
     cross-entropy of one-hot targets, and accuracy counts the target's top class.
 
     The loss and the counted accuracy are the task's (`task`: tasks.current(), whose
-    build_losses and build_metrics give them); this module imports no task."""
+    build_losses and build_metrics give them); this module imports no task. `class_weights`
+    (one per class: Recipe.class_weights) multiply each example's loss (`weighted`)."""
     replicas = strategy.num_replicas_in_sync
     agree = loss_scaling and replicas > 1
     soft = bool(label_smoothing) or augment is not None
@@ -66,6 +68,8 @@ def make_train_steps(
         with tf.GradientTape() as tape:
             probabilities = model(images, training=True)
             per_example = loss_of(labels, probabilities)
+            if class_weights is not None:
+                per_example = weighted(per_example, labels, class_weights)
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
             if model.losses:  # weight regularizers, counted once over all replicas
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
@@ -155,6 +159,18 @@ def make_eval_step(
         return strategy.reduce(SUM, per_replica, axis=None)
 
     return eval_step
+
+
+def weighted(per_example: tf.Tensor, labels: tf.Tensor, class_weights: Any) -> tf.Tensor:
+    """Each example's loss times its class's weight (soft labels: the targets' mix of weights),
+    in float32 whatever the policy; the replica's sum is then divided by the global batch as
+    before, so the replicas' gradients still add up to the gradient of the weighted mean."""
+    weights = tf.constant(class_weights, tf.float32)
+    if labels.shape.rank == 2:
+        of_each = tf.reduce_sum(tf.cast(labels, tf.float32) * weights, axis=-1)
+    else:
+        of_each = tf.gather(weights, tf.cast(labels, tf.int32))
+    return tf.cast(per_example, tf.float32) * of_each
 
 
 def sums(labels: tf.Tensor, correct: tf.Tensor, per_example: tf.Tensor) -> tf.Tensor:

@@ -89,6 +89,9 @@ class Recipe:
     check: Callable[[Any], None] = _nothing  # (params): refuse a value the task cannot use
     # (params, num_classes, seed) → on-device augmentation of (inputs, labels), or None
     augmenter: Callable[..., Any] = _nothing
+    # (params, meta) → {"weights": one per class, "sentence": 03's words, ...} for the train
+    # step's per-example loss (replica.weighted; tables: class_weight), or None: unweighted
+    class_weights: Callable[..., Any] = _nothing
     summary: Callable[[Any], dict[str, Any]] = _no_extras  # (params) → train.json's keys
     words: Callable[[Any], tuple[str, ...]] = _no_words  # (params) → the recipe's sentence
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st

@@ -73,6 +73,8 @@ class Loop:
             int(meta["num_classes"]),
             self.params.seed + AUGMENT_SEED_STRIDE * self.role.rank,
         )
+        # the task's class weights from the training split's counts (tables: class_weight), or None
+        self.weighting = task().recipe.class_weights(self.params, meta)
         with distribution.scope():
             self.model = task().build_model(
                 self.params.model,

@@ -76,6 +76,7 @@ def enter(loop: Running, epoch: int) -> None:
         label_smoothing=float(params.label_smoothing),
         num_classes=int(loop.meta["num_classes"]),
         stop=loop.stop.flag,  # preempt: every replica leaves after the same step on a signal
+        class_weights=loop.weighting["weights"] if loop.weighting else None,
     )
 
 
@@ -105,6 +106,7 @@ def describe(loop: Running) -> str:
         f"AdamW weight_decay {params.weight_decay:g}" if params.weight_decay else "",
         f"label_smoothing {params.label_smoothing:g}" if params.label_smoothing else "",
         *task().recipe.words(params),  # the task's own (images: augment=light on the device)
+        loop.weighting["sentence"] if loop.weighting else "",  # tables: class_weight
     ]
     if any(extras):
         lines.append(", ".join(extra for extra in extras if extra) + ".")
@@ -142,4 +144,5 @@ def summary(loop: Running) -> dict[str, Any]:
         "weight_decay": params.weight_decay,
         "label_smoothing": params.label_smoothing,
         **task().recipe.summary(params),
+        "class_weights": loop.weighting,  # None, or the weights, the shares and the sentence
     }

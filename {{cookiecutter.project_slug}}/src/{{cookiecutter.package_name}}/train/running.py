@@ -37,6 +37,7 @@ class Running(Protocol):
     learning_rate: float
     plan: Plan
     augment: Any
+    weighting: dict[str, Any] | None  # the task's class weights (Recipe.class_weights)
     model: keras.Model
     optimizer: keras.optimizers.Optimizer
     stop: Any  # preempt.StopRequest: this process's stop flag

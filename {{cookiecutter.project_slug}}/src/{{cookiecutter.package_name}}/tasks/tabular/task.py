@@ -20,7 +20,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, models
+from . import export, models, weights
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
 __all__ = ["make_dataset", "model_examples", "raw_examples"]
@@ -327,6 +327,10 @@ class TabularTask(Task):
             longest=longest,
         )
         self.recipe = Recipe(
+            options=weights.TrainOptions,  # class_weight
+            check=weights.check,
+            class_weights=weights.weighting,
+            summary=weights.summary,
             choices=RECIPE_CHOICES,
             same_inputs=SAME_INPUTS,
         )

@@ -280,6 +280,7 @@ FULL_BAKE = (
     "tests/test_mutants_stop.py",
     "tests/test_mutants_timing.py",
     "tests/test_mutants_variants.py",
+    "tests/test_names.py",
     "tests/test_notebooks.py",
     "tests/test_observe.py",
     "tests/test_optimize.py",

@@ -23,6 +23,7 @@ SAME_ROLE = {
     "cluster.py": "the processes its step runs on together (TF_CONFIG, the tuner's chief/workers)",
     "commands.py": "the subcommands of its folder, for cli.py",
     "devices.py": "the devices its step uses and how (memory growth; strategy and precision)",
+    "early.py": "the checks made before TensorFlow loads (a step's values; a task's own)",
     "entry.py": "a step's entry: Params, check, run (steps.py)",
     "export.py": "its folder's part of step 4 (the task's signature, 04's figures)",
     "files.py": "the files its folder reads in, checked",

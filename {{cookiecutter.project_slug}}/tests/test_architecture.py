@@ -133,4 +133,4 @@ def _short(module: str) -> str:
 
 def _is_step(module: str) -> bool:
     parts = module.split(".")
-    return len(parts) == 3 and parts[2] == "step"
+    return len(parts) == 3 and parts[2] == "entry"

@@ -144,7 +144,7 @@ def test_every_figure_name_is_in_the_contract() -> None:
 def test_the_steps_draw_the_figures_that_read_images_back(
     run_dir: Path, exported_run: Path, tmp_path: Path
 ) -> None:
-    """data_step and export.step read the images and hand figures the arrays (figures import no
+    """data_step and export.entry read the images and hand figures the arrays (figures import no
     step): the sample grid from data/, the export's mistakes from the split it checked."""
     from {{ cookiecutter.package_name }}.export import step as export_step
     from {{ cookiecutter.package_name }}.tasks.image import data_step

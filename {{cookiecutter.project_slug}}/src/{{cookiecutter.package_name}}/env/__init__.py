@@ -9,12 +9,13 @@ before training does. On a machine without a GPU it says so and measures the CPU
     precision   which precision each device runs fast, the one policy for a run
     timing      an XLA compile and a matmul timing per device
     report      the whole report, its text for `doctor`, the verdict
-    step        the step contract: Params, check, run
+    entry       the step contract: Params, check, run
 
 Order matters: call `configure_memory_growth()` before anything else runs a TensorFlow op.
 """
 
 from .devices import configure_memory_growth, cpu_info, device_names, list_gpus, parse_capability
+from .entry import Params, check, run
 from .precision import (
     CPU_POLICY,
     CPU_POLICY_NOTE,
@@ -23,7 +24,6 @@ from .precision import (
     recommended_policy,
 )
 from .report import GPU_ADVICE, collect_report, format_report, verdict
-from .step import Params, check, run
 from .timing import EnvError, check_matmul_parameters, check_xla, describe_matmul, time_matmul
 from .versions import (
     COMPATIBILITY,

@@ -13,13 +13,14 @@ rescaling inside, and returns probabilities, class ids and class names.
 - files: model.keras and SavedModel folders, checked cheaply and loaded with one sentence if broken
 - savedmodel: the export itself, its signature as a dict and as `saved_model_cli` prints it
 - parity: the export reloaded in a fresh process against the Keras model
-- step: run, which does it all and writes metrics/export.json
+- entry: run, which does it all and writes metrics/export.json
 - rest: TF Serving's REST `:predict` request and answer, and a client for it
 """
 
 from ..env.devices import configure_memory_growth
 from ..tasks import current as _task
 from ..tasks.outputs import call_signature, check_inputs
+from .entry import export_metrics, run
 from .files import (
     OUTPUTS,
     SIGNATURE,
@@ -49,7 +50,6 @@ from .savedmodel import (
     signature_block,
     signature_text,
 )
-from .step import export_metrics, run
 
 INPUT_NAME = _task().export.raw_input  # serving_default's one input: "images", "text"
 

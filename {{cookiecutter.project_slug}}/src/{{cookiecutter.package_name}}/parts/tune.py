@@ -68,7 +68,7 @@ HEADLINES = {"tune": headline}
 KEY_NUMBERS = {"tune": key_numbers}
 
 
-# What step 2 offers a training (train.sources): tune/offer.py reads best_hparams.json, with
+# What step 2 offers a training (train.value_sources): tune/offer.py reads best_hparams.json, with
 # lineage's and training's checks, which this registry (the lowest floor) cannot import.
 suggest = Hook("tune.offer", "suggest")
 

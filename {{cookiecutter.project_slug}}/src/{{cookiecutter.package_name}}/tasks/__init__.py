@@ -7,7 +7,9 @@ runner; `current()` imports it.
 
 The interface is one class, `base.Task` (its members are listed in tasks/base.py): each task's
 `tasks/<folder>/task.py` ends with its subclass and the one instance `TASK` that `current()` gives.
-A fourth task is one folder with a task.py whose Task subclass gives every member.
+A fourth task is one folder, tasks/<folder>/ (task.py with its Task subclass and TASK, data_step.py
+with step 1's Params, check and run), and its lines in seam.py (FOLDERS, NOUNS, FIGURES); the
+README's "Another task" says what each member does.
 """
 
 from __future__ import annotations

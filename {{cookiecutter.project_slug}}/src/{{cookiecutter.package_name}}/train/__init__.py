@@ -9,14 +9,14 @@ The same entry runs behind `<package> train --run-dir DIR -p key=value …`, whi
 multi-worker jobs start (TF_CONFIG from the environment) and how a crashed run resumes.
 
 - params: the typed parameters (Params) and the checks of their values
-- sources: where each value comes from (given, an optional part's offer, default), in a sentence
+- value_sources: where each value comes from (given, a part's offer, default), in a sentence
 - devices: logical CPUs and memory growth, the strategy, the dtype policy, XLA
 - resume, state: whether checkpoints may be resumed; saving and restoring them
 - replica, loop, report: the step functions, the epoch driver, what the run reports
 - recipe, finetune, schedule, augment, phases: what trains the model — starting weights and
   two-phase fine-tuning, warmup and cosine, AdamW and label smoothing, augmentation on the device
 - evaluate: the held-out test split, scored once after training
-- step: check and run, the step's contract
+- entry: check and run, the step's contract
 """
 
 from ..tasks.outputs import output_dtype
@@ -28,6 +28,7 @@ from .devices import (
     resolve_precision,
     strategy_name,
 )
+from .entry import check, run, train
 from .params import (
     LR_RULE,
     PRECISIONS,
@@ -40,8 +41,7 @@ from .params import (
     resolve_strategy,
 )
 from .schedule import Plan, WarmupSchedule
-from .sources import describe_sources, resolve_params, sources_table
-from .step import check, run, train
+from .value_sources import describe_sources, resolve_params, sources_table
 
 __all__ = [
     "LR_RULE",

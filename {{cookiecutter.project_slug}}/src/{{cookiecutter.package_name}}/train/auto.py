@@ -32,7 +32,7 @@ from ..find import plots, probes
 from ..writes import write_json
 from .devices import dtype_policy
 from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
-from .sources import Resolved
+from .value_sources import Resolved
 
 LR_STEPS = 100  # the range test's ramp, fewer when the time budget is short
 # An epoch keeps at least this many steps: a batch of a sizeable share of the training set leaves

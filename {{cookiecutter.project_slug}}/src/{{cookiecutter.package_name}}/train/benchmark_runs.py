@@ -27,7 +27,7 @@ import numpy as np
 from .. import data, env
 from ..artifacts import DATA_DIR
 from ..tasks import current as task
-from . import step
+from . import entry
 from .benchmark_memory import fed_from_memory, load_split
 from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
 from .epoch import input_wait_timer
@@ -84,7 +84,7 @@ def train_rate(
     """train.run in a scratch run folder; its own rate leaves the first epoch out already."""
     feed = fed_from_memory(*memory) if memory is not None else contextlib.nullcontext()
     with feed:
-        metrics = step.run(run, params, verbose=False)
+        metrics = entry.run(run, params, verbose=False)
     return {
         "examples_per_sec": metrics["examples_per_sec"],
         "val_accuracy": metrics["val_accuracy"],
@@ -96,7 +96,7 @@ def finder_run(scratch: Path, source: Path, params: Params) -> dict[str, Any]:
     """Train once with batch_size and learning_rate found (auto), the same epochs and seed."""
     run = _scratch_run(scratch / "finders", source)
     found = replace(params, batch_size="auto", learning_rate="auto", finder_seconds=30.0)
-    metrics = step.run(run, found, verbose=False)
+    metrics = entry.run(run, found, verbose=False)
     shutil.rmtree(run, ignore_errors=True)
     return {
         "batch_size": metrics["global_batch_size"],

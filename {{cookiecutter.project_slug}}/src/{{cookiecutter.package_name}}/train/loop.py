@@ -34,8 +34,8 @@ from .epoch import _TIMED, early_stopping, run_epoch
 from .finetune import pretrained
 from .params import effective_learning_rate
 from .recipe import make_optimizer
-from .sources import Resolved
 from .state import RESUME, Checkpoints
+from .value_sources import Resolved
 from .watch import Watch
 
 AUGMENT_SEED_STRIDE = 1_000_003  # worker k augments with seed + k * this (the chief: the seed)

@@ -44,7 +44,7 @@ class SharedParams:
     """Notebook 03's parameters every task has (all but run_dir), with its names and defaults.
 
     None for model, learning_rate, width and dropout means "not given": the value an optional part
-    offers (train.sources), else the default (DEFAULT_MODEL, 0.001, the model's own width and
+    offers (train.value_sources), else the default (DEFAULT_MODEL, 0.001, the model's own width and
     dropout). "auto" for batch_size and learning_rate asks the finders (train/auto.py) to fit them
     to this device.
     """

@@ -166,7 +166,7 @@ def interrupt(loop: Running, checkpoints: Checkpoints, epoch: int, history: list
         "epochs_completed": epoch,
         "checkpoint": path or str(checkpoints.folder),
     }
-    return interrupted  # said once, by the Interrupted that ends the run (train/step.py)
+    return interrupted  # said once, by the Interrupted that ends the run (train/entry.py)
 
 
 def save(folder: Path, path: str | None, partial: dict[str, Any], *, chief: bool) -> None:

@@ -17,8 +17,8 @@ from .. import seam
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR
 from .devices import strategy_name
 from .params import LR_RULE
-from .sources import suggestions_summary
 from .state import weights_digest
+from .value_sources import suggestions_summary
 
 if TYPE_CHECKING:
     from .running import Running

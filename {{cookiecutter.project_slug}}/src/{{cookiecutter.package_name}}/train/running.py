@@ -16,7 +16,7 @@ import tensorflow as tf
 from .cluster import Cluster
 from .params import Params
 from .schedule import Plan
-from .sources import Resolved
+from .value_sources import Resolved
 from .watch import Watch
 
 

@@ -26,7 +26,7 @@ A search writes into the run folder:
     cluster  several trials at once: keras-tuner's chief/worker mode (workers, slurm_tune.sh)
     figure   the score of every trial, figures/tune_trials.png
     offer    what a search offers training: best_hparams.json, checked (parts.tune.suggest)
-    step     the step contract: Params, check, run
+    entry    the step contract: Params, check, run
 
 keras-tuner is a dependency of projects baked with tuning (pyproject.toml); only this package
 imports it, so training and every other step run without it.
@@ -34,9 +34,9 @@ imports it, so training and every other step run without it.
 
 from ..parts.tune import TUNED_FILE, TUNING_DIR
 from .checks import ALGORITHMS, TuneError, check_params, require_keras_tuner
+from .entry import Params, check, run
 from .search import TUNER_DIR, search
 from .space import OBJECTIVE, search_space, space_table, trials_table
-from .step import Params, check, run
 
 __all__ = [
     "ALGORITHMS",

@@ -1,5 +1,5 @@
 """What a search offers training: tuning/best_hparams.json, checked, when the same model was tuned
-on the same data (train.sources asks through parts.tune.suggest, a Hook to here).
+on the same data (train.value_sources asks through parts.tune.suggest, a Hook to here).
 
 Kept in the tuning package, not in parts/tune.py: it reads lineage's ledger and training's checks,
 which sit above the parts registry.
@@ -19,10 +19,10 @@ from ..tasks import current as task
 from ..train.params import DEFAULT_LEARNING_RATE, TrainError, check_tunable
 from ..train.params import Params as TrainParams
 from ..train.recipe import check_recipe
-from ..train.sources import RECIPE
-from ..train.sources import TUNABLE as BUILDER
+from ..train.value_sources import RECIPE
+from ..train.value_sources import TUNABLE as BUILDER
 
-# What a search finds, training takes when not given (train/sources.py): the builder's values,
+# What a search finds, training takes when not given (train/value_sources.py): the builder's values,
 # and the recipe's (with the weights the search started from, which its freeze_epochs need).
 TUNABLE = BUILDER + RECIPE
 
@@ -30,7 +30,7 @@ LONGEST = 10**6  # epochs: a tuned freeze_epochs or warmup_epochs fits some run
 
 
 def suggest(folder: Path, model: str | None) -> dict[str, Any]:
-    """What step 2 offers a training of `model` (None: any) in `folder`, as train.sources reads it:
+    """What step 2 offers a training of `model` (None: any) in `folder`, as training reads it:
     source and origin (how parameter_sources and the table name it), values (those to use),
     record (best_hparams.json as read, None when absent or not read), ignored (why none is used),
     detail (the search's score and trial), artifact (its lineage name), summary_key (its key in

@@ -28,7 +28,7 @@ from ..train.errors import TrainError
 from ..train.loop import Loop
 from ..train.params import Params as TrainParams
 from ..train.params import check_values
-from ..train.sources import Resolved
+from ..train.value_sources import Resolved
 from ..train.watch import Watch
 from .space import OBJECTIVE, choose, training_values
 

@@ -224,7 +224,7 @@ def rest_payload(raw: Any) -> dict[str, Any]:
 
 def plot_mistakes(raw: np.ndarray, metrics: dict[str, Any], classes: list[str], path: Any) -> Any:
     """figures/export_misclassified.png: the texts the export got most confidently wrong."""
-    from .show import plot_text_mistakes
+    from .mistakes import plot_text_mistakes
 
     return plot_text_mistakes(raw, metrics, classes, path)
 

@@ -28,7 +28,7 @@ from . import auto, chance, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
-from .sources import Resolved, describe_sources, read_artifacts, resolve_params
+from .value_sources import Resolved, describe_sources, read_artifacts, resolve_params
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     """Train on run_dir/data/ and return what the chief writes to metrics/train.json.
 
     Model, learning_rate, width and dropout left at None come from an optional part's offer (the
-    same model, the current data: train.sources), else from the defaults; where each value
+    same model, the current data: train.value_sources), else from the defaults; where each value
     came from is said first and kept as parameter_sources. `batch_size` is the global batch; the
     learning rate follows LR_RULE. A run folder with checkpoints made with the same values on the
     same data resumes after their last epoch and stops at `epochs`; checkpoints made on other

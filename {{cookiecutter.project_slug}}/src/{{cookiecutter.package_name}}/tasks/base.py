@@ -77,6 +77,9 @@ class Models:
     # the names of weights the builders fetch themselves (images: "imagenet"): `weights` takes
     # them beside none and a file; build_model gets weights=name
     pretrained: tuple[str, ...] = ()
+    # optional: (model) → True for a model= value beyond `names` the task builds (text: a
+    # KerasHub preset folder or name); its own check refuses what it cannot build
+    takes: Callable[[str], bool] = lambda model: False
 
 
 @dataclass

@@ -22,6 +22,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, META_FILE, require, resolve_run_dir
 from ...data.base import DataError
 from ...data.pipeline import auto_shard_policy, check_positive, shard_files, shard_paths
+from . import hub_data
 from .pipeline import FEATURES, bucket_boundaries
 from .records import TASK
 from .vocab import load_vocabulary, token_ids
@@ -56,7 +57,7 @@ def make_dataset(
     """
     if augment:
         raise DataError("augment=True is an image option; text has none: use augment=False.")
-    meta = read_text_meta(run_dir)
+    meta = hub_data.meta_for(run_dir, read_text_meta(run_dir))  # a preset: its tokenizer
     if split not in meta["splits"]:
         raise DataError(
             f"split={split!r} is not in the data: use one of {', '.join(meta['splits'])}."
@@ -83,6 +84,7 @@ def make_dataset(
     if record_shard is not None:
         records = records.shard(*record_shard)
     data = tokenized(records, vocabulary(run_dir, meta), int(meta["max_tokens"]))
+    data = hub_data.tokenized(records, meta) if hub_data.KEY in meta else data
     if cache:
         data = data.cache()
     if training:

@@ -94,6 +94,7 @@ class Recipe:
     augmenter: Callable[..., Any] = _nothing
     summary: Callable[[Any], dict[str, Any]] = _no_extras  # (params) → train.json's keys
     words: Callable[[Any], tuple[str, ...]] = _no_words  # (params) → the recipe's sentence
+    optimizer: Callable[..., None] = _nothing  # (optimizer, params): the task's own settings on it
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st
     same_inputs: tuple[str, ...] = ()  # meta keys earlier weights must share with this data
 

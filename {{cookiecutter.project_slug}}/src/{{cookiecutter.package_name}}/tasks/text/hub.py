@@ -1,4 +1,4 @@
-"""KerasHub encoders as text models: a preset's backbone under a float32 softmax head, its tokenizer.
+"""KerasHub encoders as text models: a preset's backbone under a float32 softmax, its tokenizer.
 
 `model=` takes a KerasHub preset name (downloaded from Kaggle on first use) or a local preset
 folder, what `save_to_preset` writes: the way an offline machine gets one. The model takes token
@@ -74,10 +74,13 @@ def is_encoder(model: keras.Model) -> bool:
 
 @cache
 def tokenizer(preset: str) -> Any:
-    """The preset's tokenizer (a Keras layer running tensorflow-text ops), loaded once."""
+    """The preset's tokenizer (a Keras layer running tensorflow-text ops), loaded once, eagerly
+    (a tf.data map or tf.function may ask first)."""
     import keras_hub
+    import tensorflow as tf
 
-    loaded = keras_hub.models.Tokenizer.from_preset(_source(preset))
+    with tf.init_scope():  # its tables outside any graph being traced: every graph may use them
+        loaded = keras_hub.models.Tokenizer.from_preset(_source(preset))
     pad = getattr(loaded, "pad_token_id", PAD_ID)
     if pad != PAD_ID:
         raise ModelError(

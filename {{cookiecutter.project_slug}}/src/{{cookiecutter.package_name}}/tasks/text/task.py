@@ -48,6 +48,8 @@ KNOBS = {
 }
 # What an earlier run's weights must share with this run's data (train/finetune.check_source).
 SAME_INPUTS = ("vocabulary_sha256",)
+# An encoder's fine-tuning clips each step's gradients to this global norm (BERT's recipe).
+ENCODER_CLIPNORM = 1.0
 # The task's own recipe values a search may choose among: none (text has no augmentation).
 RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 
@@ -72,6 +74,20 @@ def build_model(
     return models.build_model(
         name, int(meta["vocab_size"]), int(meta["num_classes"]), int(meta["max_tokens"]), **knobs
     )
+
+
+def set_optimizer(optimizer: Any, params: Any) -> None:
+    """A KerasHub encoder's gradients are clipped to ENCODER_CLIPNORM (in the optimizer's apply,
+    after a loss scale is taken off); the task's own models train unclipped, as before."""
+    if hub_names.is_hub(params.model):
+        optimizer.global_clipnorm = ENCODER_CLIPNORM
+
+
+def recipe_words(params: Any) -> tuple[str, ...]:
+    """The clipping in train's recipe sentence, where there is one."""
+    if hub_names.is_hub(params.model):
+        return (f"gradients clipped to a global norm of {ENCODER_CLIPNORM:g}",)
+    return ()
 
 
 def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
@@ -337,6 +353,8 @@ class TextTask(Task):
         )
         self.recipe = Recipe(
             choices=RECIPE_CHOICES,
+            optimizer=set_optimizer,
+            words=recipe_words,
             same_inputs=SAME_INPUTS,
         )
         self.export = Export(

@@ -111,9 +111,12 @@ def test_an_encoder_trains_exports_raw_strings_and_onnx_keeps_the_top_class(
     done = optimize.run(
         folder,
         optimize.Params(
-            backends="onnx", precisions="fp32", batch_sizes="1", iterations=5,
+            backends="onnx",
+            precisions="fp32",
+            batch_sizes="1",
+            iterations=5,
             benchmark_seconds=0.1,
-        ),  # fmt: skip
+        ),
         verbose=False,
     )
     onnx = next(b for b in done["backends"] if b["name"] == "onnx" and b["precision"] == "fp32")

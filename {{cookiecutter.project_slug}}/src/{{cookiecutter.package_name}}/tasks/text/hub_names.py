@@ -28,7 +28,7 @@ EXAMPLES = "bert_tiny_en_uncased, bert_small_en_uncased, distil_bert_base_en_unc
 
 
 def kind(model: Any) -> str | None:
-    """"folder" (a local preset), "name" (a KerasHub preset name) or None (not an encoder)."""
+    """The kind of encoder: "folder" (a local preset), "name" (a preset name) or None."""
     if not isinstance(model, str) or not model:
         return None
     if model.startswith(("kaggle://", "hf://")) or _NAME.match(model):

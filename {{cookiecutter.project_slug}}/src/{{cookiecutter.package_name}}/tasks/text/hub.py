@@ -26,6 +26,7 @@ from .models import ModelError
 NAME = "hub_encoder"  # the Keras model's name: how export and check_trained know one
 PAD_ID = 0  # the pipeline and the padding mask pad with 0
 RESERVED = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+RANDOM_MARK = "random_weights.txt"  # what make_local_preset leaves beside the preset's files
 DEFAULT_DROPOUT = 0.1
 
 
@@ -35,6 +36,12 @@ def build_model(preset: str, num_classes: int, *, dropout: float | None = None) 
     import keras_hub
 
     tokenizer(preset)  # refuses a pad id the pipeline does not use, before the backbone loads
+    if kind(preset) == "folder" and os.path.isfile(os.path.join(_source(preset), RANDOM_MARK)):
+        print(
+            f"model={preset} was built from a config (make_local_preset): its weights are "
+            "random, not pretrained, so its accuracy is not a pretrained encoder's.",
+            flush=True,
+        )
     policy = keras.mixed_precision.global_policy().name
     backbone = keras_hub.models.Backbone.from_preset(_source(preset), dtype=policy)
     ids = keras.Input((None,), dtype="int64", name="token_ids")
@@ -151,6 +158,8 @@ def make_local_preset(
     os.makedirs(folder, exist_ok=True)
     backbone.save_to_preset(os.fspath(folder))
     words.save_to_preset(os.fspath(folder))
+    with open(os.path.join(folder, RANDOM_MARK), "w", encoding="utf-8") as mark:
+        mark.write("Built from a config by make_local_preset: random weights, not pretrained.\n")
     return os.fspath(folder)
 
 

@@ -31,6 +31,7 @@ PARSE_BATCH = 256
 _UNSET = object()
 _active: Any = _UNSET  # a preset, None (the task's own model), or _UNSET (no model built here)
 _last: dict[str, Any] = {}  # the meta meta_for gave last, for the batch-size finder's probes
+_said: set[tuple[str, str]] = set()  # (run folder, preset) whose length this process printed
 
 
 def activate(preset: str | None) -> None:
@@ -54,16 +55,21 @@ def meta_for(run_dir: str | os.PathLike[str], meta: dict[str, Any]) -> dict[str,
         return _with(meta, saved["preset"], int(saved["sequence_length"]))
     if saved is None or saved.get("data") != data or saved.get("preset") != _active:
         length, longest, cap = sequence_length(folder, meta, _active)
-        print(
-            f"Sequence length {length} tokens for model={_active}: the longest tokenized "
-            f"training text ({longest} tokens with the start and end ones), capped at the "
-            f"preset's {cap}; batches pad to {', '.join(map(str, _lengths(length)))}.",
-            flush=True,
-        )
         saved = {"preset": _active, "sequence_length": length, "longest": longest, "data": data}
+        saved["cap"] = cap
         partial = marker.with_name(MARKER + ".partial")
         partial.write_text(json.dumps(saved, indent=2), encoding="utf-8")
         partial.replace(marker)
+    if (str(folder), _active) not in _said:  # once a process: training, and 02 before it
+        _said.add((str(folder), _active))
+        length = int(saved["sequence_length"])
+        print(
+            f"Sequence length {length} tokens for model={_active}: the longest tokenized "
+            f"training text ({saved['longest']} tokens with the start and end ones), capped at "
+            f"the preset's {saved.get('cap', length)}; batches pad to "
+            f"{', '.join(map(str, _lengths(length)))}.",
+            flush=True,
+        )
     return _with(meta, _active, int(saved["sequence_length"]))
 
 

@@ -84,7 +84,7 @@ def encoder_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.mark.slow
 def test_an_encoder_trains_exports_raw_strings_and_onnx_keeps_the_top_class(
-    encoder_run: tuple[Path, Path],
+    encoder_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One epoch through the real train step with the preset's tokenizer in tf.data (the length
     from the data, batches padded to buckets), an export whose serving_default takes strings and
@@ -97,7 +97,10 @@ def test_an_encoder_trains_exports_raw_strings_and_onnx_keeps_the_top_class(
     folder, preset = encoder_run
     params = train.Params(model=str(preset), epochs=1, batch_size=16, learning_rate=0.001)
     train.run(folder, params, verbose=False)
+    said = capsys.readouterr().out
     marker = json.loads((folder / hub_data.MARKER).read_text())
+    assert f"Sequence length {marker['sequence_length']} tokens for model={preset}" in said
+    assert "its weights are random, not pretrained" in said
     assert marker["preset"] == str(preset)
     assert marker["sequence_length"] == max(8, min(marker["longest"], 64))
     lengths = {int(ids.shape[1]) for ids, _ in make_dataset(folder, "train", 16)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import seam
 from .artifacts import StepError
 
 MAX_EPOCHS = 100_000  # far beyond any real run: a larger number is a typo, not a plan
@@ -62,3 +63,4 @@ def check(values: Mapping[str, Any]) -> None:
     for name, value in values.items():
         if name in RANGES and isinstance(value, int) and not isinstance(value, bool):
             whole(name, value)
+    seam.early_check(dict(values))  # the task's own (text: a preset name offline)

@@ -46,6 +46,13 @@ def _package(name: str) -> bool:
     return spec is not None and spec.origin is not None
 
 
+def early_check(values: dict) -> None:
+    """The task's own checks of a step's values before TensorFlow loads (tasks/<folder>/early.py's
+    `check`, where the task has one; text: a KerasHub preset this machine cannot download)."""
+    if importlib.util.find_spec(f"{_TASKS}.{folder()}.early") is not None:
+        importlib.import_module(f"{_TASKS}.{folder()}.early").check(values)
+
+
 def name() -> str:
     """The bake's answer for this project's task, e.g. "image_classification"."""
     return next(answer for answer, path in FOLDERS.items() if path == folder())

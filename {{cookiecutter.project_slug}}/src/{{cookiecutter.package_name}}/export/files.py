@@ -24,6 +24,7 @@ from typing import Any
 from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, require, resolve_run_dir
 from ..data import read_meta
+from ..tasks import current
 from ..tasks.outputs import OUTPUTS, SIGNATURE  # noqa: F401  (export's names for both)
 
 KERAS_PARTS = ("config.json", "model.weights.h5")  # what Keras 3 writes into a .keras archive
@@ -123,6 +124,7 @@ def load_savedmodel(
     import tensorflow as tf
 
     folder = check_savedmodel(export_dir, error)
+    current()  # the task's module registers the ops its export needs (text: tensorflow-text's)
     try:
         return tf.saved_model.load(str(folder)).signatures[signature]
     except Exception as failure:  # TensorFlow raises OSError, OpError, IndexError, KeyError

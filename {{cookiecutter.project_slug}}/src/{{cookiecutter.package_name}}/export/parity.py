@@ -194,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("outputs", help=".npz file to write the outputs to")
     parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
     args = parser.parse_args(argv)
+    task()  # the task's module registers the ops its export needs (text: tensorflow-text's)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
     images = np.load(args.images)  # pixels, strings, or a table's rows (a structured array)
     parts: dict[str, list[np.ndarray]] = {}

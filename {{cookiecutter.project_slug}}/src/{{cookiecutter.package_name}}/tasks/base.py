@@ -77,6 +77,9 @@ class Models:
     # the names of weights the builders fetch themselves (images: "imagenet"): `weights` takes
     # them beside none and a file; build_model gets weights=name
     pretrained: tuple[str, ...] = ()
+    # optional: (model) → True for a model= value beyond `names` the task builds (text: a
+    # KerasHub preset folder or name); its own check refuses what it cannot build
+    takes: Callable[[str], bool] = lambda model: False
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Recipe:
     class_weights: Callable[..., Any] = _nothing
     summary: Callable[[Any], dict[str, Any]] = _no_extras  # (params) → train.json's keys
     words: Callable[[Any], tuple[str, ...]] = _no_words  # (params) → the recipe's sentence
+    optimizer: Callable[..., None] = _nothing  # (optimizer, params): the task's own settings on it
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st
     same_inputs: tuple[str, ...] = ()  # meta keys earlier weights must share with this data
 

@@ -84,6 +84,7 @@ class Loop:
                 dropout=self.params.dropout,
             )
             optimizer = make_optimizer(phases.schedule_of(self.plan), self.params.weight_decay)
+            task().recipe.optimizer(optimizer, self.params)  # text: an encoder's clipping
             if loss_scaling:
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Built now, not in the first step: restoring fills the slots, and every replica

@@ -171,7 +171,9 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
 
 def check_tunable(model: Any, learning_rate: Any, width: Any, dropout: Any) -> None:
     """The values step 2 may set: the model's name, its learning rate and its knobs."""
-    if not isinstance(model, str) or model not in task().models.names:
+    if not isinstance(model, str) or (
+        model not in task().models.names and not task().models.takes(model)
+    ):
         raise TrainError(f"model={model!r} is not allowed: use {task().models.help}.")
     if learning_rate == AUTO:
         pass

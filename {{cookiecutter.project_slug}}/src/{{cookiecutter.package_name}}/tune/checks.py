@@ -52,7 +52,9 @@ def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:
     for name in ("max_trials", "epochs", "batch_size", "seed"):  # the ranges train's share
         limits.whole(name, getattr(params, name), TuneError)
     check_workers(params.workers, params.max_trials)
-    if not isinstance(model, str) or model not in task().models.names:
+    if not isinstance(model, str) or (
+        model not in task().models.names and not task().models.takes(model)
+    ):
         raise TuneError(f"model={model!r} is not allowed: use {task().models.help}.")
     try:  # training's own sentences: none, a pretrained name or an existing weights file
         check_weights(params.weights)

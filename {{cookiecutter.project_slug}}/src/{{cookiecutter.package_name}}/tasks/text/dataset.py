@@ -21,6 +21,7 @@ from ...data.base import DataError
 from ...data.meta import read_task_meta
 from ...data.pipeline import check_positive, shard_paths
 from ...data.reader import Plan, Reading, Source, read
+from . import hub_data
 from .pipeline import FEATURES, bucket_boundaries
 from .records import TASK
 from .vocab import load_vocabulary, token_ids
@@ -42,7 +43,7 @@ def make_dataset(
     the split's order (its scores are matched to its texts), padding each batch to the bucket
     length that holds its longest.
     """
-    meta = read_text_meta(run_dir)
+    meta = hub_data.meta_for(run_dir, read_text_meta(run_dir))  # a preset: its tokenizer
     max_tokens, boundaries = int(meta["max_tokens"]), meta["bucket_boundaries"]
 
     def source(name: str) -> Source:
@@ -52,7 +53,11 @@ def make_dataset(
         def choose(plan: Plan) -> Reading:
             batching = bucketed if plan.training else in_order
             return Reading(
-                decode=lambda records: tokenized(records, layer, max_tokens),
+                decode=lambda records: (
+                    hub_data.tokenized(records, meta)
+                    if hub_data.KEY in meta
+                    else tokenized(records, layer, max_tokens)
+                ),
                 cache=plan.cache is True
                 or (plan.cache == "auto" and plan.count * max_tokens * 4 < CACHE_LIMIT),
                 shuffle_buffer=min(max(plan.count, 1), MAX_SHUFFLE),

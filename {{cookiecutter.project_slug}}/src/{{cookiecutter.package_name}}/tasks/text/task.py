@@ -19,11 +19,12 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, models
+from . import export, hub, hub_data, hub_export, hub_names, models
 from .dataset import longest_batches, make_dataset, model_examples, raw_examples, read_text_meta
 from .dataset import vocabulary as run_vocabulary
 
 __all__ = ["longest_batches", "make_dataset", "model_examples", "raw_examples"]
+hub_export.load_ops()  # a preset tokenizer's ops, for tf.saved_model.load of its export
 
 NAME = "text_classification"
 NOUN = NOUNS["text"]
@@ -36,7 +37,10 @@ MODEL_SIGNATURE = export.IDS_SIGNATURE  # the token ids the model and the compil
 INT8 = "dynamic"  # a Transformer's MatMuls: ranges per batch suit them better than calibration
 MODELS = tuple(models.BUILDERS)
 DEFAULT_MODEL = "bag_of_ngrams"
-MODEL_HELP = "bag_of_ngrams (fastText-like, seconds a epoch) or transformer (2 encoder blocks)"
+MODEL_HELP = (
+    "bag_of_ngrams (fastText-like, seconds a epoch), transformer (2 encoder blocks), a KerasHub "
+    "preset name (bert_tiny_en_uncased) or a local preset folder (save_to_preset's)"
+)
 # The builders' knobs, as training takes them: the default and the width's range.
 KNOBS = {
     "bag_of_ngrams": {"width": 128, "dropout": 0.3, "width_range": (32, 256)},
@@ -44,6 +48,8 @@ KNOBS = {
 }
 # What an earlier run's weights must share with this run's data (train/finetune.check_source).
 SAME_INPUTS = ("vocabulary_sha256",)
+# An encoder's fine-tuning clips each step's gradients to this global norm (BERT's recipe).
+ENCODER_CLIPNORM = 1.0
 # The task's own recipe values a search may choose among: none (text has no augmentation).
 RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 
@@ -58,12 +64,30 @@ def build_model(
 ) -> keras.Model:
     """The named text model for this data's vocabulary, classes and max_tokens."""
     check_model(name, meta, weights=weights, width=width, dropout=dropout)
+    if hub_names.is_hub(name):
+        hub_data.activate(name)  # its tokenizer feeds this process's batches
+        return hub.build_model(name, int(meta["num_classes"]), dropout=dropout)
+    hub_data.activate(None)
     knobs = {key: value for key, value in (("width", width), ("dropout", dropout)) if value}
     if dropout == 0:
         knobs["dropout"] = 0.0
     return models.build_model(
         name, int(meta["vocab_size"]), int(meta["num_classes"]), int(meta["max_tokens"]), **knobs
     )
+
+
+def set_optimizer(optimizer: Any, params: Any) -> None:
+    """A KerasHub encoder's gradients are clipped to ENCODER_CLIPNORM (in the optimizer's apply,
+    after a loss scale is taken off); the task's own models train unclipped, as before."""
+    if hub_names.is_hub(params.model):
+        optimizer.global_clipnorm = ENCODER_CLIPNORM
+
+
+def recipe_words(params: Any) -> tuple[str, ...]:
+    """The clipping in train's recipe sentence, where there is one."""
+    if hub_names.is_hub(params.model):
+        return (f"gradients clipped to a global norm of {ENCODER_CLIPNORM:g}",)
+    return ()
 
 
 def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
@@ -83,7 +107,21 @@ def length_ranges(meta: dict[str, Any]) -> tuple[tuple[int, int], ...]:
 
 def longest(meta: dict[str, Any]) -> int:
     """The longest input the model meets: max_tokens (its length is open, batches differ)."""
-    return int(meta["max_tokens"])
+    return int(hub_data.active_length(meta)["max_tokens"])
+
+
+def padded_longest(data: tf.data.Dataset, meta: dict[str, Any]) -> tf.data.Dataset:
+    """longest_batches, at a preset's sequence length when this process trains one."""
+    return longest_batches(data, hub_data.active_length(meta))
+
+
+def model_inputs(run_dir: str | os.PathLike[str], split: str, count: int) -> Any:
+    """model_examples, tokenized by the preset when the run folder's model is an encoder."""
+    meta = hub_data.meta_for(run_dir, read_text_meta(run_dir))
+    if hub_data.KEY not in meta:
+        return model_examples(run_dir, split, count)
+    texts, labels = raw_examples(run_dir, split, count)
+    return hub_data.model_ids(meta, texts), labels
 
 
 def check_model(
@@ -95,7 +133,13 @@ def check_model(
     dropout: float | None = None,
 ) -> None:
     """Refuse a model name, knob or weights this task has no use for, in one sentence."""
-    if name not in MODELS:
+    if hub_names.is_hub(name):
+        try:
+            hub_names.check({"model": name})
+        except StepError as error:
+            raise models.ModelError(str(error)) from None
+        hub.check_model(name, width=width)
+    elif name not in MODELS:
         raise models.ModelError(f"model={name!r} is not allowed: use {MODEL_HELP}.")
     if weights is not None:
         raise models.ModelError(
@@ -161,6 +205,15 @@ def build_archive(
 ) -> keras.export.ExportArchive:
     """serving_default (strings, tokenized inside with the data step's vocabulary as an asset)
     and token_ids (the ids themselves, for ONNX Runtime and the compiled backends)."""
+    if hub.is_encoder(model):
+        tokens = hub_data.meta_for(run_dir, meta)
+        if hub_data.KEY not in tokens:
+            raise StepError(
+                f"{Path(run_dir) / hub_data.MARKER} does not say which preset tokenizes for "
+                "this encoder: re-run 03_train on this run folder's data."
+            )
+        classes = list(meta["classes"])
+        return hub_export.build_archive(model, tokens[hub_data.KEY], classes, tokens["max_tokens"])
     vocabulary = Path(run_dir) / DATA_DIR / meta["vocabulary"]
     return export.build_text_archive(
         model, vocabulary, list(meta["classes"]), int(meta["max_tokens"])
@@ -169,7 +222,9 @@ def build_archive(
 
 def client_encoder(run_dir: str | os.PathLike[str]) -> Any:
     """raw texts -> the token ids MODEL_SIGNATURE takes, as a converted model's client runs it."""
-    meta = read_text_meta(run_dir)
+    meta = hub_data.meta_for(run_dir, read_text_meta(run_dir))
+    if hub_data.KEY in meta:
+        return hub_data.client_encoder(meta)
     return export.client_encoder(run_vocabulary(run_dir, meta), int(meta["max_tokens"]))
 
 
@@ -293,10 +348,13 @@ class TextTask(Task):
             rebuilt=rebuilt,
             state=model_state,
             longest=longest,
-            longest_batches=longest_batches,
+            longest_batches=padded_longest,
+            takes=hub_names.is_hub,
         )
         self.recipe = Recipe(
             choices=RECIPE_CHOICES,
+            optimizer=set_optimizer,
+            words=recipe_words,
             same_inputs=SAME_INPUTS,
         )
         self.export = Export(
@@ -331,7 +389,7 @@ class TextTask(Task):
         self, run_dir: str | os.PathLike[str], split: str, count: int, form: str = "raw"
     ) -> tuple[Any, np.ndarray]:
         """The first texts of a split: raw strings, or the token ids the model takes."""
-        return examples_of(form, raw_examples, model_examples)(run_dir, split, count)
+        return examples_of(form, raw_examples, model_inputs)(run_dir, split, count)
 
     def build_model(self, name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
         return build_model(name, meta, **options)

@@ -39,7 +39,7 @@ from .params import (
     read_tf_config,
     resolve_strategy,
 )
-from .schedule import Plan, WarmupSchedule
+from .schedule import Plan
 from .sources import describe_sources, resolve_params, sources_table
 from .step import check, run, train
 
@@ -51,7 +51,6 @@ __all__ = [
     "STRATEGIES",
     "Params",
     "TrainError",
-    "WarmupSchedule",
     "check",
     "check_values",
     "configure_devices",

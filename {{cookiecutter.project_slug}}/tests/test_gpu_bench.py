@@ -14,9 +14,10 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import cli, seam
+from {{ cookiecutter.package_name }} import cli, seam, tasks
 from {{ cookiecutter.package_name }}.gpubench import bench, reference, verdicts
 from {{ cookiecutter.package_name }}.gpubench.command import describe
+from {{ cookiecutter.package_name }}.train.benchmark_memory import fed_from_memory
 
 NO_GPU = not tf.config.list_physical_devices("GPU")
 RATES = {
@@ -179,6 +180,22 @@ def test_one_quick_measurement_in_its_own_process() -> None:
     name, spec = specs[0]
     result = bench.run_one(spec, timeout=120)
     assert name == "float32" and result.get(f"{seam.noun()}_per_second", 0) > 0, result
+
+
+def test_memory_feed_is_the_tasks_training_input_for_one_call_only() -> None:
+    """Inside fed_from_memory the task's training batches are the given ones (gpu-bench's and the
+    training benchmark's input); afterwards, also after an error, the task reads its own again."""
+    task = tasks.current()
+    meta = task.bench.synthetic_meta(4, 3)
+    inputs, labels = task.bench.synthetic_batch(meta, 8, seed=0)
+    with fed_from_memory(inputs, labels):
+        batches = list(task.build_inputs("no-run-folder", "train", 4))
+    assert len(batches) == 2
+    assert sorted(int(y) for _, batch in batches for y in batch) == sorted(labels.tolist())
+    assert "build_inputs" not in vars(task)  # the class's own again
+    with pytest.raises(RuntimeError), fed_from_memory(inputs, labels):
+        raise RuntimeError("a failed measurement")
+    assert "build_inputs" not in vars(task)
 
 
 @pytest.mark.parametrize(

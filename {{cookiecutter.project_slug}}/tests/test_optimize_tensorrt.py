@@ -18,8 +18,7 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import optimize
-from {{ cookiecutter.package_name }}.export.parity import validation_images
+from {{ cookiecutter.package_name }} import optimize, tasks
 from {{ cookiecutter.package_name }}.optimize import core, onnx_backend, registry, tensorrt_engine, tf_trt
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import onnx_load, provider_options
 from {{ cookiecutter.package_name }}.optimize.tensorrt_engine import (
@@ -121,7 +120,7 @@ def test_engine_source_computes_what_the_savedmodel_does(
     source = engine_source(optimize.Job(exported_run, precision))
     graph = onnx.load(str(source)).graph
     assert graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
-    images = validation_images(exported_run, 64)
+    images = tasks.current().examples(exported_run, "validation", 64, form="model")[0]
     expected = onnx_load(
         exported_run / "optimized" / "model_fp32.onnx", optimize.Job(exported_run, "fp32")
     )(images)
@@ -417,7 +416,7 @@ def test_a_provider_that_fell_back_is_reported_not_claimed(
     """The entry names session.get_providers(), and a provider asked for that did not load."""
     asked = ["CUDAExecutionProvider", "CPUExecutionProvider"]  # CUDA cannot load on this CPU
     monkeypatch.setattr(onnx_backend, "onnx_providers", lambda: asked)
-    images = validation_images(exported_run, 8)
+    images = tasks.current().examples(exported_run, "validation", 8, form="model")[0]
     job = optimize.Job(exported_run, "fp32")
     expected = onnx_load(onnx_backend.export_onnx(exported_run, job.out_dir), job)(images)
     labels = np.zeros(len(images), np.int64)

@@ -14,21 +14,17 @@ before training does. On a machine without a GPU it says so and measures the CPU
 Order matters: call `configure_memory_growth()` before anything else runs a TensorFlow op.
 """
 
-from .devices import configure_memory_growth, cpu_info, device_names, list_gpus, parse_capability
+from .devices import configure_memory_growth, list_gpus
 from .entry import Params, check, run
 from .precision import (
-    CPU_POLICY,
-    CPU_POLICY_NOTE,
     mixed_precision_support,
     precision_support,
     recommended_policy,
 )
-from .report import GPU_ADVICE, collect_report, format_report, verdict
-from .timing import EnvError, check_matmul_parameters, check_xla, describe_matmul, time_matmul
+from .report import collect_report, format_report, verdict
+from .timing import EnvError, check_matmul_parameters, describe_matmul
 from .versions import (
     COMPATIBILITY,
-    MIN_DRIVER_CUDA12,
-    build_info,
     check_compatibility,
     compatibility_table_markdown,
     driver_info,
@@ -37,32 +33,22 @@ from .versions import (
 
 __all__ = [
     "COMPATIBILITY",
-    "CPU_POLICY",
-    "CPU_POLICY_NOTE",
-    "GPU_ADVICE",
-    "MIN_DRIVER_CUDA12",
     "EnvError",
     "Params",
-    "build_info",
     "check",
     "check_compatibility",
     "check_matmul_parameters",
-    "check_xla",
     "collect_report",
     "compatibility_table_markdown",
     "configure_memory_growth",
-    "cpu_info",
     "describe_matmul",
-    "device_names",
     "driver_info",
     "format_report",
     "list_gpus",
     "mixed_precision_support",
-    "parse_capability",
     "parse_nvidia_smi",
     "precision_support",
     "recommended_policy",
     "run",
-    "time_matmul",
     "verdict",
 ]

@@ -19,18 +19,13 @@ rescaling inside, and returns probabilities, class ids and class names.
 
 from ..env.devices import configure_memory_growth
 from ..tasks import current as _task
-from ..tasks.outputs import call_signature, check_inputs
-from .entry import export_metrics, run
+from ..tasks.outputs import call_signature
+from .entry import run
 from .files import (
-    OUTPUTS,
     SIGNATURE,
-    check_model_file,
-    check_savedmodel,
-    load_model,
-    load_savedmodel,
     signature_table,
 )
-from .params import ExportError, Params, check, check_version, export_target
+from .params import ExportError, Params, check, export_target
 from .parity import TOLERANCE, check_parity
 from .rest import (
     ServingError,
@@ -43,11 +38,9 @@ from .rest import (
 )
 from .savedmodel import (
     MODEL_NAME,
-    describe_signature,
     export_savedmodel,
     graph_ops,
     saved_model_cli_command,
-    signature_block,
     signature_text,
 )
 
@@ -62,7 +55,6 @@ __all__ = [
     "signature_table",
     "INPUT_NAME",
     "MODEL_NAME",
-    "OUTPUTS",
     "SIGNATURE",
     "TOLERANCE",
     "ExportError",
@@ -70,19 +62,11 @@ __all__ = [
     "ServingError",
     "answer_rest",
     "call_signature",
-    "check_inputs",
     "check",
-    "check_model_file",
     "check_parity",
-    "check_savedmodel",
-    "check_version",
-    "describe_signature",
-    "export_metrics",
     "export_savedmodel",
     "export_target",
     "graph_ops",
-    "load_model",
-    "load_savedmodel",
     "parse_rest_response",
     "predict_rest",
     "rest_payload",
@@ -90,6 +74,5 @@ __all__ = [
     "run",
     "saved_model_cli_command",
     "server_ready",
-    "signature_block",
     "signature_text",
 ]

@@ -147,11 +147,6 @@ def served_errors(
     }
 
 
-def validation_images(run_dir: Path, max_examples: int) -> np.ndarray:
-    """Up to max_examples validation examples as the trained model takes them, in shard order."""
-    return task().examples(run_dir, "validation", max_examples, form="model")[0]
-
-
 def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
     """serving_default's outputs for `images`, computed by `python -m <package>.export predict`,
     and what `saved_model_cli show --all` prints for the export (saved_model_cli_all).

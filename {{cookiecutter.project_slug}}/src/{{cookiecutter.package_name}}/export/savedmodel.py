@@ -29,7 +29,6 @@ from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, resolve_run_dir
 from ..data import read_meta
 from ..tasks import current as task
-from ..tasks.outputs import serving_outputs  # noqa: F401  (was defined here)
 from ..writes import writing
 from .files import (
     SIGNATURE,

@@ -7,13 +7,11 @@ imports TensorFlow, is not imported here) and these modules decide, so their rul
 on synthetic numbers.
 """
 
-from .batch import BatchChoice, FindError, Probe, choice_record, find_batch
-from .lr import LrResult, lr_record, lr_schedule, range_test, smooth, suggest
+from .batch import FindError, Probe, choice_record, find_batch
+from .lr import lr_record, lr_schedule, range_test, smooth, suggest
 
 __all__ = [
-    "BatchChoice",
     "FindError",
-    "LrResult",
     "Probe",
     "choice_record",
     "find_batch",

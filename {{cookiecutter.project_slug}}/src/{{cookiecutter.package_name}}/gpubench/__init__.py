@@ -4,7 +4,3 @@ reference holds the claims and NVIDIA's published figures (data, with their sour
 one measurement in its own process; verdicts compares measured figures with the claims; bench
 plans the measurements, runs them one process each, and writes metrics/gpu_bench.json.
 """
-
-from .verdicts import scaling_efficiency, verdict
-
-__all__ = ["scaling_efficiency", "verdict"]

@@ -8,7 +8,7 @@ stdout, prefixed with RESULT.
 Training goes through the project's own pieces: find.probes.Trainer (the model from the task's
 build_model, the train step of replica.py, the strategy's distributed input), fed with the task's
 synthetic batches (synthetic_meta, synthetic_batch: random images, random token ids) through the
-in-memory input of the training benchmark (train.benchmark_memory.memory_dataset), or with the
+in-memory input of the training benchmark (train.benchmark_memory.fed_from_memory), or with the
 run folder's own data; the largest batch that fits comes from find.batch.find_batch.
 """
 
@@ -118,31 +118,11 @@ def _fed(spec: dict[str, Any], meta: dict[str, Any], batch: int) -> Iterator[Non
         yield
         return
     from ..tasks import current as task
-    from ..train.benchmark_memory import memory_dataset
+    from ..train.benchmark_memory import fed_from_memory
 
     inputs, labels = task().bench.synthetic_batch(meta, batch, seed=0)
-    current = task()
-    original = current.build_inputs
-
-    def make_dataset(
-        run_dir: Any, split: str = "train", batch_size: int = 64, **options: Any
-    ) -> Any:
-        if split != "train":
-            return original(run_dir, split, batch_size, **options)
-        return memory_dataset(
-            inputs,
-            labels,
-            batch_size,
-            seed=options.get("seed", 42),
-            repeat=options.get("repeat", False),
-            input_context=options.get("input_context"),
-        )
-
-    current.build_inputs = make_dataset  # type: ignore[method-assign]
-    try:
+    with fed_from_memory(inputs, labels):
         yield
-    finally:
-        del current.build_inputs  # the class's own again
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,26 +23,21 @@ those of the optional parts this project holds).
 from ..env.devices import configure_memory_growth
 from .base import (
     CALIBRATION_EXAMPLES,
-    PRECISIONS,
-    Backend,
     Job,
     OptimizeError,
     Predict,
-    latest_export,
 )
-from .calibration import Int8Format, int8_format
 from .core import (
     optimize,
     overhead_sentence,
-    predict_all,
     results_table,
     run,
     skip_sentences,
 )
 from .judge import INT8_RULE, PRECISION_TOLERANCE, int8_sentences, parity
-from .params import Params, check, check_export_current, parse, plan
+from .params import Params, check, plan
 from .registry import BACKEND_TABLE, BACKENDS
-from .timing import benchmark, best_ratios, latency_text, preprocess_sentences
+from .timing import benchmark, preprocess_sentences
 
 # This step's TensorFlow shares the GPU with ONNX Runtime and the other backends: grow GPU
 # memory as needed, not reserve nearly all of it at the first op. On import, so before any op
@@ -54,29 +49,19 @@ __all__ = [
     "BACKEND_TABLE",
     "CALIBRATION_EXAMPLES",
     "INT8_RULE",
-    "PRECISIONS",
     "PRECISION_TOLERANCE",
-    "Backend",
-    "Int8Format",
     "Job",
     "OptimizeError",
     "Params",
     "Predict",
     "benchmark",
-    "best_ratios",
     "check",
-    "check_export_current",
-    "int8_format",
     "int8_sentences",
-    "latency_text",
-    "latest_export",
     "optimize",
     "overhead_sentence",
     "preprocess_sentences",
     "parity",
-    "parse",
     "plan",
-    "predict_all",
     "results_table",
     "run",
     "skip_sentences",

@@ -197,11 +197,6 @@ def engine() -> ModuleType | None:
     return importlib.import_module(f"{__package__}.{ENGINE_MODULE}")
 
 
-def engine_part() -> bool:
-    """Whether this project holds the optional engine part."""
-    return engine() is not None
-
-
 def provider_options(
     job: Job,
     model: Path | None = None,

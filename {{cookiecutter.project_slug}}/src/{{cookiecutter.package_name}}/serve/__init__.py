@@ -19,7 +19,6 @@ polls models.config, so every change above takes effect without a restart.
 - commands: the `serve` and `serve-bench` subcommands
 """
 
-from .config import read_config, size_batching
 from .protos import ConfigError
 from .versions import (
     ServeError,
@@ -27,8 +26,6 @@ from .versions import (
     promote,
     record_export,
     resize_batching,
-    rewrite,
-    role,
     rollback,
     served,
     status,
@@ -39,13 +36,9 @@ __all__ = [
     "ServeError",
     "canary",
     "promote",
-    "read_config",
     "record_export",
     "resize_batching",
-    "rewrite",
-    "role",
     "rollback",
     "served",
-    "size_batching",
     "status",
 ]

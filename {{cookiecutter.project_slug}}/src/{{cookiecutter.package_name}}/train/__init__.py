@@ -40,7 +40,7 @@ from .params import (
     read_tf_config,
     resolve_strategy,
 )
-from .schedule import Plan, WarmupSchedule
+from .schedule import Plan
 from .value_sources import describe_sources, resolve_params, sources_table
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "STRATEGIES",
     "Params",
     "TrainError",
-    "WarmupSchedule",
     "check",
     "check_values",
     "configure_devices",

@@ -1,40 +1,40 @@
-"""The benchmark's cheapest input: the training split as batches already built in memory.
+"""The benchmarks' cheapest input: the training split as batches already built in memory.
 
-pipeline_vs_memory asks whether training waits on its input, so the same train.run must be fed
-once by data.make_dataset and once by something that costs next to nothing. train.run has no
-hook for another input (and should not grow one for a benchmark), so for the duration of one
-call the name it reads through, data.make_dataset, is swapped and then restored.
+pipeline_vs_memory asks whether training waits on its input, and gpu-bench times training without
+reading anything, so train.run must be fed by something that costs next to nothing. train.run has
+no hook for another input (and should not grow one for a benchmark), so for the duration of one
+call the task's build_inputs, which every step reads through, is swapped and then restored.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from .. import data
+from ..tasks import current as task
 
 
 @contextlib.contextmanager
-def fed_from_memory(images: np.ndarray, labels: np.ndarray) -> Iterator[None]:
-    """Feed train's training split from batches built in memory, for the duration of one call.
+def fed_from_memory(inputs: Any, labels: np.ndarray) -> Iterator[None]:
+    """Feed the training split from batches built in memory, for the duration of one call.
 
-    Validation still comes from the pipeline (it is not timed). data.make_dataset is the
-    pipeline's own function again afterwards, also when the call fails.
+    Validation still comes from the pipeline (it is not timed). The task's build_inputs is the
+    class's own again afterwards, also when the call fails.
     """
-    original = data.make_dataset
+    current = task()
+    original = current.build_inputs
 
-    def make_dataset(
+    def build_inputs(
         run_dir: Any, split: str = "train", batch_size: int = 64, **options: Any
     ) -> tf.data.Dataset:
         if split != "train":
             return original(run_dir, split, batch_size, **options)
         return memory_dataset(
-            images,
+            inputs,
             labels,
             batch_size,
             seed=options.get("seed", 42),
@@ -42,11 +42,11 @@ def fed_from_memory(images: np.ndarray, labels: np.ndarray) -> Iterator[None]:
             input_context=options.get("input_context"),
         )
 
-    data.make_dataset = make_dataset
+    current.build_inputs = build_inputs  # type: ignore[method-assign]
     try:
         yield
     finally:
-        data.make_dataset = original
+        del current.build_inputs  # the class's own again
 
 
 def memory_dataset(
@@ -61,7 +61,7 @@ def memory_dataset(
     """Every batch built once in memory, shuffled once: nothing is read, decoded or batched.
 
     With an input context, this input pipeline takes its share of the examples in per-replica
-    batches, as data.make_dataset does.
+    batches, as the task's build_inputs does.
     """
     if input_context is not None:
         part = slice(input_context.input_pipeline_id, None, input_context.num_input_pipelines)
@@ -79,10 +79,3 @@ def memory_dataset(
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
-
-
-def load_split(run_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """A split's examples as numpy arrays, read once through the pipeline, in file order."""
-    dataset = data.make_dataset(run_dir, split, 1024, training=False, cache=False)
-    parts = [(x.numpy(), y.numpy()) for x, y in dataset]
-    return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])

@@ -28,7 +28,7 @@ from .. import data, env
 from ..artifacts import DATA_DIR
 from ..tasks import current as task
 from . import entry
-from .benchmark_memory import fed_from_memory, load_split
+from .benchmark_memory import fed_from_memory
 from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
 from .epoch import input_wait_timer
 from .params import Params, effective_learning_rate
@@ -188,3 +188,10 @@ def _scratch_run(run: Path, source: Path) -> Path:
     except OSError:
         shutil.copytree(source / DATA_DIR, run / DATA_DIR)
     return run
+
+
+def load_split(run_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """A split's examples as numpy arrays, read once through the pipeline, in file order."""
+    dataset = data.make_dataset(run_dir, split, 1024, training=False, cache=False)
+    parts = [(x.numpy(), y.numpy()) for x, y in dataset]
+    return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])

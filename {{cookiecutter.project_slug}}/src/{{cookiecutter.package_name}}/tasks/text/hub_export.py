@@ -2,13 +2,13 @@
 
 `serving_default` takes strings and answers as the vocabulary models' export does (probabilities,
 class ids and names, `oov_share`: the share of a text's word pieces that are [UNK]); `token_ids`
-takes the ids, for ONNX Runtime and TensorRT, which cannot run the tokenizer's string ops.
+takes the ids, for ONNX Runtime and the compiled backends, which cannot run the tokenizer's
+string ops.
 
 The tokenizer's ops are tensorflow-text's (FastWordpieceTokenizeWithOffsets, ...): a process
-that loads the SavedModel must `import tensorflow_text` first (`load_ops`). The stock
-tensorflow_model_server links only TensorFlow's own ops, not tensorflow-text's (TF Serving's
-custom-op guide: they must be compiled into the server), so a TF Serving user serves the
-`token_ids` signature and tokenizes in front of it, with the same tokenizer (the README says how).
+that loads the SavedModel must `import tensorflow_text` first (`load_ops`). A model server
+built without tensorflow-text's ops serves the `token_ids` signature instead and tokenizes in
+front of it, with the same tokenizer (the README says how, and which servers have the ops).
 """
 
 from __future__ import annotations

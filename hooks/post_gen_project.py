@@ -50,6 +50,7 @@ TUNING = [
     "src/{pkg}/tune/workers.py",
     "tests/test_text_tune_space.py",  # a text bake's only test of tune/space.py
     "tests/test_tune.py",
+    "tests/test_tune_progress.py",
     "tests/test_tune_workers.py",
 ]
 SERVING = [

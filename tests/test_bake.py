@@ -319,6 +319,7 @@ FULL_BAKE = (
     "tests/test_train_values.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",
+    "tests/test_tune_progress.py",
     "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
 )
@@ -361,6 +362,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/tune/workers.py",
         "tests/test_text_tune_space.py",
         "tests/test_tune.py",
+        "tests/test_tune_progress.py",
         "tests/test_tune_workers.py",
     ),
     "include_tensorrt": (

@@ -20,6 +20,7 @@ import tensorflow as tf
 from .. import env, lineage
 from ..artifacts import resolve_run_dir
 from ..parts.tune import SPACE_FILE, TRIALS_FILE, TUNED_FILE
+from ..progress import starting
 from ..train.devices import resolve_jit
 from ..writes import write_json, write_metrics
 from . import cluster
@@ -77,6 +78,8 @@ def _search(
     algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
     batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
     weights = params["weights"]
+    if verbose and not worker:
+        starting("Loading keras-tuner and building the search's first model", "3-20 s on a CPU")
     kt = require_keras_tuner()
     meta = check_data(folder, model, batch_size, weights)  # no data: names 01_data
     data_fp = lineage.fingerprint(folder, "data")

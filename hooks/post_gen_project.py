@@ -47,8 +47,10 @@ TUNING = [
     "src/{pkg}/tune/trial.py",
     "src/{pkg}/tune/trials.py",
     "src/{pkg}/tune/tuners.py",
+    "src/{pkg}/tune/workers.py",
     "tests/test_text_tune_space.py",  # a text bake's only test of tune/space.py
     "tests/test_tune.py",
+    "tests/test_tune_progress.py",
     "tests/test_tune_workers.py",
 ]
 SERVING = [

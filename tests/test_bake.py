@@ -229,6 +229,7 @@ FULL_BAKE = (
     "src/{pkg}/tune/trial.py",
     "src/{pkg}/tune/trials.py",
     "src/{pkg}/tune/tuners.py",
+    "src/{pkg}/tune/workers.py",
     "src/{pkg}/writes.py",
     "tests/conftest.py",
     "tests/data/kubeflow.org_tfjobs.yaml",
@@ -321,6 +322,7 @@ FULL_BAKE = (
     "tests/test_train_values.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",
+    "tests/test_tune_progress.py",
     "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
 )
@@ -360,8 +362,10 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/tune/trial.py",
         "src/{pkg}/tune/trials.py",
         "src/{pkg}/tune/tuners.py",
+        "src/{pkg}/tune/workers.py",
         "tests/test_text_tune_space.py",
         "tests/test_tune.py",
+        "tests/test_tune_progress.py",
         "tests/test_tune_workers.py",
     ),
     "include_tensorrt": (

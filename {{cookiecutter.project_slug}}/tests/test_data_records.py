@@ -533,3 +533,19 @@ def test_tfrecord_refuses_image_size_and_its_own_data_folder(tmp_path):
     with pytest.raises(DataError, match="is this run's own data folder"):
         records.prepare(tmp_path, "tfrecord", data_dir=data)
     assert (data / "meta.json").is_file()
+
+
+def test_the_data_step_says_what_it_prepares_before_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    """01's longest silent stretch (reading the images, writing the shards) is announced first."""
+    from {{ cookiecutter.package_name }}.tasks.image import data_step
+
+    seen: list[str] = []
+
+    def prepare(*_args, **_kwargs):
+        seen.append(capsys.readouterr().out)
+        raise RuntimeError("reached")
+
+    monkeypatch.setattr(data_step, "prepare", prepare)
+    with pytest.raises(RuntimeError, match="reached"):
+        data_step.run(str(tmp_path / "run"), data_step.Params())
+    assert f"{progress.MARK}Preparing digits: reading the images" in seen[0]

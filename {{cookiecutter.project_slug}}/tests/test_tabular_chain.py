@@ -120,3 +120,14 @@ def test_image_options_are_no_table_parameters() -> None:
         "weights='imagenet' is not allowed: use none or the path of a .keras or .weights.h5 file"
     )
     assert_one_sentence(str(refused.value))
+
+
+def test_the_smoke_profile_spends_no_seconds_it_cannot_judge() -> None:
+    """Issue 42 §3.9: 03's finders took 28 s of the table smoke chain, too short to choose by:
+    the profile fixes the batch and takes 02's rate (or training's default)."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
+    asked = yaml.safe_load(path.read_text(encoding="utf-8"))["notebooks"]["03_train"]
+    assert "auto" not in (asked.get("batch_size"), asked.get("learning_rate")), asked
+    assert "finder_seconds" not in asked

@@ -144,3 +144,17 @@ def test_the_headline_names_the_file_formats_it_compared(census_run):
     assert "reading train.parquet takes" in line and "the same rows as CSV text" in line
     rows = dict(key_numbers("data", census_run[1]))
     assert "speed-up" not in rows and rows["read timing"].startswith("reading train.parquet")
+
+
+def test_the_data_step_says_what_it_prepares_before_it(tmp_path, monkeypatch, capsys):
+    """01's longest silent stretch (pandas, the table, the schema, Parquet) is announced first."""
+    seen: list[str] = []
+
+    def prepare(*_args, **_kwargs):
+        seen.append(capsys.readouterr().out)
+        raise RuntimeError("reached")
+
+    monkeypatch.setattr(tables, "prepare", prepare)
+    with pytest.raises(RuntimeError, match="reached"):
+        data_step.run(str(tmp_path / "run"), data_step.Params())
+    assert "» Preparing census: loading pandas" in seen[0]

@@ -182,3 +182,17 @@ def test_image_options_are_no_text_parameters() -> None:
         "weights='imagenet' is not allowed: use none or the path of a .keras or .weights.h5 file"
     )
     assert_one_sentence(str(refused.value))
+
+
+def test_the_smoke_profile_spends_no_seconds_it_cannot_judge() -> None:
+    """Issue 42 §3.9: in the text smoke chain 03's finders took 23 s and chose a rate of 1e-06
+    (a model at chance), and 01's benchmark was too short to compare at 6 s as at 1 s: the
+    profile fixes the batch, takes 02's rate, and gives the benchmark the least it takes."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
+    notebooks = yaml.safe_load(path.read_text(encoding="utf-8"))["notebooks"]
+    asked = notebooks["03_train"]
+    assert "auto" not in (asked.get("batch_size"), asked.get("learning_rate")), asked
+    assert "finder_seconds" not in asked
+    assert notebooks["01_data"]["benchmark_seconds"] == 1.0

@@ -27,6 +27,7 @@ pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a proje
 
 from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
 from {{ cookiecutter.package_name }}.tune import cluster  # noqa: E402
+from {{ cookiecutter.package_name }}.tune import workers as workers_module  # noqa: E402
 from {{ cookiecutter.package_name }}.tune.checks import MAX_WORKERS  # noqa: E402
 from {{ cookiecutter.package_name }}.tune.search import REQUEST_FILE, resumable  # noqa: E402
 from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
@@ -74,12 +75,12 @@ def test_a_bad_workers_value_is_refused_in_one_sentence_before_any_work(
 def test_each_worker_gets_its_own_gpu_or_its_own_cores() -> None:
     """Several GPUs: one each (round robin); one GPU: shared with memory growth; the CPU cores
     split evenly, or shared one by one when there are fewer cores than workers."""
-    two = [cluster.placement(i, 2, ["3", "5"], [0, 1, 2, 3]) for i in range(2)]
+    two = [workers_module.placement(i, 2, ["3", "5"], [0, 1, 2, 3]) for i in range(2)]
     assert [p["env"] for p in two] == [{"CUDA_VISIBLE_DEVICES": "3"}, {"CUDA_VISIBLE_DEVICES": "5"}]
     assert [p["cpus"] for p in two] == [[0, 1], [2, 3]]
-    shared = cluster.placement(1, 2, ["0"], [0, 1])
+    shared = workers_module.placement(1, 2, ["0"], [0, 1])
     assert shared == {"env": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}, "cpus": [1]}
-    assert [cluster.placement(i, 3, [], [0, 1])["cpus"] for i in range(3)] == [[0], [1], [0]]
+    assert [workers_module.placement(i, 3, [], [0, 1])["cpus"] for i in range(3)] == [[0], [1], [0]]
 
 
 @pytest.mark.parametrize(
@@ -97,7 +98,7 @@ def test_a_gpu_two_workers_share_gives_each_memory_growth(
 ) -> None:
     """Issue 42 §2.3: three workers on two GPUs shared one without memory growth, so the first
     to start mapped the whole GPU; every worker on a shared GPU now gets growth in its env."""
-    places = [cluster.placement(i, workers, gpus, [0, 1]) for i in range(workers)]
+    places = [workers_module.placement(i, workers, gpus, [0, 1]) for i in range(workers)]
     got = [p["env"].get("TF_FORCE_GPU_ALLOW_GROWTH") == "true" for p in places]
     assert got == growth, places
     if len(gpus) > 1:
@@ -128,6 +129,7 @@ def test_the_chief_hides_the_gpus_before_keras_tuner_builds_a_model(
         raise InterruptedError(list(asked))
 
     monkeypatch.setattr(search_module, "make_tuner", stop)
+    monkeypatch.setattr(search_module, "start_workers", lambda *_: None)  # no processes here
     for name in (cluster.ID_ENV, cluster.IP_ENV, cluster.PORT_ENV):
         monkeypatch.delenv(name, raising=False)
     if tuner_id:
@@ -136,6 +138,89 @@ def test_the_chief_hides_the_gpus_before_keras_tuner_builds_a_model(
     with pytest.raises(InterruptedError) as stopped:
         tune.search(run_dir, params, verbose=False)
     assert stopped.value.args[0] == ([([], "GPU")] if hidden else [])
+
+
+class StandInWorkers:
+    """Records when the chief starts and stops its workers, in `events` beside its own steps."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events, self.port = events, 0
+        events.append("workers started")
+
+    def stop(self) -> None:
+        self.events.append("workers stopped")
+
+
+@pytest.mark.parametrize("fails_in", ["make_tuner", "run_chief"])
+def test_the_chief_starts_its_workers_before_its_tuner_and_stops_them_when_it_fails(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, fails_in: str
+) -> None:
+    """Issue 42 §3.9: each worker spent ~20 s loading TensorFlow after the chief had loaded
+    keras-tuner and built its tuner; they now start as soon as the GPUs are hidden, and a chief
+    that fails at any point after that stops them (stand-ins for the processes and the tuner)."""
+    import importlib
+
+    search_module = importlib.import_module(f"{PACKAGE}.tune.search")
+    events: list[str] = []
+    monkeypatch.setattr(search_module, "start_workers", lambda *_: StandInWorkers(events))
+
+    def fail(name: str) -> Any:
+        def step(*_: object) -> Any:
+            events.append(name)
+            if name == fails_in:
+                raise InterruptedError(name)
+            return type("Tuner", (), {"oracle": type("Oracle", (), {"trials": {}})()})()
+
+        return step
+
+    monkeypatch.setattr(search_module, "make_tuner", fail("make_tuner"))
+    monkeypatch.setattr(search_module, "completed", lambda _: 0)
+    monkeypatch.setattr(cluster, "requeue_lost", lambda _: [])
+    monkeypatch.setattr(cluster, "run_chief", fail("run_chief"))
+    for name in (cluster.ID_ENV, cluster.IP_ENV, cluster.PORT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(InterruptedError):
+        tune.search(run_dir, tune.Params(workers=2, max_trials=2, epochs=1), verbose=False)
+    built = ["make_tuner"] + (["run_chief"] if fails_in == "run_chief" else [])
+    assert events == ["workers started", *built, "workers stopped"]
+
+
+def test_a_worker_waits_for_the_chief_before_it_builds_its_tuner(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chief's tuner, made with overwrite, removes tuning/tuner/ first: a worker started
+    ahead of it must not read that folder before the chief's oracle answers."""
+    import importlib
+
+    search_module = importlib.import_module(f"{PACKAGE}.tune.search")
+    events: list[str] = []
+    monkeypatch.setattr(search_module, "wait_for_chief", lambda: events.append("wait"))
+
+    def stop(*_: object) -> None:
+        events.append("make_tuner")
+        raise InterruptedError
+
+    monkeypatch.setattr(search_module, "make_tuner", stop)
+    monkeypatch.setenv(cluster.ID_ENV, "worker0")
+    monkeypatch.setenv(cluster.IP_ENV, "127.0.0.1")
+    monkeypatch.setenv(cluster.PORT_ENV, str(workers_module.free_port()))
+    with pytest.raises(InterruptedError):
+        tune.search(run_dir, tune.Params(workers=2, max_trials=2, epochs=1), verbose=False)
+    assert events == ["wait", "make_tuner"]
+
+
+def test_a_worker_whose_chief_never_answers_is_told_so_in_one_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """wait_for_chief against a port nothing serves: one sentence naming the address."""
+    port = workers_module.free_port()
+    monkeypatch.setenv(cluster.IP_ENV, "127.0.0.1")
+    monkeypatch.setenv(cluster.PORT_ENV, str(port))
+    monkeypatch.delenv(workers_module.CHIEF_ENV, raising=False)
+    with pytest.raises(tune.TuneError) as error:
+        workers_module.wait_for_chief(timeout=0.5)
+    assert f"127.0.0.1:{port}" in str(error.value)
+    assert_one_sentence(str(error.value))
 
 
 # deploy/slurm_tune.sh's commands, faked: scontrol names the node, srun starts each task in turn
@@ -183,7 +268,7 @@ def fake_slurm_tune(tmp_path: Path, tasks: int, gpus_on_node: int) -> tuple[Any,
         "SLURM_NTASKS": str(tasks),
         "SLURM_GPUS_ON_NODE": str(gpus_on_node),
         "SLURM_JOB_ID": "4343",
-        "TUNE_PORT": str(cluster.free_port()),
+        "TUNE_PORT": str(workers_module.free_port()),
     }
     done = subprocess.run(
         ["bash", str(PROJECT / "deploy" / "slurm_tune.sh")],

@@ -20,6 +20,7 @@ import tensorflow as tf
 from .. import env, lineage
 from ..artifacts import resolve_run_dir
 from ..parts.tune import SPACE_FILE, TRIALS_FILE, TUNED_FILE
+from ..progress import starting
 from ..train.devices import resolve_jit
 from ..writes import write_json, write_metrics
 from . import cluster
@@ -28,6 +29,7 @@ from .space import OBJECTIVE, defaults, search_space, training_values
 from .trial import Trials
 from .trials import Progress, completed, last_line, trial_number, trial_record
 from .tuners import TUNER_DIR, make_tuner
+from .workers import Workers, start_workers, wait_for_chief
 
 # What a search was started with, kept in the tuner folder: a resumed search must match it.
 REQUEST_FILE = "request.json"
@@ -53,13 +55,32 @@ def search(
     """
     worker = cluster.is_worker()
     params = check_params(params or Params(), False if worker else overwrite)  # a worker: no rm
+    folder = resolve_run_dir(run_dir, create=False)
+    workers = None
+    if not worker and (params["workers"] > 1 or cluster.role()):  # the chief: it trains nothing
+        cluster.keep_off_gpus()  # before keras-tuner builds a model in it (make_tuner)
+        if cluster.role() is None:  # its own workers: their TensorFlow loads while it gets ready
+            workers = start_workers(folder, params)
+    try:
+        return _search(folder, params, worker, workers, verbose)
+    finally:  # on any failure too: no worker waits an hour for an oracle that never comes
+        if workers is not None:
+            workers.stop()
+
+
+def _search(
+    folder: Path,
+    params: dict[str, Any],
+    worker: bool,
+    workers: Workers | None,
+    verbose: bool,
+) -> dict[str, Any]:
     algorithm, max_trials, epochs = params["algorithm"], params["max_trials"], params["epochs"]
     batch_size, model, seed = params["batch_size"], params["model"], params["seed"]
     weights = params["weights"]
-    if not worker and (params["workers"] > 1 or cluster.role()):  # the chief: it trains nothing
-        cluster.keep_off_gpus()  # before keras-tuner builds a model in it (make_tuner)
+    if verbose and not worker:
+        starting("Loading keras-tuner and building the search's first model", "3-20 s on a CPU")
     kt = require_keras_tuner()
-    folder = resolve_run_dir(run_dir, create=False)
     meta = check_data(folder, model, batch_size, weights)  # no data: names 01_data
     data_fp = lineage.fingerprint(folder, "data")
 
@@ -79,10 +100,11 @@ def search(
     )
     if not params["overwrite"] and not worker:
         _check_same_search(folder, params)
+    if worker:  # the chief's tuner first: made with overwrite, it removes tuner/
+        wait_for_chief()
     tuner = make_tuner(kt, params, trials_of.hypermodel, folder)  # overwrite: a new tuner/
     progress.tuner = tuner
     if worker:  # trials from the chief until it says stop; the chief writes every result
-        cluster.follow_chief()
         tuner.search(epochs=epochs, callbacks=[progress], verbose=0)
         return {"role": tuner.tuner_id, "pid": os.getpid(), "trials_run": progress.trial}
     requeued = cluster.requeue_lost(tuner.oracle)  # trials a dead process left RUNNING
@@ -93,7 +115,7 @@ def search(
     started = time.perf_counter()
     try:
         if params["workers"] > 1 or cluster.role():
-            cluster.run_chief(tuner, folder, params, verbose)
+            cluster.run_chief(tuner, folder, workers, verbose)
         else:  # each trial reads training's own pipeline (train.Loop): no data passed here
             tuner.search(epochs=epochs, callbacks=[progress], verbose=0)  # 0: keras-tuner's
             # display would clear the notebook cell after every trial

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, lineage
+from ... import figures, lineage, progress
 from ...artifacts import run_folder
 from ...data.split import check_test_fraction
 from ...steps import param
@@ -76,6 +76,12 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
+    if verbose:
+        progress.starting(
+            f"Preparing {params.dataset}: reading the images, splitting them, writing TFRecord "
+            "shards",
+            "2-20 s; minutes for a large folder",
+        )
     meta = prepare(
         folder, params.dataset, **_source_options(params), test_fraction=params.test_fraction
     )

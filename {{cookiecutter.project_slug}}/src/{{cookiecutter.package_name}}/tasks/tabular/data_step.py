@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, limits, lineage
+from ... import figures, limits, lineage, progress
 from ...artifacts import run_folder
 from ...data.base import DataError
 from ...data.split import check_test_fraction
@@ -100,6 +100,12 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     check(run_dir, params)
     folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
     check_writable(folder)
+    if verbose:
+        progress.starting(
+            f"Preparing {params.dataset}: loading pandas, reading the table, fitting the schema, "
+            "writing Parquet",
+            "5-30 s; minutes for a large table",
+        )
     from .reading import time_reading  # pandas loads here, after the checks
     from .tables import prepare
 

@@ -363,6 +363,7 @@ REMOVED_WHEN_DECLINED = {
         "src/{pkg}/tune/trials.py",
         "src/{pkg}/tune/tuners.py",
         "src/{pkg}/tune/workers.py",
+        "tests/test_tabular_tune.py",
         "tests/test_text_tune_space.py",
         "tests/test_tune.py",
         "tests/test_tune_progress.py",

@@ -61,6 +61,44 @@ def test_model_names_and_folders_are_told_apart(
     hub_names.check({"model": "bert_tiny_en_uncased"})  # online: left to from_preset
 
 
+@pytest.mark.parametrize(
+    ("marked", "given", "rate", "source"),
+    [
+        (True, None, 1e-3, "task recipe"),
+        (True, "auto", 1e-3, "task recipe"),
+        (False, None, 3e-5, "task recipe"),
+        (False, "auto", 3e-5, "task recipe"),
+        (True, 0.01, 0.01, "given"),
+    ],
+)
+def test_an_encoder_learns_at_its_recipe_rate_not_the_range_tests(
+    tmp_path: Path, marked: bool, given: object, rate: float, source: str
+) -> None:
+    """A preset with random weights (make_local_preset's mark) trains from scratch at 1e-3, a
+    pretrained one fine-tunes at 3e-5, where learning_rate is not given or auto (the range test
+    picked 2.3e-06 for random weights: 03 stayed at chance); a given number wins. train.json's
+    accuracy_caveat, and with it the headline, says when the weights are random."""
+    from {{ cookiecutter.package_name }} import train
+    from {{ cookiecutter.package_name }}.runner import summary
+
+    preset = tmp_path / "preset"
+    preset.mkdir()
+    for name in (*hub_names.PRESET_FILES, *([hub_names.RANDOM_MARK] if marked else [])):
+        (preset / name).write_text("{}")
+    (tmp_path / "run").mkdir()
+    params = train.Params(model=str(preset), learning_rate=given)
+    resolved, sources = train.resolve_params(tmp_path / "run", params)
+    assert (resolved.params.learning_rate, sources["learning_rate"]) == (rate, source)
+    why = hub_names.learning_rate(resolved.params)[1]
+    assert why.startswith(f"learning_rate {rate:.0e}: " if source != "given" else "learning_rate")
+    caveat = hub_names.recipe_summary(resolved.params).get("accuracy_caveat")
+    assert caveat == (hub_names.CAVEAT if marked else None)
+    metrics = {"val_accuracy": 0.5, "epochs_completed": 1, "strategy": "one_device"}
+    metrics |= {"replicas": 1, "precision": "float32", "global_batch_size": 64}
+    line = summary._train({**metrics, **hub_names.recipe_summary(resolved.params)})
+    assert ("random weights: not a pretrained encoder's accuracy" in line) == marked, line
+
+
 @pytest.fixture(scope="module")
 def encoder_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(a run folder with data/ of the BANKING77 slice, a tiny random-weights preset folder)."""

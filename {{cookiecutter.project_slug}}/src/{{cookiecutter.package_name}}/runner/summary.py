@@ -165,6 +165,8 @@ def _train(m: dict[str, Any]) -> str:
             f"**stayed at chance**: no better than answering the most common class "
             f"({stuck['majority_share']:.4f} of validation); " + held_out
         )
+    if m.get("accuracy_caveat"):  # the task's (text: a preset with random weights)
+        held_out = f"{m['accuracy_caveat']}; {held_out}"
     return (
         f"{held_out}val_accuracy **{m['val_accuracy']:.4f}** after {m['epochs_completed']} "
         f"epoch(s) ({m['strategy']}, {m['replicas']} replica(s), {m['precision']}, batch "

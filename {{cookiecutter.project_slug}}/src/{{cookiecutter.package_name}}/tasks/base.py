@@ -98,6 +98,9 @@ class Recipe:
     summary: Callable[[Any], dict[str, Any]] = _no_extras  # (params) → train.json's keys
     words: Callable[[Any], tuple[str, ...]] = _no_words  # (params) → the recipe's sentence
     optimizer: Callable[..., None] = _nothing  # (optimizer, params): the task's own settings on it
+    # (params) → (rate, why in one line) where learning_rate is not given or auto, or None: the
+    # default or the range test (text: a KerasHub encoder's fine-tuning rate)
+    learning_rate: Callable[..., Any] = _nothing
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a search's, default 1st
     same_inputs: tuple[str, ...] = ()  # meta keys earlier weights must share with this data
 

@@ -28,7 +28,13 @@ from . import auto, chance, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
 from .loop import Loop
 from .params import AUTO, Params, TrainError, check_values
-from .value_sources import Resolved, describe_sources, read_artifacts, resolve_params
+from .value_sources import (
+    RECIPE_RATE,
+    Resolved,
+    describe_sources,
+    read_artifacts,
+    resolve_params,
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,8 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         restarted = resume.other_data_sentence(moved)
         say(restarted)
     say(describe_sources(resolved))
+    if resolved.sources["learning_rate"] == RECIPE_RATE:  # which rate the task's recipe set, why
+        say(task().recipe.learning_rate(resolved.params)[1])
 
     devices = configure_devices(resolved.params.logical_cpus)
     distribution = make_strategy(resolved.params.strategy, resolved.params.logical_cpus)

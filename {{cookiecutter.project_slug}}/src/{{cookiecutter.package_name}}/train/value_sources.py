@@ -20,6 +20,7 @@ from .. import parts
 from ..artifacts import resolve_run_dir
 from ..tasks import current as task
 from .params import (
+    AUTO,
     DEFAULT_LEARNING_RATE,
     DEFAULT_MODEL,
     Params,
@@ -39,6 +40,7 @@ RECIPE = (  # their default: not given
     "label_smoothing",
     *(option.name for option in dataclasses.fields(task().recipe.options)),  # images: augment
 )
+RECIPE_RATE = "task recipe"  # the source of a task's own rate (text: a KerasHub encoder's)
 FINDERS = ("batch-size finder", "range test")  # how train/auto.py names the sources it fills
 NAMES = tuple(field.name for field in dataclasses.fields(Params))
 
@@ -86,6 +88,9 @@ def resolve_params(
         else:
             source = "default" if value == field.default else "given"
         values[name], sources[name] = value, source
+    own = task().recipe.learning_rate(Params(**values))  # text: an encoder's, not the range test
+    if own and (sources["learning_rate"] == "default" or values["learning_rate"] == AUTO):
+        values["learning_rate"], sources["learning_rate"] = own[0], RECIPE_RATE
     params = Params(**values)
     check_tunable(params.model, params.learning_rate, params.width, params.dropout)
     placement = check_values(params, replicas=replicas)

@@ -20,13 +20,12 @@ from typing import Any
 
 import keras
 
-from .hub_names import check_folder, kind
+from .hub_names import RANDOM_MARK, check_folder, kind, random_weights
 from .models import ModelError
 
 NAME = "hub_encoder"  # the Keras model's name: how export and check_trained know one
 PAD_ID = 0  # the pipeline and the padding mask pad with 0
 RESERVED = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
-RANDOM_MARK = "random_weights.txt"  # what make_local_preset leaves beside the preset's files
 DEFAULT_DROPOUT = 0.1
 
 
@@ -36,7 +35,7 @@ def build_model(preset: str, num_classes: int, *, dropout: float | None = None) 
     import keras_hub
 
     tokenizer(preset)  # refuses a pad id the pipeline does not use, before the backbone loads
-    if kind(preset) == "folder" and os.path.isfile(os.path.join(_source(preset), RANDOM_MARK)):
+    if random_weights(preset):
         print(
             f"model={preset} was built from a config (make_local_preset): its weights are "
             "random, not pretrained, so its accuracy is not a pretrained encoder's.",

@@ -25,6 +25,13 @@ FAMILIES = ("bert", "distil_bert", "deberta_v3", "albert", "electra", "f_net")
 _NAME = re.compile(rf"^({'|'.join(FAMILIES)})_[a-z0-9_]+$")
 PRESET_FILES = ("config.json", "tokenizer.json")  # what save_to_preset writes, among others
 EXAMPLES = "bert_tiny_en_uncased, bert_small_en_uncased, distil_bert_base_en_uncased"
+RANDOM_MARK = "random_weights.txt"  # what make_local_preset leaves beside the preset's files
+# The encoder recipe's learning rate (at a global batch of 64), in place of the range test: a
+# pretrained encoder fine-tunes at BERT's 2e-5 to 5e-5 (Devlin et al. 2019); a preset with random
+# weights trains from scratch, where the range test's pick stalled at chance (2.3e-06).
+PRETRAINED_RATE = 3e-5
+SCRATCH_RATE = 1e-3
+CAVEAT = "random weights: not a pretrained encoder's accuracy"
 
 
 def kind(model: Any) -> str | None:
@@ -71,6 +78,32 @@ def check_folder(model: str) -> Path:
             f"save_to_preset wrote (make_local_preset does both), or a preset name ({EXAMPLES})."
         )
     return folder
+
+
+def random_weights(model: Any) -> bool:
+    """True for a preset folder make_local_preset built from a config (its RANDOM_MARK)."""
+    return kind(model) == "folder" and (Path(model).expanduser() / RANDOM_MARK).is_file()
+
+
+def learning_rate(params: Any) -> tuple[float, str] | None:
+    """An encoder's learning rate where none was given (or auto) and why, in one line; None
+    for the task's own models (the default, or the range test, as before)."""
+    if not is_hub(params.model):
+        return None
+    if random_weights(params.model):
+        return SCRATCH_RATE, (
+            f"learning_rate {SCRATCH_RATE:.0e}: this preset was built from a config with random "
+            "weights (make_local_preset), so it trains from scratch (a given learning_rate wins)."
+        )
+    return PRETRAINED_RATE, (
+        f"learning_rate {PRETRAINED_RATE:.0e}: the fine-tuning rate for a pretrained encoder "
+        "(a given learning_rate wins)."
+    )
+
+
+def recipe_summary(params: Any) -> dict[str, Any]:
+    """train.json's accuracy_caveat for a preset with random weights (the headline shows it)."""
+    return {"accuracy_caveat": CAVEAT} if random_weights(params.model) else {}
 
 
 def unreachable(host: str = HOST, port: int = PORT, timeout: float = TIMEOUT) -> str | None:

@@ -355,6 +355,8 @@ class TextTask(Task):
             choices=RECIPE_CHOICES,
             optimizer=set_optimizer,
             words=recipe_words,
+            summary=hub_names.recipe_summary,
+            learning_rate=hub_names.learning_rate,
             same_inputs=SAME_INPUTS,
         )
         self.export = Export(

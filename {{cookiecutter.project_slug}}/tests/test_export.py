@@ -342,7 +342,7 @@ def test_the_parity_check_in_a_fresh_process_is_not_silent(
     """The fresh process loads TensorFlow and the export, minutes on a busy machine: a line says
     so while it runs, and again with its time when it is done (it was a silent wait)."""
     from {{ cookiecutter.package_name }} import progress
-    from {{ cookiecutter.package_name }}.export import step
+    from {{ cookiecutter.package_name }}.export import entry as step
 
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
     monkeypatch.setattr(progress, "LINE_EVERY", 0.05)

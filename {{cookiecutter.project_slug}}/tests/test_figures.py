@@ -130,7 +130,7 @@ def test_the_class_counts_show_the_test_split_when_there_is_one(
 
 
 def test_every_figure_name_is_in_the_contract() -> None:
-    from {{ cookiecutter.package_name }}.export import step as export_step
+    from {{ cookiecutter.package_name }}.export import entry as export_step
     from {{ cookiecutter.package_name }}.tasks.image import data_step
 
     named = {name for names in artifacts.FIGURES.values() for name in names}
@@ -146,7 +146,7 @@ def test_the_steps_draw_the_figures_that_read_images_back(
 ) -> None:
     """data_step and export.entry read the images and hand figures the arrays (figures import no
     step): the sample grid from data/, the export's mistakes from the split it checked."""
-    from {{ cookiecutter.package_name }}.export import step as export_step
+    from {{ cookiecutter.package_name }}.export import entry as export_step
     from {{ cookiecutter.package_name }}.tasks.image import data_step
 
     classes = {"classes": [str(digit) for digit in range(10)]}

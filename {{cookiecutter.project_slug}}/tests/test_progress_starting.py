@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from {{ cookiecutter.package_name }} import progress, tasks
-from {{ cookiecutter.package_name }}.export import step as export_step
+from {{ cookiecutter.package_name }}.export import entry as export_step
 from {{ cookiecutter.package_name }}.train import evaluate
 
 

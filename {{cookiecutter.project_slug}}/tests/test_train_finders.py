@@ -19,6 +19,7 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, progress, train
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
 from {{ cookiecutter.package_name }}.train import Params, TrainError
@@ -166,7 +167,7 @@ def test_auto_under_multi_worker_is_refused_before_anything_starts(monkeypatch) 
 
 def test_auto_needs_an_image_per_replica(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    data.prepare(
+    data_step.prepare(
         run,
         "synthetic",
         synthetic_shape=(8, 8, 1),

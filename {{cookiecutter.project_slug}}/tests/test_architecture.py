@@ -87,7 +87,8 @@ def test_the_data_package_forwards_to_no_task(graph: grimp.ImportGraph) -> None:
     """data/ is shared code below the tasks: the task's step 1 is reached through the seam
     (tasks.current().build_inputs, steps.module("data")), never through data.<name>. So no module
     of data/ imports a task, the seam or the step registry, and none looks a name up at run time
-    (a module __getattr__, importlib): an import grimp cannot see is an arrow this file cannot check."""
+    (a module __getattr__, importlib): an import grimp cannot see is an arrow this file cannot
+    check."""
     package = f"{PACKAGE}.data"
     members = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
     assert len(members) > 3, "too few data modules found: the rule below would hold vacuously"

@@ -18,10 +18,9 @@ import yaml
 from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
-from {{ cookiecutter.package_name }}.tasks.image import data_step
-from {{ cookiecutter.package_name }}.data.pipeline import auto_shard_policy
 from {{ cookiecutter.package_name }}.data import timing
-from {{ cookiecutter.package_name }}.tasks.image import benchmark, pipeline
+from {{ cookiecutter.package_name }}.data.pipeline import auto_shard_policy
+from {{ cookiecutter.package_name }}.tasks.image import benchmark, data_step, pipeline
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
 CLASSES = ["a", "b", "c"]
@@ -465,7 +464,8 @@ def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
 def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """data_step.run writes data/, metrics/data.json (counts, benchmark, steps) and the data lineage."""
+    """data_step.run writes data/, metrics/data.json (counts, benchmark, steps) and the data
+    lineage."""
     params = data_step.Params(shards=1, benchmark_seconds=1)
     metrics = data_step.run(tmp_path, params, verbose=True)
     said = capsys.readouterr().out

@@ -30,14 +30,13 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.artifacts import (
     MissingInputError,
     StaleInputError,
     StepError,
     read_metrics,
 )
-from {{ cookiecutter.package_name }}.tasks.image import models
+from {{ cookiecutter.package_name }}.tasks.image import data_step, models
 from {{ cookiecutter.package_name }}.writes import WriteError, write_json
 
 SHAPE = (8, 8, 1)
@@ -82,7 +81,9 @@ def run_copy(run: Path, exported: dict[str, Any], tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def images(run: Path) -> np.ndarray:
-    return np.concatenate([batch.numpy() for batch, _ in data_step.make_dataset(run, "validation", 8)])
+    return np.concatenate(
+        [batch.numpy() for batch, _ in data_step.make_dataset(run, "validation", 8)]
+    )
 
 
 def serve(loaded: Any, images: np.ndarray) -> dict[str, np.ndarray]:

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from helpers import dashboard_expressions, free_port
 
-from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }} import train
 from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params
 

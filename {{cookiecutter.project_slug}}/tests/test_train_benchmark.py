@@ -21,7 +21,6 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import lineage, tasks
 from {{ cookiecutter.package_name }}.tasks.image import data_step
-from {{ cookiecutter.package_name }}.tasks.image import pipeline as image_pipeline
 from {{ cookiecutter.package_name }}.train import TrainError, benchmark, benchmark_memory
 
 PACKAGE = "{{ cookiecutter.package_name }}"

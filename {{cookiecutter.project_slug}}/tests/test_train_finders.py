@@ -19,9 +19,9 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, progress, train
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params, TrainError
 
 OOM_ABOVE = 48  # the injected device memory holds batches up to this (the search stops at 71)

@@ -20,10 +20,9 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import data, export, lineage, tasks, train
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 from {{ cookiecutter.package_name }}.runner.summary import headline
-from {{ cookiecutter.package_name }}.tasks.image import augment, models
+from {{ cookiecutter.package_name }}.tasks.image import augment, data_step, models
 from {{ cookiecutter.package_name }}.train import Params, TrainError, finetune, schedule
 from {{ cookiecutter.package_name }}.train.evaluate import scores
 from {{ cookiecutter.package_name }}.train.recipe import make_optimizer
@@ -430,7 +429,6 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
     replicas (8 x what one device held in training) it could run out of memory there."""
     from types import SimpleNamespace
 
-    from {{ cookiecutter.package_name }} import tasks
     from {{ cookiecutter.package_name }}.train import evaluate
 
     asked = []

@@ -11,9 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from {{ cookiecutter.package_name }} import train
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
-from {{ cookiecutter.package_name }}.tasks.image import augment, models
+from {{ cookiecutter.package_name }}.tasks.image import augment, data_step, models
 from {{ cookiecutter.package_name }}.train import Params, finetune
 from {{ cookiecutter.package_name }}.train.devices import dtype_policy
 

@@ -15,8 +15,7 @@ from helpers import assert_one_sentence
 
 pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
-from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
-from {{ cookiecutter.package_name }}.tasks.image import data_step
+from {{ cookiecutter.package_name }} import lineage, tune  # noqa: E402
 from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
     LINEAGE_FILE,
     METRICS_DIR,
@@ -30,6 +29,7 @@ from {{ cookiecutter.package_name }}.parts.tune import (  # noqa: E402
     TUNED_FILE,
 )
 from {{ cookiecutter.package_name }}.tasks import current  # noqa: E402
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
 from {{ cookiecutter.package_name }}.train import (  # noqa: E402
     TrainError,

@@ -23,11 +23,11 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import export, tasks, train, writes
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.data import DataError, read_meta
 from {{ cookiecutter.package_name }}.export import savedmodel
 from {{ cookiecutter.package_name }}.runner import commands, record
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.tasks.image import shards as shards_module
 from {{ cookiecutter.package_name }}.train import Params
 from {{ cookiecutter.package_name }}.train.loop import Loop

@@ -24,7 +24,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import data, env
+from .. import env
 from ..artifacts import DATA_DIR
 from ..tasks import current as task
 from . import entry
@@ -39,7 +39,11 @@ RUNS = (
     ("fit", "bare model.fit", "the task's build_inputs"),
     ("memory", "train.train (the package's loop)", "batches built in memory"),
     ("watched", "train.train, metrics endpoint and input-wait timer on", "the task's build_inputs"),
-    ("unwatched", "train.train, metrics endpoint and input-wait timer off", "the task's build_inputs"),
+    (
+        "unwatched",
+        "train.train, metrics endpoint and input-wait timer off",
+        "the task's build_inputs",
+    ),
 )
 # What each run reports besides its rate; the summary checks they are alike across runs.
 SETUP_KEYS = ("strategy", "replicas", "precision", "jit_compile")

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from fake_task import fake_run, fake_task  # noqa: F401 (fixtures: the shared steps' fake task)
 
-from {{ cookiecutter.package_name }} import data, env, export, lineage, seam
+from {{ cookiecutter.package_name }} import env, export, lineage, seam, steps
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 
 OPTIMIZE_SHAPE = (8, 8, 1)
@@ -58,7 +58,7 @@ def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The digits written once by the data step; each test copies them into its own run folder."""
     image_task_only()
     source = tmp_path_factory.mktemp("digits")
-    data.prepare(source, "digits")
+    steps.module("data").prepare(source, "digits")  # the image task's data step
     return source / "data"
 
 
@@ -80,7 +80,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     image_task_only()
     folder = tmp_path_factory.mktemp("exported-run")
-    data.prepare(
+    steps.module("data").prepare(
         folder,
         "synthetic",
         shards=1,
@@ -94,7 +94,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     task = tasks.current()
     meta = {"image_shape": list(OPTIMIZE_SHAPE), "num_classes": OPTIMIZE_CLASSES}
     model = task.build_model(task.models.default, meta, width=8)
-    batches = list(data.make_dataset(folder, "train", 32, training=False))
+    batches = list(task.build_inputs(folder, "train", 32, training=False))
     images = np.concatenate([batch.numpy() for batch, _ in batches])
     labels = np.concatenate([label.numpy() for _, label in batches])
     model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")

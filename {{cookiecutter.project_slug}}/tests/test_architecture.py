@@ -8,7 +8,10 @@ deferring an import hides a circle from Python's loader, not from a reader.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+from pathlib import Path
 
 import grimp
 import pytest
@@ -78,6 +81,38 @@ def test_shared_code_reaches_a_task_only_through_the_seam(graph: grimp.ImportGra
         if imported.startswith(f"{PACKAGE}.tasks.") and imported not in seam
     ]
     assert not found, "shared code imports a task's folder:\n" + "\n".join(found)
+
+
+def test_the_data_package_forwards_to_no_task(graph: grimp.ImportGraph) -> None:
+    """data/ is shared code below the tasks: the task's step 1 is reached through the seam
+    (tasks.current().build_inputs, steps.module("data")), never through data.<name>. So no module
+    of data/ imports a task, the seam or the step registry, and none looks a name up at run time
+    (a module __getattr__, importlib): an import grimp cannot see is an arrow this file cannot
+    check."""
+    package = f"{PACKAGE}.data"
+    members = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
+    assert len(members) > 3, "too few data modules found: the rule below would hold vacuously"
+    above = (f"{PACKAGE}.tasks", f"{PACKAGE}.seam", f"{PACKAGE}.steps")
+    found = [
+        f"{_short(module)} -> {_short(imported)}"
+        for module in members
+        for imported in sorted(graph.find_modules_directly_imported_by(module))
+        if any(imported == name or imported.startswith(name + ".") for name in above)
+    ]
+    for module in members:
+        tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+        found += [
+            f"{_short(module)} defines {node.name}"
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__dir__")
+        ]
+        found += [
+            f"{_short(module)} imports importlib"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            and "importlib" in {getattr(node, "module", None), *(a.name for a in node.names)}
+        ]
+    assert not found, "the data package forwards to a task:\n" + "\n".join(found)
 
 
 def test_every_hook_of_a_part_names_a_function() -> None:

@@ -19,7 +19,8 @@ from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
 from {{ cookiecutter.package_name }}.data import timing
-from {{ cookiecutter.package_name }}.tasks.image import benchmark, pipeline
+from {{ cookiecutter.package_name }}.data.pipeline import auto_shard_policy
+from {{ cookiecutter.package_name }}.tasks.image import benchmark, data_step, pipeline
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
 CLASSES = ["a", "b", "c"]
@@ -35,7 +36,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write_shards(folder: Path, shape: tuple[int, ...], splits: dict[str, tuple[int, int]]) -> None:
-    """Shards and meta.json as data.prepare writes them; record i has id i and label i % 3."""
+    """Shards and meta.json as data_step.prepare writes them; record i has id i and label i % 3."""
     folder.mkdir(parents=True)
     rng = np.random.default_rng(0)
     meta_splits, first = {}, 0
@@ -99,17 +100,17 @@ def test_element_spec_is_uint8_images_and_int32_labels_with_static_shape(
     run_dir: Path, split: str
 ) -> None:
     """Batches are uint8 [B, H, W, C] and int32 [B], with H, W, C known before the first batch."""
-    images, labels = data.make_dataset(run_dir, split, batch_size=8).element_spec
+    images, labels = data_step.make_dataset(run_dir, split, batch_size=8).element_spec
     assert (images.dtype, images.shape.as_list()) == (tf.uint8, [None, *SHAPE])
     assert (labels.dtype, labels.shape.as_list()) == (tf.int32, [None])
-    fixed = data.make_dataset(run_dir, split, batch_size=8, drop_remainder=True).element_spec
+    fixed = data_step.make_dataset(run_dir, split, batch_size=8, drop_remainder=True).element_spec
     assert fixed[0].shape.as_list() == [8, *SHAPE]
 
 
 @pytest.mark.parametrize("cache", [True, False])
 def test_training_delivers_every_record_once_per_epoch(run_dir: Path, cache: bool) -> None:
     """Without repeat, each training epoch holds every record exactly once, with its own label."""
-    dataset = data.make_dataset(run_dir, "train", batch_size=16, cache=cache)
+    dataset = data_step.make_dataset(run_dir, "train", batch_size=16, cache=cache)
     for _ in range(2):
         images, labels, sizes = epoch(dataset)
         assert sorted(ids(images)) == expected_ids("train")
@@ -121,9 +122,9 @@ def test_training_delivers_every_record_once_per_epoch(run_dir: Path, cache: boo
 
 def test_validation_is_complete_and_in_the_same_order_every_time(run_dir: Path) -> None:
     """Validation is not shuffled: every epoch and every rebuild gives the same sequence."""
-    dataset = data.make_dataset(run_dir, "validation", batch_size=4)
+    dataset = data_step.make_dataset(run_dir, "validation", batch_size=4)
     first, second = epoch(dataset)[0], epoch(dataset)[0]
-    rebuilt = epoch(data.make_dataset(run_dir, "validation", batch_size=4, cache=False))[0]
+    rebuilt = epoch(data_step.make_dataset(run_dir, "validation", batch_size=4, cache=False))[0]
     assert sorted(ids(first)) == expected_ids("validation")
     assert ids(first) == ids(second) == ids(rebuilt)
 
@@ -133,7 +134,7 @@ def test_shuffle_changes_every_epoch_and_repeats_under_the_seed(run_dir: Path, c
     """A new order each epoch (the cache does not freeze it); the same seed, the same orders."""
 
     def orders(seed: int) -> list[list[int]]:
-        dataset = data.make_dataset(
+        dataset = data_step.make_dataset(
             run_dir, "train", batch_size=16, cache=cache, seed=seed, deterministic=True
         )
         return [ids(epoch(dataset)[0]) for _ in range(2)]
@@ -149,7 +150,7 @@ def test_cache_on_and_off_give_the_same_examples(run_dir: Path) -> None:
     for split in ("train", "validation"):
         found = []
         for cache in (True, False):
-            images, labels, _ = epoch(data.make_dataset(run_dir, split, 8, cache=cache))
+            images, labels, _ = epoch(data_step.make_dataset(run_dir, split, 8, cache=cache))
             pairs = zip(images, labels, strict=True)
             found.append(sorted((image.tobytes(), int(label)) for image, label in pairs))
         assert found[0] == found[1]
@@ -159,8 +160,8 @@ def test_augment_translates_training_images_only(run_dir: Path) -> None:
     """augment shifts training images by a few pixels, anew each epoch and reproducibly under the
     seed, keeping uint8, shape, order and labels; validation is untouched."""
     options = dict(batch_size=16, seed=3, deterministic=True)
-    plain_set = data.make_dataset(run_dir, "train", **options)
-    augmented_set = data.make_dataset(run_dir, "train", augment=True, **options)
+    plain_set = data_step.make_dataset(run_dir, "train", **options)
+    augmented_set = data_step.make_dataset(run_dir, "train", augment=True, **options)
     assert augmented_set.element_spec == plain_set.element_spec
     shift = max(1, round(pipeline.TRANSLATE * min(SHAPE[:2])))
     offsets, first = [], None
@@ -173,12 +174,12 @@ def test_augment_translates_training_images_only(run_dir: Path) -> None:
         offsets.append([_translation(before, after, shift) for before, after in pairs])
     assert None not in offsets[0] + offsets[1], "an augmented image is not a translation"
     assert len(set(offsets[0])) > 1 and offsets[0] != offsets[1]
-    rebuilt = data.make_dataset(run_dir, "train", augment=True, **options)
+    rebuilt = data_step.make_dataset(run_dir, "train", augment=True, **options)
     np.testing.assert_array_equal(epoch(rebuilt)[0], first)
     val = dict(batch_size=4)
     np.testing.assert_array_equal(
-        epoch(data.make_dataset(run_dir, "validation", augment=True, **val))[0],
-        epoch(data.make_dataset(run_dir, "validation", **val))[0],
+        epoch(data_step.make_dataset(run_dir, "validation", augment=True, **val))[0],
+        epoch(data_step.make_dataset(run_dir, "validation", **val))[0],
     )
 
 
@@ -196,7 +197,7 @@ def _translation(original: np.ndarray, moved: np.ndarray, shift: int) -> tuple[i
 @pytest.mark.parametrize("value", [True, False])
 def test_deterministic_sets_the_dataset_option(run_dir: Path, value: bool) -> None:
     """deterministic=True/False lands in tf.data.Options, where tf.data reads it."""
-    dataset = data.make_dataset(run_dir, "train", deterministic=value)
+    dataset = data_step.make_dataset(run_dir, "train", deterministic=value)
     assert dataset.options().deterministic is value
 
 
@@ -211,7 +212,7 @@ def test_input_context_splits_records_disjointly_with_per_replica_batches(
         context = tf.distribute.InputContext(
             num_input_pipelines=pipelines, input_pipeline_id=index, num_replicas_in_sync=2
         )
-        dataset = data.make_dataset(run_dir, "train", 16, input_context=context)
+        dataset = data_step.make_dataset(run_dir, "train", 16, input_context=context)
         images, _, sizes = epoch(dataset)
         assert sizes[0] == 8 and max(sizes) == 8
         assert dataset.options().experimental_distribute.auto_shard_policy == (
@@ -231,7 +232,7 @@ def test_auto_shard_policy_is_file_only_when_every_worker_gets_a_shard(
 ) -> None:
     """FILE needs a shard per worker; with fewer, every worker reads all and keeps its part."""
     expected = getattr(tf.data.experimental.AutoShardPolicy, policy)
-    assert data.auto_shard_policy(shards, workers) == expected
+    assert auto_shard_policy(shards, workers) == expected
 
 
 @pytest.mark.parametrize(("workers", "policy"), [(1, "FILE"), (3, "FILE"), (4, "DATA")])
@@ -239,7 +240,7 @@ def test_make_dataset_sets_the_auto_shard_policy_for_its_workers(
     run_dir: Path, workers: int, policy: str
 ) -> None:
     """The train split has 3 shards: FILE for up to 3 workers, DATA for more."""
-    dataset = data.make_dataset(run_dir, "train", num_workers=workers)
+    dataset = data_step.make_dataset(run_dir, "train", num_workers=workers)
     expected = getattr(tf.data.experimental.AutoShardPolicy, policy)
     assert dataset.options().experimental_distribute.auto_shard_policy == expected
 
@@ -263,14 +264,14 @@ def test_make_dataset_sets_the_auto_shard_policy_for_its_workers(
 def test_bad_arguments_are_refused_in_one_sentence(run_dir: Path, kwargs: dict, named: str) -> None:
     """A bad split, batch size or worker count raises DataError naming the value."""
     with pytest.raises(data.DataError, match=named.replace("(", r"\(")) as caught:
-        data.make_dataset(run_dir, **kwargs)
+        data_step.make_dataset(run_dir, **kwargs)
     assert str(caught.value).count(". ") == 0 and str(caught.value).endswith(".")
 
 
 def test_missing_data_step_names_the_notebook_to_run(tmp_path: Path) -> None:
     """A run folder without data/meta.json points at 01_data instead of failing deep in tf.data."""
     with pytest.raises(artifacts.MissingInputError, match="01_data"):
-        data.make_dataset(tmp_path)
+        data_step.make_dataset(tmp_path)
 
 
 def test_examples_per_class_reads_a_few_of_each_class_in_class_order(run_dir: Path) -> None:
@@ -285,7 +286,7 @@ def test_examples_per_class_reads_a_few_of_each_class_in_class_order(run_dir: Pa
 def measured(run_dir: Path) -> dict:
     """One small benchmark with every step, shared by the checks below (timings are not checked):
     a clock that moves 1 ms a read gives every pipeline a few epochs of the 50 records."""
-    return data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.001))
+    return data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.001))
 
 
 def test_benchmark_reports_positive_rates_and_says_what_it_compares(measured: dict) -> None:
@@ -318,7 +319,7 @@ def test_the_benchmark_takes_its_time_budget_not_the_datas(run_dir: Path) -> Non
     """However many records, the benchmark reads the clock for about `seconds`: every timed
     pipeline stops at its share (here a share is ~4 batches of an epoch of 7), warm-ups included."""
     clock = Ticks(0.001)
-    result = data.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock)
+    result = data_step.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock)
     assert 1.8 <= clock.now <= 2.2, clock.now
     assert result["benchmark_seconds"] == 2 and result["timed_seconds"] <= 2
 
@@ -328,7 +329,7 @@ def test_the_smoke_profile_gives_the_data_benchmark_seconds_not_the_default_minu
     01_data with the old count-bound benchmark) gets a few seconds, not the default 60."""
     profile = Path(__file__).parents[1] / "configs" / "smoke.yaml"
     smoke = yaml.safe_load(profile.read_text(encoding="utf-8"))["notebooks"]["01_data"]
-    assert 1 <= smoke.get("benchmark_seconds", data.Params().benchmark_seconds) <= 10
+    assert 1 <= smoke.get("benchmark_seconds", data_step.Params().benchmark_seconds) <= 10
 
 
 def test_a_pipeline_stops_inside_an_epoch_when_its_share_is_used() -> None:
@@ -340,7 +341,7 @@ def test_a_pipeline_stops_inside_an_epoch_when_its_share_is_used() -> None:
 
 def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Path) -> None:
     """Half a second a batch in a 1 s budget: no pipeline gets MIN_BATCHES, so no ratio is told."""
-    result = data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
     assert result["too_short"] is True and result["input_bound"] is None
     assert result["verdict"].startswith("Too short to compare the pipelines")
     assert "benchmark_seconds=60" in result["verdict"] and "×" not in result["verdict"]
@@ -351,7 +352,7 @@ def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Pa
 def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path) -> None:
     """Issue 42 §1.6: the smoke's 6 s wrote speedup_vs_naive 0.012 beside "too short to compare".
     Every ratio is null in metrics/data.json, a sibling key says why; the rates stay."""
-    result = data.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
     written = json.loads(json.dumps(benchmark.data_metrics(data.read_meta(run_dir), result)))
     ratios = [key for key in data.report.RATIO_KEYS if key in written]
     assert "speedup_vs_naive" in ratios and len(ratios) == 6
@@ -394,7 +395,7 @@ def test_benchmark_verdict_compares_with_the_model_rate(
     run_dir: Path, model_rate: float | None, bound: bool | None
 ) -> None:
     """A model slower than the pipeline is not input-bound, a faster one is, none gives None."""
-    result = data.benchmark_pipeline(
+    result = data_step.benchmark_pipeline(
         run_dir, 8, seconds=1, model_examples_per_sec=model_rate, rounds=1, clock=Ticks(0.001)
     )
     assert result["input_bound"] is bound
@@ -418,7 +419,7 @@ def test_benchmark_refuses_bad_settings_before_reading(tmp_path: Path, kwargs: d
     """Bad settings fail in one sentence naming them, even before the data step has run."""
     (name,) = kwargs
     with pytest.raises(data.DataError, match=name):
-        data.benchmark_pipeline(tmp_path, **kwargs)
+        data_step.benchmark_pipeline(tmp_path, **kwargs)
 
 
 # the step contract
@@ -446,7 +447,7 @@ def test_check_refuses_every_bad_value_in_one_sentence_and_writes_nothing(
     """The runner's pre-flight (inputs=False) covers every parameter, before anything is read."""
     run = tmp_path / "run"
     with pytest.raises(data.DataError) as refused:
-        data.check(run, data.Params(**values), inputs=False)
+        data_step.check(run, data_step.Params(**values), inputs=False)
     assert named in str(refused.value)
     assert_one_sentence(str(refused.value))
     assert not run.exists()
@@ -455,7 +456,7 @@ def test_check_refuses_every_bad_value_in_one_sentence_and_writes_nothing(
 def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-folder"
     with pytest.raises(data.DataError) as refused:
-        data.check(tmp_path, data.Params(dataset="image_folder", data_dir=str(missing)))
+        data_step.check(tmp_path, data_step.Params(dataset="image_folder", data_dir=str(missing)))
     assert f"data_dir {missing} does not exist" in str(refused.value)
     assert_one_sentence(str(refused.value))
 
@@ -463,9 +464,10 @@ def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
 def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """data.run writes data/, metrics/data.json (counts, benchmark, steps) and the data lineage."""
-    params = data.Params(shards=1, benchmark_seconds=1)
-    metrics = data.run(tmp_path, params, verbose=True)
+    """data_step.run writes data/, metrics/data.json (counts, benchmark, steps) and the data
+    lineage."""
+    params = data_step.Params(shards=1, benchmark_seconds=1)
+    metrics = data_step.run(tmp_path, params, verbose=True)
     said = capsys.readouterr().out
     assert "about 1 s, whatever the data" in said and "01_data.benchmark_seconds=N" in said
     written = json.loads((tmp_path / artifacts.METRICS_DIR / "data.json").read_text())

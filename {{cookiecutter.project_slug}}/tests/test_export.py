@@ -36,7 +36,7 @@ from {{ cookiecutter.package_name }}.artifacts import (
     StepError,
     read_metrics,
 )
-from {{ cookiecutter.package_name }}.tasks.image import models
+from {{ cookiecutter.package_name }}.tasks.image import data_step, models
 from {{ cookiecutter.package_name }}.writes import WriteError, write_json
 
 SHAPE = (8, 8, 1)
@@ -47,7 +47,7 @@ CLASSES = ["cat", "dög", "bird"]
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run folder as 01_data and 03_train leave it: data/ with meta.json, and model.keras."""
     folder = tmp_path_factory.mktemp("export-run")
-    meta = data.prepare(
+    meta = data_step.prepare(
         folder,
         "synthetic",
         shards=1,
@@ -81,7 +81,9 @@ def run_copy(run: Path, exported: dict[str, Any], tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def images(run: Path) -> np.ndarray:
-    return np.concatenate([batch.numpy() for batch, _ in data.make_dataset(run, "validation", 8)])
+    return np.concatenate(
+        [batch.numpy() for batch, _ in data_step.make_dataset(run, "validation", 8)]
+    )
 
 
 def serve(loaded: Any, images: np.ndarray) -> dict[str, np.ndarray]:

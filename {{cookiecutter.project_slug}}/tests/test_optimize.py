@@ -34,7 +34,7 @@ from {{ cookiecutter.package_name }}.optimize.calibration import (
     quantize_int8,
 )
 from {{ cookiecutter.package_name }}.optimize.onnx_backend import export_onnx, onnx_load
-from {{ cookiecutter.package_name }}.tasks.image import models
+from {{ cookiecutter.package_name }}.tasks.image import data_step, models
 from {{ cookiecutter.package_name }}.tasks.image.pipeline import first_examples
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
@@ -302,7 +302,10 @@ def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:
     """int8 calibrates on the first training images, never on the validation ones."""
     images = calibration_images(exported_run, 40)
     train = np.concatenate(
-        [batch.numpy() for batch, _ in data.make_dataset(exported_run, "train", 16, training=False)]
+        [
+            batch.numpy()
+            for batch, _ in data_step.make_dataset(exported_run, "train", 16, training=False)
+        ]
     )
     assert images.dtype == np.uint8 and images.shape == (40, 8, 8, 1)
     np.testing.assert_array_equal(images, train[:40])

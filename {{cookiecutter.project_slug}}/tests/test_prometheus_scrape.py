@@ -22,7 +22,8 @@ import pytest
 import yaml
 from helpers import dashboard_expressions, free_port
 
-from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }} import train
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def scraped_training(tmp_path_factory: pytest.TempPathFactory):
         _wait_ready(base, server, folder / "prometheus.log")
         _wait_for_target(base)
         run = folder / "run"
-        data.prepare(run, "digits")
+        data_step.prepare(run, "digits")
         started = time.time()
         # About six seconds of steps: several scrapes, so rates have two samples or more.
         train.run(run, Params(epochs=40, patience=0, metrics_port=exporter_port), verbose=False)

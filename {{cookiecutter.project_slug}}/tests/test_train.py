@@ -25,6 +25,7 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import cli, data, env, lineage, train
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import (
     Params,
     TrainError,
@@ -183,7 +184,7 @@ def test_model_keras_is_the_trained_model_and_takes_raw_images(trained: tuple[Pa
     model = keras.saving.load_model(run / "model.keras")
     assert weights_digest(model.weights) == metrics["weights_sha256"]
     correct = total = 0
-    for images, labels in data.make_dataset(run, "validation", 128):
+    for images, labels in data_step.make_dataset(run, "validation", 128):
         assert images.dtype == "uint8"
         predicted = np.argmax(model(images, training=False), axis=-1)
         correct += int(np.sum(predicted == labels.numpy()))
@@ -414,7 +415,7 @@ def test_checkpoints_made_on_replaced_data_are_set_aside_and_training_starts_ove
     """01_data re-ran with another split: 03 does not resume (its validation images may have been
     trained on), says why in one sentence, keeps the old checkpoints and logs aside."""
     train_here(run_dir, epochs=1, patience=0)
-    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
+    data_step.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
     train.check(run_dir, Params(epochs=2))  # not a refusal: run starts over
     metrics = train_here(run_dir, epochs=2, patience=0)
     assert metrics["initial_epoch"] == 0 and metrics["epochs_run"] == 2

@@ -19,8 +19,8 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, lineage
-from {{ cookiecutter.package_name }}.tasks.image import pipeline as image_pipeline
+from {{ cookiecutter.package_name }} import lineage, tasks
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import TrainError, benchmark, benchmark_memory
 
 PACKAGE = "{{ cookiecutter.package_name }}"
@@ -33,7 +33,7 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """One tiny benchmark through `python -m <package>.train.benchmark` (what `make bench` runs),
     into a run folder holding a small synthetic data set."""
     run = tmp_path_factory.mktemp("bench") / "run"
-    data.prepare(run, "synthetic", synthetic_shape=(8, 8, 1), synthetic_count=400, shards=2)
+    data_step.prepare(run, "synthetic", synthetic_shape=(8, 8, 1), synthetic_count=400, shards=2)
     command = [sys.executable, "-m", f"{PACKAGE}.train.benchmark", "--run-dir", str(run)]
     done = subprocess.run(
         [*command, *TINY, "--json"],
@@ -160,15 +160,15 @@ def test_unknown_command_line_parameter_exits_2(capsys: pytest.CaptureFixture[st
 
 
 def test_without_data_it_trains_on_the_digits_and_restores_the_pipeline(tmp_path: Path) -> None:
-    """A run folder without data/ gets the digits, prepared aside; data.make_dataset, swapped
-    for the memory-fed run, is the pipeline's own function again afterwards."""
+    """A run folder without data/ gets the digits, prepared aside; the task's build_inputs,
+    swapped for the memory-fed run, is the class's own again afterwards."""
     run = tmp_path / "empty"
     run.mkdir()
     result = benchmark.benchmark_training(run, epochs=2, rounds=1, verbose=False)
     assert result["dataset"] == "digits" and "prepared for the benchmark" in result["data"]
     assert (run / "metrics" / "train_benchmark.json").is_file()
     assert not (run / "data").exists()
-    assert data.make_dataset is image_pipeline.make_dataset
+    assert "build_inputs" not in vars(tasks.current())  # the class's own again
 
 
 def test_augment_bench_times_augmentation_in_tf_data_and_on_the_device(run_dir: Path) -> None:

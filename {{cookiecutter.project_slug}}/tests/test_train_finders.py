@@ -21,6 +21,7 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }} import data, progress, train
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params, TrainError
 
 OOM_ABOVE = 48  # the injected device memory holds batches up to this (the search stops at 71)
@@ -166,7 +167,7 @@ def test_auto_under_multi_worker_is_refused_before_anything_starts(monkeypatch) 
 
 def test_auto_needs_an_image_per_replica(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    data.prepare(
+    data_step.prepare(
         run,
         "synthetic",
         synthetic_shape=(8, 8, 1),

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import slowed
 
-from {{ cookiecutter.package_name }} import data, progress, train
+from {{ cookiecutter.package_name }} import progress, tasks, train
 from {{ cookiecutter.package_name }}.observe.profiler import report_chunks
 from {{ cookiecutter.package_name }}.train import chunks
 from {{ cookiecutter.package_name }}.train.chunks import TARGET_SECONDS, StepChunks
@@ -133,7 +133,8 @@ def test_training_in_line_mode_prints_counts_inside_the_epoch(
     monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
     monkeypatch.setattr(progress, "LINE_EVERY", 0.05)
     monkeypatch.setattr(chunks, "TARGET_SECONDS", 0.1)
-    monkeypatch.setattr(data, "make_dataset", slowed(data.make_dataset, 0.02))
+    task = tasks.current()
+    monkeypatch.setattr(task, "build_inputs", slowed(task.build_inputs, 0.02))
     metrics = train.run(run_dir, train.Params(epochs=1), verbose=True)
     total = metrics["history"][0]["examples"] // metrics["global_batch_size"]
     said = capsys.readouterr().out

@@ -19,10 +19,10 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, lineage, train
+from {{ cookiecutter.package_name }} import data, export, lineage, tasks, train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 from {{ cookiecutter.package_name }}.runner.summary import headline
-from {{ cookiecutter.package_name }}.tasks.image import augment, models
+from {{ cookiecutter.package_name }}.tasks.image import augment, data_step, models
 from {{ cookiecutter.package_name }}.train import Params, TrainError, finetune, schedule
 from {{ cookiecutter.package_name }}.train.evaluate import scores
 from {{ cookiecutter.package_name }}.train.recipe import make_optimizer
@@ -338,14 +338,14 @@ def test_scores_are_per_class_precision_recall_f1_and_the_confusion_matrix() -> 
 
 def test_test_fraction_writes_a_third_stratified_split(tmp_path: Path) -> None:
     """test_fraction=0.1: train, validation and test, every class in each; a bad one refused."""
-    meta = data.prepare(tmp_path, "digits", test_fraction=0.1)
+    meta = data_step.prepare(tmp_path, "digits", test_fraction=0.1)
     assert list(meta["splits"]) == ["train", "validation", "test"]
     test = meta["splits"]["test"]
     assert 170 <= test["count"] <= 190 and min(test["per_class"].values()) >= 17
     counts = sum(meta["splits"][split]["count"] for split in meta["splits"])
     assert counts == 1797
     with pytest.raises(data.DataError, match="test_fraction=0.9") as caught:
-        data.prepare(tmp_path / "other", "digits", test_fraction=0.9)
+        data_step.prepare(tmp_path / "other", "digits", test_fraction=0.9)
     assert_one_sentence(str(caught.value))
 
 
@@ -353,7 +353,7 @@ def test_test_fraction_writes_a_third_stratified_split(tmp_path: Path) -> None:
 def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small_cnn trained one epoch on the digits (10 classes): a backbone of our own."""
     run = tmp_path_factory.mktemp("pre") / "run"
-    data.prepare(run, "digits", shards=1)
+    data_step.prepare(run, "digits", shards=1)
     train.train(run, epochs=1, width=8, verbose=False)
     return run / MODEL_FILE
 
@@ -364,7 +364,7 @@ def test_fine_tuning_from_a_model_keras_runs_both_phases_and_records_the_weights
     """weights=<model.keras> on a 3-class task: frozen epoch, then fine-tuning at a tenth of the
     rate; train.json and lineage.json name the file's sha256; the test split is scored once."""
     run = tmp_path / "run"
-    data.prepare(
+    data_step.prepare(
         run,
         "synthetic",
         shards=1,
@@ -407,7 +407,7 @@ def test_augmentation_never_reaches_the_export_and_parity_holds_on_the_test_spli
     """augment=strong trains on the device; model.keras and the SavedModel hold no random op,
     parity holds, and the export's confusion matrix is the test split's."""
     run = tmp_path / "run"
-    data.prepare(run, "digits", shards=1, test_fraction=0.1)
+    data_step.prepare(run, "digits", shards=1, test_fraction=0.1)
     metrics = train.train(
         run, epochs=1, width=8, augment="strong", label_smoothing=0.1, verbose=False
     )
@@ -429,7 +429,6 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
     replicas (8 x what one device held in training) it could run out of memory there."""
     from types import SimpleNamespace
 
-    from {{ cookiecutter.package_name }} import tasks
     from {{ cookiecutter.package_name }}.train import evaluate
 
     asked = []

@@ -10,9 +10,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from {{ cookiecutter.package_name }} import data, train
+from {{ cookiecutter.package_name }} import train
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
-from {{ cookiecutter.package_name }}.tasks.image import augment, models
+from {{ cookiecutter.package_name }}.tasks.image import augment, data_step, models
 from {{ cookiecutter.package_name }}.train import Params, finetune
 from {{ cookiecutter.package_name }}.train.devices import dtype_policy
 
@@ -45,7 +45,7 @@ def test_a_caffe_backbone_thaws_all_but_its_fixed_preprocessing(tmp_path: Path) 
     """VGG16 (caffe preprocessing: a fixed BGR-minus-mean convolution) from a saved VGG16, one
     frozen epoch then unfreeze=all: the thaw trains, and the preprocessing never changes."""
     run = tmp_path / "run"
-    data.prepare(
+    data_step.prepare(
         run,
         "synthetic",
         shards=1,

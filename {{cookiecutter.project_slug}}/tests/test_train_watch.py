@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_one_sentence, free_port, slowed
 from prometheus_client.parser import text_string_to_metric_families
 
-from {{ cookiecutter.package_name }} import cli, data, train
+from {{ cookiecutter.package_name }} import cli, tasks, train
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.observe.input_wait import INPUT_BOUND_AT, verdict
 from {{ cookiecutter.package_name }}.train import Params
@@ -65,7 +65,8 @@ def test_a_slow_input_pipelines_wait_is_counted_and_judged_by_the_rule(
     measurement counts it. How large a share of the step that is depends on how fast this
     machine computes the rest, so the share is not asserted: the verdict and input_bound are the
     rule applied to it (the rule's thresholds: test_observe, on fixed numbers)."""
-    monkeypatch.setattr(data, "make_dataset", slowed(data.make_dataset, SLOW_BATCH_SECONDS))
+    task = tasks.current()
+    monkeypatch.setattr(task, "build_inputs", slowed(task.build_inputs, SLOW_BATCH_SECONDS))
     metrics = train.run(run_dir, Params(epochs=2), verbose=False)
     for record in metrics["history"]:
         steps = record["examples"] // metrics["global_batch_size"]

@@ -15,7 +15,7 @@ from helpers import assert_one_sentence
 
 pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
-from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
+from {{ cookiecutter.package_name }} import lineage, tune  # noqa: E402
 from {{ cookiecutter.package_name }}.artifacts import (  # noqa: E402
     LINEAGE_FILE,
     METRICS_DIR,
@@ -29,6 +29,7 @@ from {{ cookiecutter.package_name }}.parts.tune import (  # noqa: E402
     TUNED_FILE,
 )
 from {{ cookiecutter.package_name }}.tasks import current  # noqa: E402
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
 from {{ cookiecutter.package_name }}.train import (  # noqa: E402
     TrainError,
@@ -47,7 +48,7 @@ TRIALS = 2
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run folder holding the digits written by the data step, and nothing else."""
     run = tmp_path_factory.mktemp("digits") / "run"
-    data.prepare(run, "digits")
+    data_step.prepare(run, "digits")
     return run
 
 
@@ -194,7 +195,7 @@ def test_the_search_records_the_data_it_tuned_on(searched: tuple[Path, dict]) ->
 
 def test_tuning_is_stale_once_the_data_is_prepared_again(searched_copy: Path) -> None:
     """01 again with another seed: the ledger now says tuning was made from other data."""
-    data.prepare(searched_copy, "digits", seed=7)
+    data_step.prepare(searched_copy, "digits", seed=7)
     assert lineage.stale_inputs(searched_copy, "tuning") == ["data"]
 
 
@@ -372,7 +373,7 @@ def test_tuning_made_on_other_data_is_ignored_saying_so(tmp_path: Path, digits: 
     resolved, sources = resolve_params(run_dir, TrainParams())
     assert resolved.params.width == 16 and sources["width"] == "tuned"  # same data: used
 
-    data.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
+    data_step.prepare(run_dir, "digits", seed=7, val_fraction=0.5)
     resolved, sources = resolve_params(run_dir, TrainParams())
     assert resolved.params.width is None and resolved.params.learning_rate == 1e-3
     assert set(sources.values()) == {"default"}

@@ -25,7 +25,8 @@ from helpers import assert_one_sentence
 
 pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
-from {{ cookiecutter.package_name }} import data, lineage, tune  # noqa: E402
+from {{ cookiecutter.package_name }} import lineage, tune  # noqa: E402
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.tune import cluster  # noqa: E402
 from {{ cookiecutter.package_name }}.tune import workers as workers_module  # noqa: E402
 from {{ cookiecutter.package_name }}.tune.checks import MAX_WORKERS  # noqa: E402
@@ -40,7 +41,7 @@ TIMEOUT = 300
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("digits") / "run"
-    data.prepare(run, "digits")
+    data_step.prepare(run, "digits")
     return run
 
 

@@ -22,11 +22,12 @@ import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }} import data, export, tasks, train, writes
+from {{ cookiecutter.package_name }} import export, tasks, train, writes
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.data import DataError, read_meta
 from {{ cookiecutter.package_name }}.export import savedmodel
 from {{ cookiecutter.package_name }}.runner import commands, record
+from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.tasks.image import shards as shards_module
 from {{ cookiecutter.package_name }}.train import Params
 from {{ cookiecutter.package_name }}.train.loop import Loop
@@ -219,7 +220,7 @@ def test_a_full_disk_while_writing_shards_removes_them_and_names_01_data(
 
     monkeypatch.setattr(shards_module.tf.io, "TFRecordWriter", writer)
     with pytest.raises(WriteError) as error:
-        data.prepare(tmp_path, "digits", shards=2)
+        data_step.prepare(tmp_path, "digits", shards=2)
     message = str(error.value)
     assert "validation-00000-of-00002.tfrecord could not be written: the disk is full" in message
     assert message.endswith("then run 01_data again (the shards written so far are removed).")
@@ -240,7 +241,7 @@ def test_a_full_disk_while_writing_meta_json_removes_the_shards(
 
     monkeypatch.setattr(writes.tempfile, "mkstemp", mkstemp)
     with pytest.raises(WriteError, match="meta.json could not be written: the disk is full"):
-        data.prepare(tmp_path, "digits", shards=2)
+        data_step.prepare(tmp_path, "digits", shards=2)
     assert list((tmp_path / "data").iterdir()) == []
 
 

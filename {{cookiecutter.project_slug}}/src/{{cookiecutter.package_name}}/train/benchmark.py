@@ -4,7 +4,7 @@
    validation and logs) against a bare, hand-written `model.fit` on the same model
    (models.build_model), the same data pipeline, batch size, precision policy and XLA setting.
    Goal >= 0.95: the loop that makes multi-worker training and resume possible costs no speed.
-2. `pipeline_vs_memory`: the same train.train fed by data.make_dataset (read, decode, cache,
+2. `pipeline_vs_memory`: the same train.train fed by the task's build_inputs (read, decode, cache,
    shuffle, batch, prefetch) against fed by batches already built in memory, the cheapest input
    there is. Goal >= 0.95: training is not input-bound.
 3. `watched_vs_unwatched`: train.train with the Prometheus endpoint on (metrics_port, its live
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import data
+from .. import data, steps
 from ..artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
 from ..data.meta import check_batch
 from ..writes import write_json
@@ -108,7 +108,7 @@ def benchmark_training(
             source = folder
         else:
             source = scratch / "digits"
-            data.prepare(source, "digits")
+            steps.module("data").prepare(source, "digits")  # the data step's digits
         meta = data.read_meta(source)
         try:
             check_batch(meta, params.batch_size, str(source / DATA_DIR))

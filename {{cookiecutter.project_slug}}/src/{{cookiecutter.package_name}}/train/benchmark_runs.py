@@ -24,7 +24,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import data, env
+from .. import env
 from ..artifacts import DATA_DIR
 from ..tasks import current as task
 from . import entry
@@ -35,11 +35,15 @@ from .params import Params, effective_learning_rate
 
 # The three runs, in the order they take turns: key, trainer, what feeds it.
 RUNS = (
-    ("package", "train.train (the package's loop)", "data.make_dataset"),
-    ("fit", "bare model.fit", "data.make_dataset"),
+    ("package", "train.train (the package's loop)", "the task's build_inputs"),
+    ("fit", "bare model.fit", "the task's build_inputs"),
     ("memory", "train.train (the package's loop)", "batches built in memory"),
-    ("watched", "train.train, metrics endpoint and input-wait timer on", "data.make_dataset"),
-    ("unwatched", "train.train, metrics endpoint and input-wait timer off", "data.make_dataset"),
+    ("watched", "train.train, metrics endpoint and input-wait timer on", "the task's build_inputs"),
+    (
+        "unwatched",
+        "train.train, metrics endpoint and input-wait timer off",
+        "the task's build_inputs",
+    ),
 )
 # What each run reports besides its rate; the summary checks they are alike across runs.
 SETUP_KEYS = ("strategy", "replicas", "precision", "jit_compile")
@@ -139,7 +143,7 @@ def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
         )
         # The same input as train's: the repeated pipeline, the same steps per epoch.
         steps = int(meta["splits"]["train"]["count"]) // batch_size
-        dataset = data.make_dataset(
+        dataset = task().build_inputs(
             run, "train", batch_size, seed=params.seed, repeat=True, drop_remainder=True
         )
         timer = _EpochTimer()
@@ -153,7 +157,7 @@ def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
         )
         # Steps given, so Keras does not warn when the validation set (of unknown length) ends.
         val_steps = math.ceil(int(meta["splits"]["validation"]["count"]) / batch_size)
-        validation = data.make_dataset(run, "validation", batch_size)
+        validation = task().build_inputs(run, "validation", batch_size)
         _, val_accuracy = net.evaluate(validation, steps=val_steps, verbose=0)
     return {
         "examples_per_sec": steps * batch_size * (len(timer.seconds) - 1) / sum(timer.seconds[1:]),
@@ -192,6 +196,6 @@ def _scratch_run(run: Path, source: Path) -> Path:
 
 def load_split(run_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     """A split's examples as numpy arrays, read once through the pipeline, in file order."""
-    dataset = data.make_dataset(run_dir, split, 1024, training=False, cache=False)
+    dataset = task().build_inputs(run_dir, split, 1024, training=False, cache=False)
     parts = [(x.numpy(), y.numpy()) for x, y in dataset]
     return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])

@@ -1,4 +1,4 @@
-"""The search: keras-tuner trains models built by models.build_model on data.make_dataset's batches.
+"""The search: keras-tuner trains models built by models.build_model on the task's build_inputs.
 
 Each trial is scored by val_accuracy, so what is tuned is exactly what step 3 trains. Why
 `overwrite=True` by default: keras-tuner keeps its state in the tuner folder and, finding one,

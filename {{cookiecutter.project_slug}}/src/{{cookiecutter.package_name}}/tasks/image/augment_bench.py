@@ -53,7 +53,7 @@ def measure(
         optimizer = keras.optimizers.Adam(1e-3)
         optimizer.build(net.trainable_variables)
         augmenter = make_augmenter(level, classes, seed)
-        dataset = data.make_dataset(run_dir, "train", batch_size, repeat=True, drop_remainder=True)
+        dataset = TASK.build_inputs(run_dir, "train", batch_size, repeat=True, drop_remainder=True)
         if where == "tf_data":
             dataset = dataset.map(augmenter, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
         train_steps = make_train_steps(

@@ -3,7 +3,7 @@
 Its code lives here (models.py, nets.py, augment.py, export.py, step 1 in data_step.py); this
 module is what the steps ask of it, grouped at the end into the seam's Task (tasks/base.py). Each
 call reads the function through its module at call time, so a test or a benchmark that swaps
-`data.make_dataset` or `models.build_model` swaps it for every step.
+`pipeline.make_dataset` or `models.build_model` swaps it for every step.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ... import data
 from ...seam import NOUNS
 from ...steps import param
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
@@ -39,8 +38,8 @@ INT8 = "static"  # calibrated on training images (activations' ranges vary with 
 
 
 def make_dataset(run_dir: str | os.PathLike[str], *args: Any, **kwargs: Any) -> tf.data.Dataset:
-    """(uint8 images [B, H, W, C], int32 labels [B]) batches: data.make_dataset."""
-    return data.make_dataset(run_dir, *args, **kwargs)
+    """(uint8 images [B, H, W, C], int32 labels [B]) batches: pipeline.make_dataset."""
+    return image_pipeline.make_dataset(run_dir, *args, **kwargs)
 
 
 def raw_examples(
@@ -276,7 +275,7 @@ class ImageTask(Task):
     def build_inputs(
         self, run_dir: str | os.PathLike[str], split: str, batch_size: int, **options: Any
     ) -> tf.data.Dataset:
-        """(uint8 images [B, H, W, C], int32 labels [B]) batches: data.make_dataset."""
+        """(uint8 images [B, H, W, C], int32 labels [B]) batches: pipeline.make_dataset."""
         return make_dataset(run_dir, split, batch_size, **options)
 
     def examples(

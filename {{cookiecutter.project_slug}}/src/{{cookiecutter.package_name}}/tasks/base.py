@@ -74,7 +74,7 @@ class Models:
     # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
     # finder probes memory at that shape); None where every input has one shape
     longest_batches: Callable[..., Any] | None = None
-    # the names of weights the builders fetch themselves (images: "imagenet"): `weights` takes
+    # the names of weights the builders fetch themselves (the image task's): `weights` takes
     # them beside none and a file; build_model gets weights=name
     pretrained: tuple[str, ...] = ()
     # optional: (model) → True for a model= value beyond `names` the task builds (text: a

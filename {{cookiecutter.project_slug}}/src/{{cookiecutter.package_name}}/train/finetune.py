@@ -18,7 +18,7 @@ The Keras guide to transfer learning and fine-tuning, as a recipe in two phases:
    data than one fine-tuning batch holds, and updating them from small batches undoes the transfer.
    Fixed preprocessing (the image models' `preprocess` layer: caffe's BGR-minus-mean
    convolution, torch's normalization) never trains in any phase: its weights are constants of
-   the ImageNet recipe, and the optimizer is built without them, so thawing them would end the
+   the pretraining recipe, and the optimizer is built without them, so thawing them would end the
    run ("Unknown variable").
 
 The phase is a function of the epoch, so a run resumed in either phase freezes the same layers.

@@ -5,7 +5,7 @@ rate of 64, and a freshly initialised network taking steps that large in its fir
 diverge or settle somewhere worse; Goyal et al. (2017) ramp the rate up from near zero over the
 first epochs (5 of 90 there) and large-batch training then matches small-batch accuracy. Why
 cosine: decaying the rate towards a small floor at the end lets the weights settle into a minimum
-instead of bouncing around it (Loshchilov & Hutter, SGDR; NVIDIA's ImageNet recipes use it).
+instead of bouncing around it (Loshchilov & Hutter, SGDR; NVIDIA's vision recipes use it).
 
 The schedule is a pure function of the optimizer's step counter, which the checkpoint holds, so a
 resumed run continues on the same curve. The warmup and cosine are the numbers of Keras'

@@ -528,6 +528,7 @@ def run_of(**values) -> SimpleNamespace:
         meta={"num_classes": "7"},
         stop=SimpleNamespace(flag="flag"),
         weights_loaded={"layers": 5, "matched_by": "order", "head": "new"},
+        weighting=None,  # no class weights (the table task's class_weight=none)
         say=said.append,
         said=said,
     )
@@ -566,7 +567,7 @@ def test_each_epoch_enters_its_phase_and_a_new_phase_traces_new_steps(
         ("strategy", "model", "optimizer"),
         {"task": tasks.current(), "global_batch": 512, "loss_scaling": True, "jit": False,
          "timed": True, "augment": "augmenter", "label_smoothing": 0.1, "num_classes": 7,
-         "stop": "flag"},
+         "stop": "flag", "class_weights": None},
     )  # fmt: skip
     assert loop.said == []  # the first phase is said by describe()
     phases.enter(loop, 0)

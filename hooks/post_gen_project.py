@@ -225,6 +225,7 @@ TASK_FILES = {
         "src/{pkg}/tasks/tabular/data_plots.py",
         "src/{pkg}/tasks/tabular/data_step.py",
         "src/{pkg}/tasks/tabular/dataset.py",
+        "src/{pkg}/tasks/tabular/early.py",
         "src/{pkg}/tasks/tabular/export.py",
         "src/{pkg}/tasks/tabular/features.py",
         "src/{pkg}/tasks/tabular/models.py",

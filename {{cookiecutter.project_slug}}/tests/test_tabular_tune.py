@@ -60,7 +60,7 @@ def test_each_profile_tunes_the_model_it_trains(profile: str) -> None:
 
     notebooks = load_profile(Path(__file__).parents[1], profile)["notebooks"]
     if "02_tune" not in notebooks:
-        pytest.skip(f"the {profile} profile does not tune")
+        pytest.skip(f"the {profile} profile runs no 02_tune: no tuned model to set beside 03's")
     tuned = notebooks["02_tune"].get("model", tune.Params().model)
     trained = notebooks.get("03_train", {}).get("model", task.DEFAULT_MODEL)
     assert tuned == trained == task.DEFAULT_MODEL

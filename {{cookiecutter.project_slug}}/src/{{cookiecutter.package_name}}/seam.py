@@ -22,9 +22,6 @@ FIGURES = {
     "text": {"data": ("data_lengths",)},
     "tabular": {"data": ("data_missing", "data_columns"), "train": ("train_scores",)},
 }
-# The light module of a task (tasks/<folder>/<module>.py, no TensorFlow) whose check_early(values)
-# judges the task's own training values before TensorFlow loads (tables: class_weight).
-OWN_EARLY = {"tabular": "weights"}
 _TASKS = f"{__package__}.tasks"
 
 
@@ -48,7 +45,8 @@ def _package(name: str) -> bool:
 
 def early_check(values: dict) -> None:
     """The task's own checks of a step's values before TensorFlow loads (tasks/<folder>/early.py's
-    `check`, where the task has one; text: a KerasHub preset this machine cannot download)."""
+    `check`, where the task has one; text: a KerasHub preset this machine cannot download; tables:
+    a class_weight it cannot parse)."""
     if importlib.util.find_spec(f"{_TASKS}.{folder()}.early") is not None:
         importlib.import_module(f"{_TASKS}.{folder()}.early").check(values)
 
@@ -71,10 +69,3 @@ def noun() -> str:
 def figures(step: str) -> tuple[str, ...]:
     """The figure names this task adds to a step's (figures/<name>.png)."""
     return FIGURES.get(folder(), {}).get(step, ())
-
-
-def check_own_early(values: dict) -> None:
-    """Refuse a bad value of the task's own training parameters (OWN_EARLY) in one sentence."""
-    module = OWN_EARLY.get(folder())
-    if module is not None:
-        importlib.import_module(f"{_TASKS}.{folder()}.{module}").check_early(values)

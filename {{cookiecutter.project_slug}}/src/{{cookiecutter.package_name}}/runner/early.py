@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import limits, seam, steps
+from .. import limits, steps
 from ..artifacts import project_root
 from .cells import declared_parameters
 from .profile import RunnerInputError
@@ -28,7 +28,4 @@ def check_early(step: steps.Step | str, values: Mapping[str, Any]) -> None:
         name: steps.literal(own.default) for name, own in declared.items() if name != "run_dir"
     }
     hints = {name: declared[name].hint for name in fields}
-    chosen = steps.chosen(step, values, fields, hints)
-    limits.check(chosen)
-    if step.name == "train":  # the task's own training values (tables: class_weight)
-        seam.check_own_early(chosen)
+    limits.check(steps.chosen(step, values, fields, hints))

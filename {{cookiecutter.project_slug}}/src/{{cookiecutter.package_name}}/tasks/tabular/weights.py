@@ -56,7 +56,7 @@ def check(params: Any) -> None:
 
 
 def check_early(values: dict[str, Any]) -> None:
-    """The same refusal from loose values, before TensorFlow loads (seam.check_own_early)."""
+    """The same refusal from loose values, before TensorFlow loads (early.py)."""
     if "class_weight" in values:
         parse(values["class_weight"])
 

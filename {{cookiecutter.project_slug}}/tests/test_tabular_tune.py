@@ -17,7 +17,10 @@ from {{ cookiecutter.package_name }}.parts.tune import TUNED_FILE  # noqa: E402
 from {{ cookiecutter.package_name }}.tasks.tabular import models, task  # noqa: E402
 from {{ cookiecutter.package_name }}.train import Params as TrainParams  # noqa: E402
 from {{ cookiecutter.package_name }}.train import resolve_params  # noqa: E402
-from {{ cookiecutter.package_name }}.tune.space import search_space  # noqa: E402
+from {{ cookiecutter.package_name }}.tune.space import choose, search_space, space_table  # noqa: E402
+from {{ cookiecutter.package_name }}.tune.trial import Trials  # noqa: E402
+
+KNOBS = {"members": 8, "depth": 1, "frequencies": 8, "sigma": 0.5}  # none the builder's default
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +45,74 @@ def test_every_tabm_width_the_tuner_may_draw_builds(run: Path) -> None:
         assert models.build_model("tabm", layout, 2, width=width).count_params() > 0
 
 
+def test_tabm_searches_its_own_knobs_and_the_table_shows_them() -> None:
+    space = search_space("tabm")
+    assert space["members"]["values"] == space["frequencies"]["values"] == [8, 16, 32]
+    assert (space["depth"]["min"], space["depth"]["max"]) == (1, 3)
+    assert (space["sigma"]["min"], space["sigma"]["max"], space["sigma"]["sampling"]) == (
+        0.3,
+        10.0,
+        "log",
+    )
+    assert "| members | 8, 16, 32 | one of | 16 | - |" in space_table(space)
+    assert "members" not in search_space("wide_deep")  # another model's builder has no members
+
+
+def test_a_trial_with_knobs_set_builds_them_into_its_model(run: Path) -> None:
+    """The values keras-tuner chose reach TabM's builder through the trial's train.Loop."""
+    import keras_tuner
+
+    space = search_space("tabm", epochs=1)
+    hp = keras_tuner.HyperParameters()
+    for name, spec in space.items():
+        choose(hp, name, spec)
+    hp.values.update(KNOBS)
+    fixed = {"model": "tabm", "weights": "none", "epochs": 1, "batch_size": 32, "seed": 42}
+    built: list = []
+    trials = Trials(keras_tuner, run, read_meta(run), space, fixed, jit=False, built=built)
+    model = trials.build(hp)
+    assert {name: built[0][name] for name in KNOBS} == KNOBS
+    periodic = model.get_layer("periodic")
+    assert model.get_layer("members").members == 8
+    assert (periodic.freqs, periodic.sigma) == (8, 0.5)
+    assert sum(layer.name.startswith("deep_") for layer in model.layers) == 1
+
+
 def test_a_one_trial_search_of_tabm_reaches_training(run: Path) -> None:
     tune.run(run, tune.Params(max_trials=1, epochs=1, batch_size=32), verbose=False)
     hparams = json.loads((run / TUNED_FILE).read_text(encoding="utf-8"))["hparams"]
     assert hparams["model"] == "tabm" and {"width", "dropout", "learning_rate"} <= set(hparams)
+    assert {name: hparams[name] for name in KNOBS} == {
+        "members": 16,
+        "depth": 2,
+        "frequencies": 16,
+        "sigma": 3.0,
+    }  # one trial: the defaults
     resolved, sources = resolve_params(run, TrainParams(epochs=1))
     assert resolved["model"] == "tabm"
-    for name in ("width", "dropout", "learning_rate"):
+    for name in ("width", "dropout", "learning_rate", *KNOBS):
         assert resolved[name] == hparams[name] and sources[name] == "tuned", name
+
+
+def test_03_trains_tabm_with_the_knobs_02_found(run: Path, tmp_path: Path) -> None:
+    """As if 02's best trial had drawn KNOBS: 03 builds, trains and saves TabM with them."""
+    import keras
+
+    from {{ cookiecutter.package_name }} import train
+
+    path = run / TUNED_FILE
+    if not path.is_file():
+        tune.run(run, tune.Params(max_trials=1, epochs=1, batch_size=32), verbose=False)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["hparams"].update(KNOBS)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    metrics = train.run(run, TrainParams(epochs=1, batch_size=32), verbose=False)
+    assert {name: metrics["parameter_sources"][name] for name in KNOBS} == dict.fromkeys(
+        KNOBS, "tuned"
+    )
+    model = keras.models.load_model(run / "model.keras")
+    assert model.get_layer("members").members == 8
+    assert (model.get_layer("periodic").freqs, model.get_layer("periodic").sigma) == (8, 0.5)
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "gpu"])

@@ -87,6 +87,7 @@ class Trainer:
                 meta,
                 width=params.width,
                 dropout=params.dropout,
+                **task().models.values(params),
             )
             optimizer = keras.optimizers.Adam(learning_rate)
             if loss_scaling:
@@ -243,6 +244,7 @@ def bytes_per_example(model_name: str, meta: dict[str, Any], params: Any) -> int
         meta,
         width=params.width,
         dropout=params.dropout,
+        **task().models.values(params),
     )
     longest = task().models.longest(meta)  # a length the model leaves open (text: max_tokens)
     values = sum(  # a layer with several outputs (a table's columns: numbers and ids) counts each

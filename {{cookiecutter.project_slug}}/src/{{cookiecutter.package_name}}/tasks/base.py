@@ -12,7 +12,7 @@ it through `tasks.current()`; nothing else in the shared code names a task.
     examples        (run_dir, split, count, form) → the first examples of a split and their labels:
                     form="raw" as serving_default takes them (uint8 pixels, strings, a table's
                     rows as a structured array), form="model" as the trained model (and ONNX) does
-    build_model     (name, meta, *, weights, width, dropout) → a Keras model
+    build_model     (name, meta, *, weights, width, dropout, **models.values) → a Keras model
     build_losses    (label_smoothing, soft, num_classes) → the per-example loss of (targets, probs)
     build_metrics   () → {"accuracy": per-example score of (int32 labels, probabilities)}
     models          Models: the names accepted, the default, the checks of a model and its knobs
@@ -80,6 +80,12 @@ class Models:
     # optional: (model) → True for a model= value beyond `names` the task builds (text: a
     # KerasHub preset folder or name); its own check refuses what it cannot build
     takes: Callable[[str], bool] = lambda model: False
+    # optional: (model) → a search's specs of that model's own knobs ({name: {"type", range or
+    # "values", "default"}}, as step 2 writes its space), also replacing a shared one's range
+    # (an encoder's learning rate); each is a training parameter of Recipe.options or Params
+    space: Callable[[str], Mapping[str, Mapping[str, Any]]] = lambda model: {}
+    # optional: (params) → build_model's own keyword values of params.model, those set (not None)
+    values: Callable[[Any], Mapping[str, Any]] = lambda params: {}
 
 
 @dataclass

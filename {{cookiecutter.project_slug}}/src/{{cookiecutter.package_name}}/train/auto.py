@@ -29,6 +29,7 @@ from ..artifacts import BATCH_FINDER, FIGURES_DIR, LR_FINDER, METRICS_DIR
 from ..find import batch as batch_finder
 from ..find import lr as lr_finder
 from ..find import plots, probes
+from ..tasks import current as task
 from ..writes import write_json
 from .devices import dtype_policy
 from .params import AUTO, REFERENCE_BATCH, effective_learning_rate
@@ -52,6 +53,7 @@ def basis(params: Any, state: dict[str, Any], replicas: int, jit: Any) -> dict[s
         "replicas": replicas,
         "jit_compile": str(jit),
         "data": state["data"],
+        **task().models.values(params),  # the model's own knobs (a batch fits its size)
     }
 
 

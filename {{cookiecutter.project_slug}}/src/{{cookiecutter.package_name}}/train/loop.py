@@ -82,6 +82,7 @@ class Loop:
                 weights=pretrained(self.params.weights),
                 width=self.params.width,
                 dropout=self.params.dropout,
+                **task().models.values(self.params),  # the model's own knobs (an ensemble's size)
             )
             optimizer = make_optimizer(phases.schedule_of(self.plan), self.params.weight_decay)
             task().recipe.optimizer(optimizer, self.params)  # text: an encoder's clipping

@@ -86,7 +86,8 @@ def read_tuning(folder: Path) -> dict[str, Any] | None:
             hparams.get("dropout"),
         )
         # The recipe's values, by training's checks (any epoch count: the run's is checked later)
-        recipe = TrainParams(**{key: hparams[key] for key in RECIPE if key in hparams})
+        # (with the model: its own knobs, an ensemble's size, are checked against it)
+        recipe = TrainParams(**{key: hparams[key] for key in ("model", *RECIPE) if key in hparams})
         check_recipe(dataclasses.replace(recipe, epochs=LONGEST))
         task().recipe.check(recipe)
     except StepError as error:  # training's sentence, as it would refuse the value given

@@ -123,7 +123,7 @@ def _search(
         raise TuneError(f"The search stopped: {last_line(error)}.") from None
     seconds = time.perf_counter() - started
 
-    trials = [trial_record(trial, folder) for trial in tuner.oracle.trials.values()]
+    trials = [trial_record(trial, folder, space) for trial in tuner.oracle.trials.values()]
     untuned = defaults(space)
     for trial in trials:
         trial["defaults"] = trial["hparams"] == untuned
@@ -136,7 +136,7 @@ def _search(
         )
     best = tuner.oracle.get_best_trials(1)[0]
     given = {"weights": weights} if weights != "none" else {}
-    best_hparams = {"model": model, **given, **training_values(best.hyperparameters.values)}
+    best_hparams = {"model": model, **given, **training_values(best.hyperparameters.values, space)}
     scored = [t["score"] for t in done if t["defaults"] and t["score"] is not None]
     found = {
         "hparams": best_hparams,

@@ -70,6 +70,9 @@ def search_space(model: str, weights: str = "none", epochs: int = 2) -> dict[str
             "sampling": "linear",
             "default": knobs["dropout"],
         }
+    # the model's own knobs (a table ensemble's members, depth, frequencies, sigma) and a shared
+    # value's range of its own (text: a pretrained encoder's learning rate), as the task gives them
+    space.update({name: dict(spec) for name, spec in task().models.space(model).items()})
     for name, values in task().recipe.choices.items():  # images: augment none, light, strong
         space[name] = {"type": "choice", "values": list(values), "default": values[0]}
     if weights != "none" and epochs > 1:
@@ -144,10 +147,13 @@ def choose(hp: Any, name: str, spec: dict[str, Any]) -> Any:
     return _declare(hp, name, spec)
 
 
-def training_values(values: dict[str, Any]) -> dict[str, Any]:
+def training_values(
+    values: dict[str, Any], space: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """keras-tuner's values as training takes them: its own "tuner/…" entries and inactive
     (None) values left out, whole numbers as int, floats rounded (keras-tuner's
-    0.15000000000000002 is 0.15), an unfreeze count as a number."""
+    0.15000000000000002 is 0.15), an unfreeze count as a number; a model's own knobs in `space`
+    by their spec's type (a choice as chosen)."""
     convert = {
         "learning_rate": float,
         "width": int,
@@ -160,6 +166,8 @@ def training_values(values: dict[str, Any]) -> dict[str, Any]:
         "freeze_epochs": int,
         "unfreeze": lambda text: text if text == "all" else int(text),
     }
+    for name, spec in (space or {}).items():
+        convert.setdefault(name, _OWN.get(spec["type"], _same))
     return {name: convert[name](values[name]) for name in convert if values.get(name) is not None}
 
 
@@ -169,7 +177,7 @@ def defaults(space: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for name, spec in space.items():
         if all(chosen.get(parent) in allowed for parent, allowed in spec.get("when", {}).items()):
             chosen.setdefault(name, spec["default"])
-    return training_values(chosen)
+    return training_values(chosen, space)
 
 
 def _declare(hp: Any, name: str, spec: dict[str, Any]) -> Any:
@@ -200,6 +208,17 @@ def _whole(low: int, high: int, default: int) -> dict[str, Any]:
 
 def _rounded(value: float) -> float:
     return round(float(value), 4)
+
+
+def _significant(value: float) -> float:
+    return float(f"{float(value):.4g}")  # a log-scale knob (sigma 0.3 to 10): 4 digits
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_OWN = {"int": int, "float": _significant}
 
 
 def _cell(value: Any) -> str:

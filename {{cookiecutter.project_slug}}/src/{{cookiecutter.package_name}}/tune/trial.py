@@ -65,7 +65,7 @@ class Trials:
     def build(self, hp: Any) -> keras.Model:
         """The model step 3 would build with these values (its Loop: optimizer, schedule too)."""
         chosen = training_values(
-            {name: choose(hp, name, spec) for name, spec in self.space.items()}
+            {name: choose(hp, name, spec) for name, spec in self.space.items()}, self.space
         )
         self.built.append(chosen)
         params = TrainParams(**self.fixed, **chosen)

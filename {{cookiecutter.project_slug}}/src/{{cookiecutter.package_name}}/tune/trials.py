@@ -58,7 +58,9 @@ def completed(tuner: Any) -> int:
     return sum(trial.status == "COMPLETED" for trial in tuner.oracle.trials.values())
 
 
-def trial_record(trial: Any, folder: Path) -> dict[str, Any]:
+def trial_record(
+    trial: Any, folder: Path, space: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """One trial for metrics/tune.json: its id, status, score, epochs and values, and the
     processes that ran it (the last one's tuner id and pid as `worker` and `pid`)."""
     values = trial.hyperparameters.values
@@ -75,7 +77,7 @@ def trial_record(trial: Any, folder: Path) -> dict[str, Any]:
             else int(values.get("tuner/initial_epoch", 0)) + int(trial.best_step) + 1
         ),
         "epochs": int(values.get("tuner/epochs", 0)) or None,
-        "hparams": training_values(values),
+        "hparams": training_values(values, space),
     }
     runs = ran_by(folder / TUNER_DIR / f"trial_{trial.trial_id}")
     last = runs[-1] if runs else {}

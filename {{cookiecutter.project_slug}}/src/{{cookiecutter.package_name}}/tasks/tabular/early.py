@@ -1,8 +1,15 @@
 """The table task's checks before TensorFlow loads (seam.early_check calls `check`): a
-class_weight it cannot parse, refused in the same sentence the train step gives."""
+class_weight it cannot parse, or a model knob (TabM's members …) out of range, refused in the
+same sentence the train step gives."""
 
 from __future__ import annotations
 
-from .weights import check_early as check
+from typing import Any
 
-__all__ = ["check"]
+from . import knobs, weights
+
+
+def check(values: dict[str, Any]) -> None:
+    """class_weight, then the model's own knobs."""
+    weights.check_early(values)
+    knobs.check_early(values)

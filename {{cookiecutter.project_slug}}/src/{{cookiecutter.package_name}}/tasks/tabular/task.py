@@ -20,7 +20,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, models, weights
+from . import export, knobs, models, weights
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
 __all__ = ["make_dataset", "model_examples", "raw_examples"]
@@ -58,13 +58,15 @@ def build_model(
     weights: str | None = None,
     width: int | None = None,
     dropout: float | None = None,
+    **own: Any,
 ) -> keras.Model:
-    """The named table model for this data's layout and classes."""
+    """The named table model for this data's layout and classes; `own`: its builder's own
+    knobs (knobs.values: TabM's members, depth, freqs, sigma)."""
     check_model(name, meta, weights=weights, width=width, dropout=dropout)
     knobs: dict[str, Any] = {"width": width} if width else {}
     if dropout is not None:
         knobs["dropout"] = float(dropout)
-    return models.build_model(name, meta["layout"], int(meta["num_classes"]), **knobs)
+    return models.build_model(name, meta["layout"], int(meta["num_classes"]), **knobs, **own)
 
 
 def check_model(
@@ -115,7 +117,13 @@ def rebuilt(model: keras.Model, classes: int) -> keras.Model:
         kept = embedded // model.get_layer("embeddings").output_dim
         for slot in slots[columns.numeric + kept :]:
             slot["kind"] = "cross"
-    return build_model(name, {"layout": slots, "num_classes": classes})
+    return models.build_model(name, slots, classes, **knobs.read_back(model))  # members …
+
+
+def check_options(params: Any) -> None:
+    """The table task's own training values: class_weight, then TabM's knobs."""
+    weights.check(params)
+    knobs.check(params)
 
 
 def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
@@ -325,10 +333,12 @@ class TabularTask(Task):
             rebuilt=rebuilt,
             state=model_state,
             longest=longest,
+            space=knobs.space,  # TabM's members, depth, frequencies, sigma
+            values=knobs.values,
         )
         self.recipe = Recipe(
-            options=weights.TrainOptions,  # class_weight
-            check=weights.check,
+            options=knobs.TrainOptions,  # class_weight, TabM's knobs
+            check=check_options,
             class_weights=weights.weighting,
             summary=weights.summary,
             choices=RECIPE_CHOICES,

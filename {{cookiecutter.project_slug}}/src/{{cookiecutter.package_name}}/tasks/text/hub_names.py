@@ -31,6 +31,7 @@ RANDOM_MARK = "random_weights.txt"  # what make_local_preset leaves beside the p
 # weights trains from scratch, where the range test's pick stalled at chance (2.3e-06).
 PRETRAINED_RATE = 3e-5
 SCRATCH_RATE = 1e-3
+PRETRAINED_RANGE = (2e-5, 5e-5)  # what 02 searches for a pretrained encoder (search_space)
 CAVEAT = "random weights: not a pretrained encoder's accuracy"
 
 
@@ -99,6 +100,18 @@ def learning_rate(params: Any) -> tuple[float, str] | None:
         f"learning_rate {PRETRAINED_RATE:.0e}: the fine-tuning rate for a pretrained encoder "
         "(a given learning_rate wins)."
     )
+
+
+def search_space(model: Any) -> dict[str, dict[str, Any]]:
+    """02's own range for an encoder (Models.space): a pretrained preset's learning rate from
+    2e-5 to 5e-5 on a log scale, BERT's fine-tuning range. A preset with random weights keeps the
+    shared range (1e-4 to 1e-2, around its 1e-3 from scratch). The warmup is the shared
+    warmup_epochs; layers are not frozen (an encoder has no frozen phase here), so no knob."""
+    if not is_hub(model) or random_weights(model):
+        return {}
+    low, high = PRETRAINED_RANGE
+    rate = {"type": "float", "min": low, "max": high, "sampling": "log"}
+    return {"learning_rate": {**rate, "default": PRETRAINED_RATE}}
 
 
 def recipe_summary(params: Any) -> dict[str, Any]:

@@ -350,6 +350,7 @@ class TextTask(Task):
             longest=longest,
             longest_batches=padded_longest,
             takes=hub_names.is_hub,
+            space=hub_names.search_space,  # a pretrained encoder's learning rate
         )
         self.recipe = Recipe(
             choices=RECIPE_CHOICES,

@@ -25,3 +25,19 @@ def test_every_width_the_tuner_may_draw_is_one_the_text_builder_takes(model):
     dropout = search_space(model)["dropout"]
     for rate in (dropout["min"], dropout["max"], dropout["default"]):
         task.check_model(model, {}, dropout=rate)
+
+
+def test_a_pretrained_encoder_searches_its_fine_tuning_rate(tmp_path):
+    """A KerasHub preset folder: 02 searches 2e-5 to 5e-5 (log), BERT's fine-tuning range; one
+    make_local_preset built with random weights keeps the shared range (it trains from scratch)."""
+    from {{ cookiecutter.package_name }}.tasks.text import hub_names
+
+    folder = tmp_path / "preset"
+    folder.mkdir()
+    for name in hub_names.PRESET_FILES:
+        (folder / name).write_text("{}", encoding="utf-8")
+    rate = search_space(str(folder))["learning_rate"]
+    shown = (rate["min"], rate["max"], rate["sampling"], rate["default"])
+    assert shown == (2e-5, 5e-5, "log", 3e-5)
+    (folder / hub_names.RANDOM_MARK).write_text("random weights", encoding="utf-8")
+    assert search_space(str(folder))["learning_rate"]["min"] == 1e-4

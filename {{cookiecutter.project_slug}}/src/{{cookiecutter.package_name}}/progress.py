@@ -91,7 +91,10 @@ def track(
 class Task:
     """Long work with a bar or lines kept moving by a clock; `update(n)` counts, `note(text)` says
     what runs now. As a context manager it ends with one summary line (`done` adds to it; none
-    with summary=False, where the step prints its own result). shown=False: all of it silent."""
+    with summary=False, where the step prints its own result). shown=False: all of it silent.
+    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`).
+    start: already counted before this task (a resumed epoch's steps), not timed by it.
+    compiles: the first item includes a compile (a line when it ends, time left after it)."""
 
     def __init__(
         self,
@@ -202,21 +205,7 @@ class Task:
             self.close("stopped" if issubclass(kind, KeyboardInterrupt) else "failed")
 
 
-def task(
-    what: str,
-    total: int | None = None,
-    unit: str = "item",
-    *,
-    shown: bool = True,
-    summary: bool = True,
-    start: int = 0,
-    compiles: bool = False,
-) -> Task:
-    """A Task, for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`.
-    unit="": nothing to count, only the time (`with task("Loading TensorFlow", unit=""):`).
-    start: already counted before this task (a resumed epoch's steps), not timed by it.
-    compiles: the first item includes a compile (a line when it ends, time left after it)."""
-    return Task(what, total, unit, shown=shown, summary=summary, start=start, compiles=compiles)
+task = Task  # for a `with` block: `with progress.task("Optimize", 8, "benchmark") as work:`
 
 
 def _fraction(count: int, total: int | None) -> str:

@@ -128,12 +128,12 @@ def chosen(
             raise StepError(
                 f"Unknown parameter {key!r} for {step.name}: it takes {', '.join(fields)}."
             )
-        if value is None and not _fits(None, hints[key]) and _fits("", hints[key]):
+        if value is None and not fits(None, hints[key]) and fits("", hints[key]):
             value = ""  # `-p data_dir=` (YAML's null) for a text field: the empty text
-        if not _fits(value, hints[key]):
+        if not fits(value, hints[key]):
             raise StepError(
                 f"{key}={value!r} is {type(value).__name__}, but {step.name} takes "
-                f"{_type_name(hints[key])} (default {fields[key]!r})."
+                f"{type_name(hints[key])} (default {fields[key]!r})."
             )
         chosen[key] = float(value) if _wants_float(value, hints[key]) else value
     return chosen
@@ -207,20 +207,20 @@ def _made(folder: Path, name: str) -> bool:
     return (folder / OUTPUTS[name]).is_file()
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """True when value may stand for a field annotated `hint` (bool is not a number here)."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
+def fits(value: Any, hint: Any) -> bool:
+    """True when value may stand for a field annotated `hint` (bool is not a number here; an
+    int is a float). The runner checks a notebook's parameters with it too."""
     if hint is Any:
         return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
     if isinstance(value, bool):
         return hint is bool
     if hint is float:
         return isinstance(value, int | float)
-    return isinstance(value, origin or hint)
+    return isinstance(value, typing.get_origin(hint) or hint)
 
 
 def _wants_float(value: Any, hint: Any) -> bool:
@@ -231,7 +231,9 @@ def _wants_float(value: Any, hint: Any) -> bool:
     return float in args and int not in args
 
 
-def _type_name(hint: Any) -> str:
+def type_name(hint: Any) -> str:
+    """A type as a sentence says it: "int", "int or str", "float or None", "any"."""
+    if hint is Any:
+        return "any"
     args = typing.get_args(hint) if typing.get_origin(hint) else (hint,)
-    names = ["None" if arg is type(None) else getattr(arg, "__name__", str(arg)) for arg in args]
-    return " or ".join(names)
+    return " or ".join("None" if a is type(None) else getattr(a, "__name__", str(a)) for a in args)

@@ -65,17 +65,22 @@ def write_text(path: Path, text: str, then: str = "run this step again") -> Path
     reader never sees half a file; a full disk or a read-only folder is one sentence (WriteError)
     that ends with `then`, and whatever `path` held before is kept."""
     with writing(path, then):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other readers
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_text(path, text)
     return path
+
+
+def replace_text(path: Path, text: str) -> None:
+    """The write of `write_text`, temporary name and rename, with its OSError as it came."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other readers (a container)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @contextlib.contextmanager

@@ -37,10 +37,6 @@ PUBLISHED = {
         "scaling_8gpu": {"float32": 7.69, "mixed": 7.48},
     },
 }
-# A model that gains far less from AMP: EfficientNet is convolution-heavy too, but its depthwise
-# convolutions, swish and squeeze-and-excitation are memory-bound element-wise work that Tensor
-# Cores do not speed up; the claim is about dense convolutions and matmuls (ResNet-50's).
-PUBLISHED_NOTES = {"V100": "EfficientNet-B0 gains only 1.15x with AMP on V100."}
 
 
 def family(device_name: str | None) -> str | None:

@@ -87,13 +87,8 @@ def optimize(
     # raw input ≠ model input: time the difference
     timed_raw = task().export.model_signature != SIGNATURE
     total = 2 + timed_raw + len(jobs)
-    work = progress.task("Optimize", total=total, unit="benchmark") if verbose else None
-
-    def now(text: str) -> None:
-        if work is not None:
-            work.note(text)
-
-    try:
+    with progress.task("Optimize", total=total, unit="benchmark", shown=verbose) as work:
+        now = work.note
         now("loading the model and the SavedModel")
         # As the trained model (and every converted graph) takes them: for text, token ids.
         meta = read_meta(folder)
@@ -138,9 +133,6 @@ def optimize(
             if END_TO_END in entry:
                 ran += f"; end to end {latency_text(entry[END_TO_END])}"
             _done(work, f"{label}: {ran or entry['status']}")
-    finally:
-        if work is not None:
-            work.close()
     return {
         "export_dir": str(export_dir),
         "precisions": request["precisions"],
@@ -185,10 +177,10 @@ def _say(now: Any, label: str) -> Any:
     return lambda text: now(f"{label}: timing {text}")
 
 
-def _done(work: progress.Task | None, text: str) -> None:
-    """One line per benchmark as it finishes, counted on the step's task."""
-    if work is not None:
-        work.update()
+def _done(work: progress.Task, text: str) -> None:
+    """One line per benchmark as it finishes, counted on the step's task (shown: said too)."""
+    work.update()
+    if work.shown:
         progress.line(text)
 
 

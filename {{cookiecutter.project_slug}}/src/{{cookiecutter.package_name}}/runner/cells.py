@@ -23,6 +23,7 @@ import typing
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..steps import type_name
 from .profile import RunnerInputError, one_line
 
 TAG = "parameters"
@@ -136,30 +137,6 @@ def annotation_of(hint: Any) -> str:
     if len(names) == 1:
         return f"Optional[{names[0]}]" if type(None) in args else names[0]
     return f"Union[{', '.join(names + ['None'] * (type(None) in args))}]"
-
-
-def type_name(hint: Any) -> str:
-    """A type as a sentence says it: "int", "int or str", "float or None", "any"."""
-    if hint is Any:
-        return "any"
-    args = typing.get_args(hint) if typing.get_origin(hint) else (hint,)
-    return " or ".join("None" if a is type(None) else getattr(a, "__name__", str(a)) for a in args)
-
-
-def fits(value: Any, hint: Any) -> bool:
-    """True when value may stand for a parameter of type `hint` (bool is not a number here;
-    an int is a float)."""
-    if hint is Any:
-        return True
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return any(fits(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if isinstance(value, bool):
-        return hint is bool
-    if hint is float:
-        return isinstance(value, int | float)
-    return isinstance(value, typing.get_origin(hint) or hint)
 
 
 def drift(path: Path, hints: dict[str, Any]) -> list[str]:

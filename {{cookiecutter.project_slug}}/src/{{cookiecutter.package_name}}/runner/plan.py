@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import project_root
-from .cells import Declared, check_takes_run_dir, declared_parameters, fits
+from ..steps import fits
+from .cells import Declared, check_takes_run_dir, declared_parameters
 from .held import held_values
 from .profile import RunnerInputError, load_profile, near
 

@@ -17,12 +17,12 @@ the new one, never half of one, and never a file the server would refuse.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import seam
+from ..writes import replace_text
 from . import protos
 from .protos import ConfigError
 
@@ -147,16 +147,7 @@ def write_config(path: Path, proto: Any, header: str) -> Path:
     text = protos.to_text(proto)
     check(protos.parse(text, message(), path.name))
     comments = "".join(f"# {line}".rstrip() + "\n" for line in header.strip().splitlines())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(comments + text)
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide it from the serving container
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    replace_text(path, comments + text)
     return path
 
 

@@ -16,11 +16,10 @@ package's convention, at a global batch of REFERENCE_BATCH (the linear rule scal
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +105,7 @@ def find(
         device = probes.device_kind()
         budget = probes.host_budget_bytes() if device == "cpu" else None
         size = probes.device_bytes() if device == "gpu" else None
-        with _task(shown, "Batch-size finder", None, "probe") as work:
+        with progress.task("Batch-size finder", None, "probe", shown=shown) as work:
             choice = batch_finder.find_batch(
                 _counted(probe, work, "batch"),
                 device=device,
@@ -156,7 +155,7 @@ def find(
             folder, meta, params, strategy, params.batch_size, loss_scaling=loss_scaling, jit=jit
         )
         steps = max(steps, 20)
-        with _task(shown, "Learning-rate range test", steps, "step") as work:
+        with progress.task("Learning-rate range test", steps, "step", shown=shown) as work:
             result = lr_finder.range_test(
                 _counted(step, work, "rate"), min_lr=LR_RANGE[0], max_lr=LR_RANGE[1], steps=steps
             )
@@ -179,20 +178,8 @@ def find(
     return dataclasses.replace(resolved, params=params, sources=sources)
 
 
-@contextlib.contextmanager
-def _task(shown: bool, what: str, total: int | None, unit: str) -> Iterator[Any]:
-    """A progress task when shown, else None."""
-    if not shown:
-        yield None
-        return
-    with progress.task(what, total, unit) as work:
-        yield work
-
-
 def _counted(call: Callable[[Any], Any], work: Any, name: str) -> Callable[[Any], Any]:
-    """call(value), noted and counted on the task `work` (None: as it is)."""
-    if work is None:
-        return call
+    """call(value), noted and counted on the task `work`."""
 
     def counted(value: Any) -> Any:
         work.note(f"{name} {value:.3g}")
@@ -220,7 +207,10 @@ def _float32_cap(
     shown: bool = False,
 ) -> dict[str, Any]:
     """The same search under float32: how much larger mixed precision lets the batch be."""
-    with dtype_policy("float32"), _task(shown, "Batch-size finder, float32", None, "probe") as work:
+    with (
+        dtype_policy("float32"),
+        progress.task("Batch-size finder, float32", None, "probe", shown=shown) as work,
+    ):
         probe = probes.batch_probe(folder, meta, params, strategy, loss_scaling=False, jit=jit)
         choice = batch_finder.find_batch(
             _counted(probe, work, "batch"),

@@ -323,6 +323,7 @@ FULL_BAKE = (
     "tests/test_train_watch.py",
     "tests/test_tune.py",
     "tests/test_tune_progress.py",
+    "tests/test_tune_shared.py",
     "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
 )
@@ -367,6 +368,7 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_text_tune_space.py",
         "tests/test_tune.py",
         "tests/test_tune_progress.py",
+        "tests/test_tune_shared.py",
         "tests/test_tune_workers.py",
     ),
     "include_tensorrt": (

@@ -57,6 +57,7 @@ def write_data(folder: str | os.PathLike[str], seed: int = 0, train: int | None 
         splits[split] = {"count": count, "shards": [f"{split}.npz"]}
     meta = {
         "dataset": "fake",
+        "seed": seed,  # as a data step records its values: other draws, another fingerprint
         "task": NAME,
         "classes": list(CLASSES),
         "num_classes": len(CLASSES),
@@ -162,7 +163,7 @@ class FakeTask(Task):
             names=(MODEL,),
             default=MODEL,
             help=MODEL,
-            knobs={MODEL: {}},
+            knobs={},  # no width or dropout: 02 searches the shared recipe alone
             check=check_model,
             check_knobs=lambda *_, **__: None,
             check_trained=check_trained,

@@ -326,6 +326,7 @@ FULL_BAKE = (
     "tests/test_tune_shared.py",
     "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
+    "tests/test_write_failures_shared.py",
 )
 
 # The files each optional part takes away when it is declined (nothing else yet for the rest).

@@ -250,6 +250,7 @@ FULL_BAKE = (
     "tests/test_deploy.py",
     "tests/test_env.py",
     "tests/test_export.py",
+    "tests/test_export_shared.py",
     "tests/test_input_bound.py",
     "tests/test_figures.py",
     "tests/test_figures_shared.py",

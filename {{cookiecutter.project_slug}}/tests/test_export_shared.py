@@ -1,8 +1,7 @@
 """Export on the fake task (tests/fake_task.py), in every bake: the step's refusals of broken or
 stale inputs, safe writes and versions, parity that can fail, and what a killed export left. Each
-task's own signature, payload and REST answers are tested in its own files (test_export.py for
-images, test_text_export.py, test_tabular_export.py); tests/test_shared_steps.py checks the fake
-export's signature and its parity after a reload.
+task's own signature, payload and REST answers are tested in its own files;
+tests/test_shared_steps.py checks the fake export's signature and its parity after a reload.
 
 One untrained fake model is exported once for the whole file by export.run; a test that breaks
 something works on a copy (run_copy).

@@ -49,9 +49,10 @@ TUNING = [
     "src/{pkg}/tune/tuners.py",
     "src/{pkg}/tune/workers.py",
     "tests/test_tabular_tune.py",  # the table task's search of its default model
-    "tests/test_text_tune_space.py",  # a text bake's only test of tune/space.py
+    "tests/test_text_tune_space.py",  # the text task's own search space
     "tests/test_tune.py",
     "tests/test_tune_progress.py",
+    "tests/test_tune_shared.py",  # the search on the fake task, in every bake that tunes
     "tests/test_tune_workers.py",
 ]
 SERVING = [

@@ -250,6 +250,7 @@ FULL_BAKE = (
     "tests/test_deploy.py",
     "tests/test_env.py",
     "tests/test_export.py",
+    "tests/test_export_shared.py",
     "tests/test_input_bound.py",
     "tests/test_figures.py",
     "tests/test_figures_shared.py",
@@ -323,8 +324,10 @@ FULL_BAKE = (
     "tests/test_train_watch.py",
     "tests/test_tune.py",
     "tests/test_tune_progress.py",
+    "tests/test_tune_shared.py",
     "tests/test_tune_workers.py",
     "tests/test_write_failures.py",
+    "tests/test_write_failures_shared.py",
 )
 
 # The files each optional part takes away when it is declined (nothing else yet for the rest).
@@ -367,6 +370,7 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_text_tune_space.py",
         "tests/test_tune.py",
         "tests/test_tune_progress.py",
+        "tests/test_tune_shared.py",
         "tests/test_tune_workers.py",
     ),
     "include_tensorrt": (

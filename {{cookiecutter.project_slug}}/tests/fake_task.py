@@ -57,6 +57,7 @@ def write_data(folder: str | os.PathLike[str], seed: int = 0, train: int | None 
         splits[split] = {"count": count, "shards": [f"{split}.npz"]}
     meta = {
         "dataset": "fake",
+        "seed": seed,  # as a data step records its values: other draws, another fingerprint
         "task": NAME,
         "classes": list(CLASSES),
         "num_classes": len(CLASSES),
@@ -162,7 +163,7 @@ class FakeTask(Task):
             names=(MODEL,),
             default=MODEL,
             help=MODEL,
-            knobs={MODEL: {}},
+            knobs={},  # no width or dropout: 02 searches the shared recipe alone
             check=check_model,
             check_knobs=lambda *_, **__: None,
             check_trained=check_trained,
@@ -224,3 +225,28 @@ def fake_task(monkeypatch: pytest.MonkeyPatch) -> FakeTask:
 def fake_run(tmp_path: Path, fake_task: FakeTask) -> Path:
     """A run folder holding the fake task's data/, as a data step leaves it."""
     return write_data(tmp_path / "run")
+
+
+def write_model(folder: str | os.PathLike[str], seed: int = 0) -> Path:
+    """folder as 03_train leaves it, on the fake task: data/, and an untrained model.keras with its
+    lineage (an untrained model exports and serves like a trained one)."""
+    from {{ cookiecutter.package_name }} import lineage
+    from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
+
+    folder = write_data(folder)
+    keras.utils.set_random_seed(seed)
+    meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    build_model(MODEL, meta).save(folder / MODEL_FILE)
+    lineage.record(folder, "model", "train", {"data": lineage.fingerprint(folder, "data")})
+    return folder
+
+
+@pytest.fixture
+def fake_exported(tmp_path: Path, fake_task: FakeTask) -> Path:
+    """A run folder as 04_export leaves it, on the fake task: data/, an untrained model.keras with
+    its lineage, and export/1/ (a test that needs trained answers trains through train.run)."""
+    from {{ cookiecutter.package_name }}.export import savedmodel
+
+    folder = write_model(tmp_path / "fake-exported")
+    savedmodel.export_savedmodel(folder, version=1)
+    return folder

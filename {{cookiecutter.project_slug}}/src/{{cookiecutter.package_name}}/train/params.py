@@ -28,7 +28,8 @@ from .recipe import check_recipe
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker")
 PRECISIONS = ("auto", "mixed_float16", "mixed_bfloat16", "float32")
 JIT_COMPILE = ("auto", "true", "false")
-# What model and learning_rate left at None mean when step 2 wrote no value for them.
+# What model and learning_rate left at None mean when step 2 wrote no value for them (the checks
+# ask task().models.default when they run, so a test's fake task is asked, not the bake's own).
 DEFAULT_MODEL = task().models.default  # the task's own (tasks/<folder>/task.py)
 DEFAULT_LEARNING_RATE = 1e-3
 # The linear scaling rule (Goyal et al. 2017): the learning rate grows with the global batch, so
@@ -103,11 +104,11 @@ def check_values(params: Params, *, replicas: int | None = None) -> Placement:
     """Refuse the first bad value in one sentence (TrainError); return where training runs.
 
     `replicas` defaults to what the strategy will have on this machine (expected_replicas). A
-    width or dropout is checked against the given model, or DEFAULT_MODEL when none is given (a
-    model an optional part offers is checked by train.check with inputs=True).
+    width or dropout is checked against the given model, or the task's default model when none is
+    given (a model an optional part offers is checked by train.check with inputs=True).
     """
     check_tunable(
-        DEFAULT_MODEL if params.model is None else params.model,
+        task().models.default if params.model is None else params.model,
         DEFAULT_LEARNING_RATE if params.learning_rate is None else params.learning_rate,
         params.width,
         params.dropout,

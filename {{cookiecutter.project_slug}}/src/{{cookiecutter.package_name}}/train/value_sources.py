@@ -22,7 +22,6 @@ from ..tasks import current as task
 from .params import (
     AUTO,
     DEFAULT_LEARNING_RATE,
-    DEFAULT_MODEL,
     Params,
     Placement,
     check_tunable,
@@ -78,7 +77,7 @@ def resolve_params(
         for name, value in suggestion["values"].items()
     }
     values, sources = {}, {}
-    fallback = {"model": DEFAULT_MODEL, "learning_rate": DEFAULT_LEARNING_RATE}
+    fallback = {"model": task().models.default, "learning_rate": DEFAULT_LEARNING_RATE}
     for field in dataclasses.fields(Params):
         name, value = field.name, getattr(given, field.name)
         if name in TUNABLE and value is None:

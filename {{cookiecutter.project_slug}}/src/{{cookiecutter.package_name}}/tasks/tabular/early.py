@@ -1,8 +1,14 @@
 """The table task's checks before TensorFlow loads (seam.early_check calls `check`): a
-class_weight it cannot parse, refused in the same sentence the train step gives."""
+class_weight it cannot parse, or compare_models naming no table model, refused in the same
+sentence the train step gives."""
 
 from __future__ import annotations
 
-from .weights import check_early as check
+from typing import Any
 
-__all__ = ["check"]
+from . import compare, weights
+
+
+def check(values: dict[str, Any]) -> None:
+    weights.check_early(values)
+    compare.check_early(values)

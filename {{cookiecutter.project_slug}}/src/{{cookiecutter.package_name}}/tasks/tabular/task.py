@@ -20,7 +20,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, models, weights
+from . import compare, export, models, weights
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
 __all__ = ["make_dataset", "model_examples", "raw_examples"]
@@ -252,6 +252,12 @@ def draw_scores(folder: Path, metrics: dict[str, Any], path: Path) -> Path | Non
     return plot_scores(folder, metrics, path)
 
 
+def check_recipe(params: Any) -> None:
+    """The table task's own training values: class_weight and compare_models."""
+    weights.check(params)
+    compare.check(params)
+
+
 # The figures this task draws beyond every task's (seam.FIGURES names them), by step.
 DRAWERS = {"train": {"train_scores": draw_scores}}
 BENCH_FEATURES = 64  # gpu-bench's synthetic rows: 32 numbers and 32 categories of 1,000 values
@@ -328,7 +334,7 @@ class TabularTask(Task):
         )
         self.recipe = Recipe(
             options=weights.TrainOptions,  # class_weight
-            check=weights.check,
+            check=check_recipe,  # class_weight, compare_models
             class_weights=weights.weighting,
             summary=weights.summary,
             choices=RECIPE_CHOICES,
@@ -347,7 +353,12 @@ class TabularTask(Task):
             raw_strings=RAW_STRINGS,
             client_encoder=client_encoder,
         )
-        self.scores = Scores(baseline=baseline, extras=test_extras, drawers=DRAWERS)
+        self.scores = Scores(
+            baseline=baseline,
+            extras=test_extras,
+            drawers=DRAWERS,
+            compare=compare.train_compared,  # compare_models: trained beside, not exported
+        )
         self.bench = Bench(
             model=bench_model,
             synthetic_meta=synthetic_meta,

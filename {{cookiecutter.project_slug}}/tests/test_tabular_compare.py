@@ -93,11 +93,12 @@ def test_the_headline_names_the_best_of_models_and_baselines() -> None:
     said = summary._beside(_metrics(0.900, 0.930, 0.926))  # a compared model beyond noise
     assert said.startswith(" and ROC AUC **0.9000** for tabm, beside ROC AUC / accuracy "), said
     assert "**0.9300** / 0.8600 for dcn_v2; **0.9260** / 0.8710 for hist_gradient_boosting" in said
+    assert "(dcn_v2 trained beside it, not exported; scikit-learn, same split)" in said
     assert said.endswith(": dcn_v2 wins by 0.0300 ROC AUC"), said
     said = summary._beside(_metrics(0.9233, 0.9101, 0.9262))  # the trees, within noise
     assert said.endswith(
         ": hist_gradient_boosting scores highest, within noise: they differ by 0.0029 ROC AUC, "
-        "under two standard errors (0.0084) on 16,281 test rows"
+        "under two standard errors (0.0060) on 16,281 test rows"
     ), said
     wins = summary._beside(_metrics(0.95, 0.91, 0.92))
     assert wins.endswith(": the model wins by 0.0300 ROC AUC"), wins

@@ -203,9 +203,9 @@ def _beside(m: dict[str, Any]) -> str:
             f"**{b['roc_auc']:.4f}** / {b['test_accuracy']:.4f} for {b['name']}" for b in models
         )
         who = margin.best_verdict("ROC AUC", "roc_auc", m["test_roc_auc"], models, m)
-        trained = len(models) - len(margin.contenders(m)) + len(m.get("compared") or [])
+        trained = [b["name"] for b in models if b in (m.get("compared") or [])]  # tables
         named = f" for {m['model']}" if trained else ""
-        where = f"the first {trained} trained beside it, not exported; " if trained else ""
+        where = f"{', '.join(trained)} trained beside it, not exported; " if trained else ""
         return (
             f" and ROC AUC **{m['test_roc_auc']:.4f}**{named}, beside ROC AUC / accuracy {said} "
             f"({where}scikit-learn, same split): {who}"

@@ -59,7 +59,8 @@ def check_early(values: dict[str, Any]) -> None:
 
 
 def train_compared(loop: Any, say: Any) -> list[dict[str, Any]]:
-    """One entry per compared model: its name, recipe, test scores and training seconds."""
+    """One entry per compared model: its name, recipe, test scores and training seconds (the
+    model 03 trains is not trained twice where compare_models names it too)."""
     names = [name for name in parse(loop.params.compare_models) if name != loop.params.model]
     if not names or "test" not in loop.meta["splits"]:
         return []

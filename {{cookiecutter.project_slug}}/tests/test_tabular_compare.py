@@ -8,13 +8,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tables import make_table_run
 
 from {{ cookiecutter.package_name }} import train
 from {{ cookiecutter.package_name }}.runner import numbers, summary
-from {{ cookiecutter.package_name }}.tasks.tabular import compare, scores, task
+from {{ cookiecutter.package_name }}.tasks.tabular import compare, models, scores, task
 from {{ cookiecutter.package_name }}.train import Params, TrainError, check_values
 
 SENTENCE = (
@@ -103,3 +104,25 @@ def test_the_headline_names_the_best_of_models_and_baselines() -> None:
     wins = summary._beside(_metrics(0.95, 0.91, 0.92))
     assert wins.endswith(": the model wins by 0.0300 ROC AUC"), wins
     assert "\n" not in said
+
+
+def test_a_compared_model_that_diverges_is_said_not_raised(tmp_path: Path, monkeypatch) -> None:
+    """NaN probabilities (a rate too high for the batch) give no score and a sentence; the run
+    goes on to save its main model."""
+    import keras
+
+    def nan_model(name, slots, classes, **_):
+        inputs = keras.Input((len(slots),))
+        outputs = keras.layers.Dense(classes)(inputs) * float("nan")
+        return keras.Model(inputs, outputs)
+
+    monkeypatch.setattr(models, "build_model", nan_model)
+    folder = make_table_run(tmp_path / "run")
+    meta = json.loads((folder / "data" / "meta.json").read_text(encoding="utf-8"))
+    params = Params(epochs=1, compare_models="dcn_v2")
+    loop = SimpleNamespace(folder=folder, meta=meta, params=params, global_batch=64, weighting=None)
+    said: list[str] = []
+    (entry,) = compare.train_compared(loop, said.append)
+    assert entry["diverged"] and entry["roc_auc"] is None and entry["test_accuracy"] is None
+    assert said[-1].endswith("its training diverged (probabilities not finite): no score."), said
+    assert dict(numbers.compared_rows(_metrics(0.9, 0.9, 0.9) | {"compared": [entry]}))

@@ -70,11 +70,15 @@ def train_compared(loop: Any, say: Any) -> list[dict[str, Any]]:
     for name in names:
         starting(f"Compared model {name}: {loop.params.epochs} epoch(s) with model.fit", "5-300 s")
         entry = train_one(loop, name)
+        said = (
+            f"test accuracy {entry['test_accuracy']:.4f}"
+            + (f", ROC AUC {entry['roc_auc']:.4f}." if entry["roc_auc"] is not None else ".")
+            if not entry["diverged"]
+            else "its training diverged (probabilities not finite): no score."
+        )
         say(
             f"Compared {name} (same split, {entry['epochs']} epoch(s), lr "
-            f"{entry['effective_learning_rate']:.3g}, {entry['seconds']:.0f} s): test accuracy "
-            f"{entry['test_accuracy']:.4f}"
-            + (f", ROC AUC {entry['roc_auc']:.4f}." if entry["roc_auc"] is not None else ".")
+            f"{entry['effective_learning_rate']:.3g}, {entry['seconds']:.0f} s): {said}"
         )
         entries.append(entry)
     return entries
@@ -117,7 +121,11 @@ def train_one(loop: Any, name: str) -> dict[str, Any]:
         outputs.append(model(inputs, training=False).numpy())
         labels.append(truth.numpy().astype(int))
     labels, probabilities = np.concatenate(labels), np.concatenate(outputs).astype("float64")
-    ranking = ranking_scores(labels, probabilities)
+    # A compared model whose training diverged (NaN) is said so, and never stops the run whose
+    # main model is still to be saved.
+    finite = bool(np.isfinite(probabilities).all())
+    ranking = ranking_scores(labels, probabilities) if finite else {"roc_auc": None, "pr_auc": None}
+    accuracy = float(np.mean(probabilities.argmax(axis=-1) == labels)) if finite else None
     return {
         "name": name,
         "epochs": params.epochs,
@@ -125,7 +133,8 @@ def train_one(loop: Any, name: str) -> dict[str, Any]:
         "learning_rate": recipe["learning_rate"],
         "effective_learning_rate": rate,
         "weight_decay": recipe["weight_decay"],
-        "test_accuracy": float(np.mean(probabilities.argmax(axis=-1) == labels)),
+        "test_accuracy": accuracy,
+        "diverged": not finite,
         "roc_auc": ranking["roc_auc"],
         "pr_auc": ranking["pr_auc"],
         "seconds": round(seconds, 2),

@@ -84,6 +84,7 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tupl
         scores=SimpleNamespace(
             extras=test_extras,
             baseline=lambda folder: values.get("baseline") if folder == tmp_path else "elsewhere",
+            compare=lambda loop, say: None,  # no other model trained beside (tables' own)
         ),
         noun="images",
     )

@@ -443,7 +443,9 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
         build_inputs=make_dataset,
         build_losses=real.build_losses,
         build_metrics=real.build_metrics,
-        scores=SimpleNamespace(extras=lambda *args, **_: {}, baseline=lambda folder: None),
+        scores=SimpleNamespace(
+            extras=lambda *args, **_: {}, baseline=lambda folder: None, compare=lambda *_: None
+        ),
         noun="images",
     )
     monkeypatch.setattr(evaluate, "task", lambda: fake)

@@ -54,3 +54,21 @@ def verdict(metric: str, model: float, best: float, best_name: str, m: dict[str,
         )
     who = "the model wins" if gap > 0 else f"{best_name} wins" if gap < 0 else "a tie"
     return f"{who} by {abs(gap):.4f}{unit}"
+
+
+def contenders(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """Everything else scored on the same test rows as the model: the models trained beside it
+    (tables: compare_models, not exported), then the scikit-learn baseline(s)."""
+    base = m.get("baseline") or {}
+    return [*(m.get("compared") or []), *([base, *base.get("others", [])] if base else [])]
+
+
+def best_verdict(metric: str, key: str, score: float, others: list[dict], m: dict) -> str:
+    """verdict() against the best of `others` by `key`; within noise, it names the best of all
+    first (the model, by m's "model", or the other), as a win does."""
+    best = max(others, key=lambda other: other[key])
+    said = verdict(metric, score, best[key], best["name"], m)
+    if said.startswith("within noise"):
+        top = (m.get("model") or "the model") if score >= best[key] else best["name"]
+        return f"{top} scores highest, {said}"
+    return said

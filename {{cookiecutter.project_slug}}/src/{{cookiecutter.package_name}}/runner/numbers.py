@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import parts, seam
+from . import margin
 
 Rows = list[tuple[str, str]]
 
@@ -68,6 +69,7 @@ def _train_rows(m: dict[str, Any]) -> Rows:
     )
     if isinstance(m.get("test_roc_auc"), float):  # tables: ranking, threshold-free
         tested.append(("test_roc_auc (held out)", f"{m['test_roc_auc']:.4f} {held_out}"))
+    tested += compared_rows(m) if m.get("compared") else []  # tables: compare_models
     return tested + [
         ("val_accuracy / val_loss", f"{m['val_accuracy']:.4f} / {m['val_loss']:.4f}"),
         ("epochs", f"{m['epochs_completed']} of {m['epochs']} (best {m.get('best_epoch')})"),
@@ -77,6 +79,31 @@ def _train_rows(m: dict[str, Any]) -> Rows:
         ("training examples/s", "-" if rate is None else f"{rate:,.0f}"),
         ("input", m.get("input_verdict") or "-"),
     ]
+
+
+def compared_rows(m: dict[str, Any]) -> Rows:
+    """The model, each model trained beside it and each baseline, best ROC AUC (else accuracy)
+    first: test ROC AUC, accuracy and training seconds, one row each (tables: compare_models)."""
+    spent = sum(r.get("seconds") or 0.0 for r in m.get("history") or [])
+    compared = m.get("compared") or []
+    rows = [
+        {"name": m["model"], "roc_auc": m.get("test_roc_auc"), "kind": "exported"}
+        | {"test_accuracy": m["test_accuracy"], "seconds": spent or None}
+    ]
+    rows += [{**c, "kind": "trained beside, not exported"} for c in compared]
+    rows += [{**b, "kind": "scikit-learn"} for b in margin.contenders(m)[len(compared) :]]
+    rows.sort(key=lambda r: (r.get("roc_auc") or 0.0, r.get("test_accuracy") or 0.0), reverse=True)
+    return [(f"{r['name']} ({r['kind']})", _scored(r)) for r in rows]
+
+
+def _scored(row: dict[str, Any]) -> str:
+    said = [
+        f"{name} {row[key]:.4f}"
+        for name, key in (("ROC AUC", "roc_auc"), ("accuracy", "test_accuracy"))
+        if isinstance(row.get(key), float)
+    ]
+    seconds = row.get("seconds")
+    return ", ".join(said + ([f"{seconds:.1f} s"] if isinstance(seconds, int | float) else []))
 
 
 def _export_rows(m: dict[str, Any]) -> Rows:

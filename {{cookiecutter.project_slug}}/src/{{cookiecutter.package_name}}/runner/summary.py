@@ -198,15 +198,17 @@ def _beside(m: dict[str, Any]) -> str:
         return ""
     key = "roc_auc" if isinstance(m.get("test_roc_auc"), float) and base.get("roc_auc") else None
     if key:
-        models = [base, *base.get("others", [])]
+        models = [b for b in margin.contenders(m) if isinstance(b.get("roc_auc"), float)]
         said = "; ".join(
             f"**{b['roc_auc']:.4f}** / {b['test_accuracy']:.4f} for {b['name']}" for b in models
         )
-        best = max(models, key=lambda b: b["roc_auc"])
-        who = margin.verdict("ROC AUC", m["test_roc_auc"], best["roc_auc"], best["name"], m)
+        who = margin.best_verdict("ROC AUC", "roc_auc", m["test_roc_auc"], models, m)
+        trained = [b["name"] for b in models if b in (m.get("compared") or [])]  # tables
+        named = f" for {m['model']}" if trained else ""
+        where = f"{', '.join(trained)} trained beside it, not exported; " if trained else ""
         return (
-            f" and ROC AUC **{m['test_roc_auc']:.4f}**, beside ROC AUC / accuracy {said} "
-            f"(scikit-learn, same split): {who}"
+            f" and ROC AUC **{m['test_roc_auc']:.4f}**{named}, beside ROC AUC / accuracy {said} "
+            f"({where}scikit-learn, same split): {who}"
         )
     who = margin.verdict("", m["test_accuracy"], base["test_accuracy"], "the baseline", m)
     return (

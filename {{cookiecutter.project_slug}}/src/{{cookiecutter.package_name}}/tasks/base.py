@@ -141,6 +141,9 @@ class Scores:
     # (run_dir, split, labels, probabilities, classes, *, predict) → confused pairs, AUCs, ...
     extras: Callable[..., dict[str, Any]] = _no_extras
     drawers: Mapping[str, Mapping[str, Callable[..., Any]]] = field(default_factory=dict)
+    # (loop, say) → one entry per other model trained and scored beside, not exported (tables:
+    # compare_models): {name, test_accuracy, roc_auc, seconds, ...}; None: none
+    compare: Callable[..., Any] = _nothing
 
 
 @dataclass

@@ -57,6 +57,8 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
             f"Baseline {said['name']} (scikit-learn, same split, {said['seconds']:.0f} s): test "
             f"accuracy {said['test_accuracy']:.4f}{also}."
         )
+    # Other models trained on the same split and scored on the same test rows, not exported.
+    result["compared"] = task().scores.compare(loop, say) or []
     return result
 
 

@@ -91,6 +91,13 @@ def test_lines(metrics: dict[str, Any]) -> list[str]:
         said = ", ".join(f"{name} {value:.4f}" for name, value in values if value is not None)
         lines.append(f"  {model['name']}: {said}")
         lines += [f"    {model['note']}"] if model.get("note") else []
+    if metrics.get("compared"):  # compare_models: a table of every model and baseline
+        from ...runner.numbers import compared_rows
+
+        rows = compared_rows(metrics)
+        width = max(len(name) for name, _ in rows)
+        lines.append("  every model and baseline on the same test rows, best first:")
+        lines += [f"    {name:<{width}}  {said}" for name, said in rows]
     return lines
 
 

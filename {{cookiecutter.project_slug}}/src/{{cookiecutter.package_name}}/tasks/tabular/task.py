@@ -20,7 +20,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, knobs, models, weights
+from . import compare, export, knobs, models, weights
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
 __all__ = ["make_dataset", "model_examples", "raw_examples"]
@@ -121,9 +121,10 @@ def rebuilt(model: keras.Model, classes: int) -> keras.Model:
 
 
 def check_options(params: Any) -> None:
-    """The table task's own training values: class_weight, then TabM's knobs."""
+    """The table task's own training values: class_weight, TabM's knobs, then compare_models."""
     weights.check(params)
     knobs.check(params)
+    compare.check(params)
 
 
 def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
@@ -357,7 +358,12 @@ class TabularTask(Task):
             raw_strings=RAW_STRINGS,
             client_encoder=client_encoder,
         )
-        self.scores = Scores(baseline=baseline, extras=test_extras, drawers=DRAWERS)
+        self.scores = Scores(
+            baseline=baseline,
+            extras=test_extras,
+            drawers=DRAWERS,
+            compare=compare.train_compared,  # compare_models: trained beside, not exported
+        )
         self.bench = Bench(
             model=bench_model,
             synthetic_meta=synthetic_meta,

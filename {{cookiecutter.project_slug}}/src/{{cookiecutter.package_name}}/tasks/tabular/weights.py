@@ -18,6 +18,7 @@ from typing import Any
 
 from ...artifacts import StepError
 from ...steps import param
+from . import compare
 
 MODES = ("none", "balanced")
 HELP = "none, balanced (n / (classes * count)), or label:weight pairs, e.g. '>50K:3'"
@@ -28,6 +29,7 @@ class TrainOptions:
     """The table task's own training parameters: train's Params adds them to the shared ones."""
 
     class_weight: str = param("none", HELP)
+    compare_models: str = param("", compare.HELP)  # compare.py: trained beside, not exported
 
 
 def parse(value: Any) -> dict[str, float] | str:

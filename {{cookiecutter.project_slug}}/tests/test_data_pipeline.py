@@ -354,7 +354,7 @@ def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path) -> None
     """Issue 42 §1.6: the smoke's 6 s wrote speedup_vs_naive 0.012 beside "too short to compare".
     Every ratio is null in metrics/data.json, a sibling key says why; the rates stay."""
     result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
-    written = json.loads(json.dumps(benchmark.data_metrics(data.read_meta(run_dir), result)))
+    written = json.loads(json.dumps(data_step.data_metrics(data.read_meta(run_dir), result)))
     ratios = [key for key in data.report.RATIO_KEYS if key in written]
     assert "speedup_vs_naive" in ratios and len(ratios) == 6
     assert {key: written[key] for key in ratios} == dict.fromkeys(ratios)

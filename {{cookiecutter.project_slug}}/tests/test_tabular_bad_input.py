@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from helpers import assert_one_sentence
 
-from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.data.base import DataError
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step
 from {{ cookiecutter.package_name }}.tasks.tabular.sources import TableError, load_table
 

@@ -17,8 +17,8 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import export, optimize, steps, train
 from {{ cookiecutter.package_name }}.artifacts import StepError
-from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks import tabular
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step, task
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from {{ cookiecutter.package_name }} import export, optimize, tasks, train
-from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_plots, data_step, plots, scores
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema
 

@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 from helpers import Ticks, assert_one_sentence
 
-from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.find import probes
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.text import data_step, records
 from {{ cookiecutter.package_name }}.tasks.text.benchmark import benchmark_text_pipeline
 from {{ cookiecutter.package_name }}.tasks.text.dataset import (

@@ -30,11 +30,11 @@ from {{ cookiecutter.package_name }}.artifacts import StepError
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.cli import main
 {%- endif %}
-from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.export import answer_rest{% if cookiecutter.include_serving %}, parse_rest_response{% endif %}
 {%- if cookiecutter.include_benchmarks %}
 from {{ cookiecutter.package_name }}.gpubench import bench as gpu
 {%- endif %}
+from {{ cookiecutter.package_name }}.prepare import entry
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.serve import bench
 {%- endif %}

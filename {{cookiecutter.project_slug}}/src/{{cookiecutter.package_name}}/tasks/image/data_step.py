@@ -80,9 +80,29 @@ def measure(folder: Path, params: Params, meta: dict[str, Any]) -> dict[str, Any
 
 
 def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """metrics/data.json: the counts, how the shards were written, the benchmark's numbers."""
-    test = meta["splits"].get("test", {})
-    return {**benchmark.data_metrics(meta, result), "test_count": int(test.get("count", 0))}
+    """metrics/data.json: the counts from meta.json, how the shards were written (rate, workers,
+    bytes against the source folder's; also when they were reused), the benchmark's numbers."""
+    splits, write = meta["splits"], meta.get("write") or {}
+    return {
+        "dataset": meta["dataset"],
+        "classes": meta["classes"],
+        "num_classes": meta["num_classes"],
+        "image_shape": meta["image_shape"],
+        "train_count": splits["train"]["count"],
+        "validation_count": splits["validation"]["count"],
+        "per_class": {split: splits[split]["per_class"] for split in splits},
+        "shards": {split: len(splits[split]["shards"]) for split in splits},
+        "encoding": meta.get("encoding", "png"),
+        "write_examples_per_sec": write.get("examples_per_sec"),
+        "write_workers": write.get("workers"),
+        "write_seconds": write.get("seconds"),
+        "shard_bytes": write.get("shard_bytes"),
+        "source_bytes": write.get("source_bytes"),
+        "kept_original_files": write.get("kept_original_files"),
+        "data_reused": bool(meta.get("reused")),
+        **result,
+        "test_count": int(splits.get("test", {}).get("count", 0)),
+    }
 
 
 def draw_samples(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:

@@ -174,4 +174,3 @@ def too_short_sentence(result: dict[str, Any]) -> str:
         f"timed over fewer than {MIN_BATCHES} batches a round, so no ratio here is a measurement; "
         f"give benchmark_seconds={max(seconds * 4, 60.0):g} for one."
     )
-

@@ -134,6 +134,8 @@ FULL_BAKE = (
     "src/{pkg}/parts/bench.py",
     "src/{pkg}/parts/serve.py",
     "src/{pkg}/parts/tune.py",
+    "src/{pkg}/prepare/__init__.py",
+    "src/{pkg}/prepare/entry.py",
     "src/{pkg}/progress.py",
     "src/{pkg}/quiet.py",
     "src/{pkg}/replica.py",

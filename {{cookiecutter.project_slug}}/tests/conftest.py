@@ -6,6 +6,7 @@ takes GPU memory as it needs it. Tests marked `gpu` are skipped, with the reason
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -53,12 +54,17 @@ def image_task_only() -> None:
         pytest.skip(f"an image-task fixture; this project is baked for {seam.name()}")
 
 
+def data_writer():
+    """The image task's step-1 half (its data_step module: records.prepare and its options)."""
+    return importlib.import_module(f"{steps.__package__}.tasks.{seam.folder()}.data_step")
+
+
 @pytest.fixture(scope="session")
 def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The digits written once by the data step; each test copies them into its own run folder."""
     image_task_only()
     source = tmp_path_factory.mktemp("digits")
-    steps.module("data").prepare(source, "digits")  # the image task's data step
+    data_writer().prepare(source, "digits")  # the image task's data step
     return source / "data"
 
 
@@ -80,7 +86,7 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     image_task_only()
     folder = tmp_path_factory.mktemp("exported-run")
-    steps.module("data").prepare(
+    data_writer().prepare(
         folder,
         "synthetic",
         shards=1,

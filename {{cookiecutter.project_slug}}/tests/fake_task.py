@@ -156,7 +156,7 @@ class FakeTask(Task):
 
     name = NAME
     noun = NOUN
-    data_step = "tasks.fake.data_step"  # none: tests write data/ with write_data
+    data = None  # no step 1: tests write data/ with write_data
 
     def __init__(self) -> None:
         self.models = Models(

@@ -65,7 +65,7 @@ TABLE_TESTS = [
     "test_a_label_unseen_in_training_is_refused_at_its_row",
     "test_a_users_file_is_refused_or_noted_word_for_word",
 ]
-# Deselected: the data step's run (data_step.run: Keras adapts the FeatureSpace, which can hang
+# Deselected: the data step's run (prepare.entry.run: Keras adapts the FeatureSpace, which can hang
 # in mutmut's forked children, a timeout counted unseen) and the census loads (seconds of parsing
 # 48,842 rows per mutant of sources.py; test_tabular_mutants_sources.py reaches _census through
 # a stand-in of 30 lines in the same format instead).

@@ -20,6 +20,7 @@ from helpers import Ticks, assert_one_sentence
 from {{ cookiecutter.package_name }} import artifacts, data, lineage
 from {{ cookiecutter.package_name }}.data import timing
 from {{ cookiecutter.package_name }}.data.pipeline import auto_shard_policy
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.image import benchmark, data_step, pipeline
 
 SHAPE = (6, 5, 3)  # not square, three channels: the static shape must come from meta.json
@@ -353,7 +354,7 @@ def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path) -> None
     """Issue 42 §1.6: the smoke's 6 s wrote speedup_vs_naive 0.012 beside "too short to compare".
     Every ratio is null in metrics/data.json, a sibling key says why; the rates stay."""
     result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
-    written = json.loads(json.dumps(benchmark.data_metrics(data.read_meta(run_dir), result)))
+    written = json.loads(json.dumps(data_step.data_metrics(data.read_meta(run_dir), result)))
     ratios = [key for key in data.report.RATIO_KEYS if key in written]
     assert "speedup_vs_naive" in ratios and len(ratios) == 6
     assert {key: written[key] for key in ratios} == dict.fromkeys(ratios)
@@ -447,7 +448,7 @@ def test_check_refuses_every_bad_value_in_one_sentence_and_writes_nothing(
     """The runner's pre-flight (inputs=False) covers every parameter, before anything is read."""
     run = tmp_path / "run"
     with pytest.raises(data.DataError) as refused:
-        data_step.check(run, data_step.Params(**values), inputs=False)
+        entry.check(run, data_step.Params(**values), inputs=False)
     assert named in str(refused.value)
     assert_one_sentence(str(refused.value))
     assert not run.exists()
@@ -456,7 +457,7 @@ def test_check_refuses_every_bad_value_in_one_sentence_and_writes_nothing(
 def test_check_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-folder"
     with pytest.raises(data.DataError) as refused:
-        data_step.check(tmp_path, data_step.Params(dataset="image_folder", data_dir=str(missing)))
+        entry.check(tmp_path, data_step.Params(dataset="image_folder", data_dir=str(missing)))
     assert f"data_dir {missing} does not exist" in str(refused.value)
     assert_one_sentence(str(refused.value))
 
@@ -467,7 +468,7 @@ def test_run_prepares_benchmarks_and_writes_the_metrics_with_lineage(
     """data_step.run writes data/, metrics/data.json (counts, benchmark, steps) and the data
     lineage."""
     params = data_step.Params(shards=1, benchmark_seconds=1)
-    metrics = data_step.run(tmp_path, params, verbose=True)
+    metrics = entry.run(tmp_path, params, verbose=True)
     said = capsys.readouterr().out
     assert "about 1 s, whatever the data" in said and "01_data.benchmark_seconds=N" in said
     written = json.loads((tmp_path / artifacts.METRICS_DIR / "data.json").read_text())

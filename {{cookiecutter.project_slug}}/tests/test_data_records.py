@@ -537,6 +537,7 @@ def test_tfrecord_refuses_image_size_and_its_own_data_folder(tmp_path):
 
 def test_the_data_step_says_what_it_prepares_before_it(tmp_path: Path, monkeypatch, capsys) -> None:
     """01's longest silent stretch (reading the images, writing the shards) is announced first."""
+    from {{ cookiecutter.package_name }}.prepare import entry
     from {{ cookiecutter.package_name }}.tasks.image import data_step
 
     seen: list[str] = []
@@ -547,5 +548,5 @@ def test_the_data_step_says_what_it_prepares_before_it(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(data_step, "prepare", prepare)
     with pytest.raises(RuntimeError, match="reached"):
-        data_step.run(str(tmp_path / "run"), data_step.Params())
+        entry.run(str(tmp_path / "run"), data_step.Params())
     assert f"{progress.MARK}Preparing digits: reading the images" in seen[0]

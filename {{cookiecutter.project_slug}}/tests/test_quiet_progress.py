@@ -148,18 +148,18 @@ def test_runner_progress_without_a_terminal_is_line_based() -> None:
     live.start(cells=3)
     live.cell_start("import os")
     live.cell_complete("import os")  # fast: no line
-    live.cell_start("metrics = data_step.run(run_dir, params)")
+    live.cell_start("metrics = entry.run(run_dir, params)")
     live.write(f"plain output\n{progress.MARK}TFRecords, train: 1/2 sha")
     live.write(f"rd(s), 0.4 s\r{progress.MARK}TFRecords, train: 2/2 shard(s) in 0.8 s\n")
     live.cell_started -= SLOW_CELL  # the cell took longer than SLOW_CELL
-    live.cell_complete("metrics = data_step.run(run_dir, params)")
+    live.cell_complete("metrics = entry.run(run_dir, params)")
     live.finish("ok", 12.34)
     lines = out.getvalue().splitlines()
     assert "\r" not in out.getvalue()
     assert lines[0] == "[2/6] 01_data …"
     assert lines[1] == f"    {progress.MARK}TFRecords, train: 2/2 shard(s) in 0.8 s"
     assert lines[2].startswith("    cell 2/3 (")
-    assert lines[2].endswith("metrics = data_step.run(run_dir, params)")
+    assert lines[2].endswith("metrics = entry.run(run_dir, params)")
     assert lines[3] == "[2/6] 01_data … ok (12.3 s)"
     assert len(lines) == 4  # "plain output" and the fast cell are not forwarded
 

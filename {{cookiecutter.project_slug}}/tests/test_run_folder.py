@@ -7,10 +7,11 @@ from pathlib import Path
 
 from helpers import assert_once, resolutions
 
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.image import data_step
 
 
 def test_data_resolves_its_run_folder_once(tmp_path: Path) -> None:
     params = data_step.Params(shards=1, benchmark_seconds=1)
-    counted = resolutions(lambda: data_step.run(tmp_path, params, verbose=False))
+    counted = resolutions(lambda: entry.run(tmp_path, params, verbose=False))
     assert_once("data", counted)

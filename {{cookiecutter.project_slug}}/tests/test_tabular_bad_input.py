@@ -12,6 +12,7 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step
 from {{ cookiecutter.package_name }}.tasks.tabular.sources import TableError, load_table
 
@@ -24,7 +25,7 @@ def csv(tmp_path: Path, body: str) -> data_step.Params:
 
 def refused(tmp_path: Path, params: data_step.Params) -> str:
     with pytest.raises(DataError) as caught:
-        data_step.run(tmp_path, params, verbose=False)
+        entry.run(tmp_path, params, verbose=False)
     message = str(caught.value)
     assert_one_sentence(message)
     assert not (tmp_path / "data").exists()
@@ -130,7 +131,7 @@ def test_rows_without_a_label_are_refused_unless_missing_label_drop(tmp_path):
     assert "rows.csv, line 9, column 'y': the label is missing (3 rows lack one)" in message
     assert "missing_label=drop" in message
     params = data_step.Params(**{**csv(tmp_path, rows).__dict__, "missing_label": "drop"})
-    metrics = data_step.run(tmp_path, params, verbose=False)
+    metrics = entry.run(tmp_path, params, verbose=False)
     said = "rows.csv: 3 of 60 rows have no 'y' (the first at line 9) and were dropped"
     assert any(said in note for note in metrics["notes"])
     assert sum(metrics[f"{s}_count"] for s in ("train", "validation", "test")) == 57
@@ -150,7 +151,7 @@ def test_a_parquet_file_given_as_csv_is_named_before_any_work(tmp_path):
     pd.DataFrame({"x": np.arange(40.0), "y": ["a", "b"] * 20}).to_parquet(path)
     params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y")
     with pytest.raises(DataError) as caught:
-        data_step.check(tmp_path, params)
+        entry.check(tmp_path, params)
     assert_one_sentence(str(caught.value))
     assert str(caught.value) == (
         f"data_dir={str(path)!r} is a Parquet file (it starts with PAR1), not CSV text: pass "

@@ -18,6 +18,7 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }} import export, optimize, steps, train
 from {{ cookiecutter.package_name }}.artifacts import StepError
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks import tabular
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step, task
 
@@ -42,7 +43,7 @@ def table_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dic
     folder = tmp_path_factory.mktemp("table-chain")
     source = census_slice(folder.parent / "census.csv")
     params = data_step.Params(dataset="csv", data_dir=str(source), label_column="income")
-    data_step.run(folder, params, verbose=False)
+    entry.run(folder, params, verbose=False)
     trained = train.run(
         folder, train.Params(epochs=6, batch_size=64, learning_rate=0.002), verbose=False
     )

@@ -14,6 +14,7 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_step, tables
 
 META_KEYS = {
@@ -25,7 +26,7 @@ META_KEYS = {
 @pytest.fixture(scope="module")
 def census_run(tmp_path_factory) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("census-run")
-    return folder, data_step.run(folder, data_step.Params(), verbose=False)
+    return folder, entry.run(folder, data_step.Params(), verbose=False)
 
 
 def test_census_run_writes_the_contract(census_run):
@@ -55,9 +56,9 @@ def test_census_run_writes_the_contract(census_run):
 
 def test_the_same_request_is_reused_and_another_rewrites(census_run, tmp_path):
     folder, _ = census_run
-    again = data_step.run(folder, data_step.Params(), verbose=False)
+    again = entry.run(folder, data_step.Params(), verbose=False)
     assert again["data_reused"]
-    other = data_step.run(folder, data_step.Params(crosses="none"), verbose=False)
+    other = entry.run(folder, data_step.Params(crosses="none"), verbose=False)
     assert not other["data_reused"] and other["crosses"] == []
     meta = json.loads((folder / "data" / "meta.json").read_text())
     assert meta["schema"]["crosses"] == [] and meta["request"]["crosses"] == "none"
@@ -68,7 +69,7 @@ def test_a_failed_write_leaves_the_earlier_data_whole(tmp_path, monkeypatch):
     body = "x,kind,y\n" + "".join(f"{i},{'ab'[i % 3 == 0]},{i % 2}\n" for i in range(40))
     path.write_text(body)
     params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y")
-    data_step.run(tmp_path, params, verbose=False)
+    entry.run(tmp_path, params, verbose=False)
     before = (tmp_path / "data" / "meta.json").read_bytes()
 
     def broken(self, *args, **kwargs):
@@ -76,7 +77,7 @@ def test_a_failed_write_leaves_the_earlier_data_whole(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
     with pytest.raises(OSError):
-        data_step.run(tmp_path, dataclasses.replace(params, seed=7), verbose=False)
+        entry.run(tmp_path, dataclasses.replace(params, seed=7), verbose=False)
     assert (tmp_path / "data" / "meta.json").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".data")] == []
 
@@ -88,7 +89,7 @@ def test_a_word_in_a_numeric_column_of_another_split_names_its_row(tmp_path):
     params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y",
                               numeric_columns="x")  # fmt: skip
     with pytest.raises(DataError) as caught:
-        data_step.run(tmp_path, params, verbose=False)
+        entry.run(tmp_path, params, verbose=False)
     assert f"{path}, line 62, column 'x'" in str(caught.value)
     assert not (tmp_path / "data").exists()
 
@@ -113,7 +114,7 @@ def test_a_word_in_a_numeric_column_of_another_split_names_its_row(tmp_path):
 def test_bad_parameters_are_refused_before_any_work(tmp_path, change, words):
     params = dataclasses.replace(data_step.Params(), **change)
     with pytest.raises(DataError) as caught:
-        data_step.check(tmp_path, params)
+        entry.check(tmp_path, params)
     assert words in str(caught.value)
     assert_one_sentence(str(caught.value))
     assert list(tmp_path.iterdir()) == []
@@ -125,7 +126,7 @@ def test_a_user_csv_with_its_own_test_split(tmp_path):
     path.write_text(body)
     params = data_step.Params(dataset="csv", data_dir=str(path), label_column="y",
                               categorical_columns="x value", test_fraction=0.2)  # fmt: skip
-    metrics = data_step.run(tmp_path, params, verbose=False)
+    metrics = entry.run(tmp_path, params, verbose=False)
     meta = json.loads((tmp_path / "data" / "meta.json").read_text())
     assert meta["schema"]["numeric"] == [] and meta["renamed"] == {"X Value": "x_value"}
     assert metrics["test_count"] == 20 and meta["positive_class"] == "y"
@@ -156,5 +157,5 @@ def test_the_data_step_says_what_it_prepares_before_it(tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(tables, "prepare", prepare)
     with pytest.raises(RuntimeError, match="reached"):
-        data_step.run(str(tmp_path / "run"), data_step.Params())
+        entry.run(str(tmp_path / "run"), data_step.Params())
     assert "» Preparing census: loading pandas" in seen[0]

@@ -11,6 +11,7 @@ import pytest
 
 from {{ cookiecutter.package_name }} import export, optimize, tasks, train
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_plots, data_step, plots, scores
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema
 
@@ -127,7 +128,7 @@ def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
     frame.to_csv(source, index=False)
     folder = tmp_path / "run"
     params = data_step.Params(dataset="csv", data_dir=str(source), label_column=label)
-    data = data_step.run(folder, params, verbose=False)
+    data = entry.run(folder, params, verbose=False)
     assert len(data_plots.schema_table(data)) == len(frame.columns) - 1
     trained = train.run(
         folder, train.Params(epochs=2, batch_size=32, learning_rate=0.01), verbose=False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -15,9 +16,10 @@ import pytest
 from {{ cookiecutter.package_name }} import seam, tasks
 from {{ cookiecutter.package_name }}.tasks import base
 
+PACKAGE = "{{ cookiecutter.package_name }}"
 GROUPS = {"models": base.Models, "recipe": base.Recipe, "export": base.Export}
 SEARCH = ({% if cookiecutter.include_tuning %}"tune",{% endif %})  # the optional part's folder
-GROUPS.update(scores=base.Scores, bench=base.Bench)
+GROUPS.update(scores=base.Scores, bench=base.Bench, data=base.Data)
 
 
 def test_the_projects_task_gives_every_member_of_the_interface():
@@ -32,7 +34,7 @@ def test_the_projects_task_gives_every_member_of_the_interface():
             value = getattr(group, field.name)
             given = (field.default, field.default_factory)
             required = all(value is dataclasses.MISSING for value in given)
-            if required and "Callable" in str(field.type):
+            if required and str(field.type).startswith("Callable"):
                 assert callable(value), f"{member}.{field.name} is not callable"
     for method in ("build_inputs", "examples", "build_model", "build_losses", "build_metrics"):
         assert callable(getattr(task, method))
@@ -43,9 +45,10 @@ def test_the_light_seam_agrees_with_the_task():
     """steps.py and the runner ask seam.py (no TensorFlow); the task says the same."""
     task = tasks.current()
     assert task.name == seam.name() and task.noun == seam.noun()
-    assert task.data_step == seam.data_step()
-    step = importlib.import_module(f"{{ cookiecutter.package_name }}.{task.data_step}")
+    step = importlib.import_module("{{ cookiecutter.package_name }}.prepare.entry")
+    assert task.data is step.DATA
     assert all(hasattr(step, name) for name in ("Params", "check", "run"))
+    assert step.Params is task.data.params
 
 
 def test_the_documented_members_are_the_class_members():
@@ -63,7 +66,7 @@ def test_a_task_that_lacks_a_member_cannot_be_made():
     required answers too: the contract cannot be left half-filled."""
 
     class Partial(base.Task):
-        name, noun, data_step = "x", "xs", "data"
+        name, noun = "x", "xs"
 
         def examples(self, run_dir, split, count, form="raw"):
             return None
@@ -133,3 +136,49 @@ def test_shared_code_names_no_pretrained_weights_and_reads_no_task_option():
         or (reads and path.relative_to(package).parts[0] in training and reads.search(line))
     ]
     assert not found, "shared code with a task's words:\n" + "\n".join(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class StandInParams:
+    dataset: str = "stand_in"
+    val_fraction: float = 0.2
+    test_fraction: float = 0.0
+    seed: int = 1
+    benchmark_seconds: float = 2.0
+
+
+def test_step_one_is_the_shared_entry_calling_the_tasks_hooks_in_order(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 43 §2: the CLI and the runner (steps.module) and notebook 01 (entry.run) run one
+    step 1, prepare/entry.py; it calls a task's Data hooks in order and writes metrics/data.json."""
+    from {{ cookiecutter.package_name }} import steps
+    from {{ cookiecutter.package_name }}.prepare import entry
+
+    assert steps.module("data") is entry  # not a task's own module: nothing bypasses the entry
+    half = importlib.import_module(f"{PACKAGE}.tasks.{seam.folder()}.data_step")
+    assert not hasattr(half, "run"), "the task's data_step.py runs step 1 itself: bypasses entry"
+    calls = []
+
+    def hook(name, result=None):
+        return lambda *args: calls.append(name) or result
+
+    measured = {"verdict": "fast enough", "rate": 3.0}
+    stand_in = base.Data(
+        StandInParams, hook("check"), ("reading it", "1 s"), hook("prepare", {"n": 1}),
+        hook("describe", "described"), hook("measure", measured),
+        lambda meta, result: calls.append("metrics") or {**meta, **result}, {},
+        measuring="about {seconds:g} s",
+    )  # fmt: skip
+    monkeypatch.setattr(entry, "DATA", stand_in)
+    metrics = entry.run(tmp_path, StandInParams())
+    assert calls == ["check", "prepare", "describe", "measure", "metrics"]
+    said = capsys.readouterr().out
+    assert said.index("Preparing stand_in: reading it") < said.index("described")
+    assert said.index("about 2 s") < said.index("fast enough")
+    written = json.loads((tmp_path / "metrics" / "data.json").read_text(encoding="utf-8"))
+    assert written["n"] == 1 and written["rate"] == 3.0 and written == metrics
+    calls.clear()
+    with pytest.raises(Exception, match="val_fraction=1.5 is not allowed"):
+        entry.check(tmp_path, StandInParams(val_fraction=1.5))
+    assert calls == ["check"]  # the task's own values first, then the shared ones

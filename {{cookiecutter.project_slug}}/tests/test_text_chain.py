@@ -20,6 +20,7 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import export, optimize, steps, tasks, train
 from {{ cookiecutter.package_name }}.artifacts import StepError
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.text import data_step
 from {{ cookiecutter.package_name }}.tasks.text.sources import BANKING77
 
@@ -50,7 +51,7 @@ def text_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict
     """data → train → export → optimize on the slice: (run folder, the three steps' metrics)."""
     folder = tmp_path_factory.mktemp("text-chain")
     source = banking77_slice(folder.parent / "slice.csv")
-    data_step.run(
+    entry.run(
         folder,
         data_step.Params(dataset="csv", data_dir=str(source), max_tokens=32, benchmark_seconds=1),
         verbose=False,

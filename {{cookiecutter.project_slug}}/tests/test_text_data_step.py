@@ -17,6 +17,7 @@ from helpers import Ticks, assert_one_sentence
 
 from {{ cookiecutter.package_name }}.data.base import DataError
 from {{ cookiecutter.package_name }}.find import probes
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.text import data_step, records
 from {{ cookiecutter.package_name }}.tasks.text.benchmark import benchmark_text_pipeline
 from {{ cookiecutter.package_name }}.tasks.text.dataset import (
@@ -62,7 +63,7 @@ def run(tmp_path_factory) -> tuple[Path, dict, Path]:
     """One run of the step on the CSV: (run folder, its metrics, the CSV)."""
     folder = tmp_path_factory.mktemp("text-data")
     csv = write_corpus(folder / "intents.csv")
-    metrics = data_step.run(folder / "run", params(csv), verbose=False)
+    metrics = entry.run(folder / "run", params(csv), verbose=False)
     return folder / "run", metrics, csv
 
 
@@ -295,7 +296,7 @@ def test_every_bad_parameter_is_refused_before_any_work(run, tmp_path, monkeypat
 
     monkeypatch.setattr(records, "prepare", no_work)
     with pytest.raises(DataError) as caught:
-        data_step.run(tmp_path / "run", params(csv, **bad), verbose=False)
+        entry.run(tmp_path / "run", params(csv, **bad), verbose=False)
     message = str(caught.value)
     assert_one_sentence(message)
     assert next(iter(bad)) in message or "text_column" in message
@@ -327,5 +328,5 @@ def test_the_data_step_says_what_it_prepares_before_it(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(records, "prepare", prepare)
     with pytest.raises(RuntimeError, match="reached"):
-        data_step.run(str(tmp_path / "run"), data_step.Params())
+        entry.run(str(tmp_path / "run"), data_step.Params())
     assert "» Preparing banking77: loading TensorFlow" in seen[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_text_chain import banking77_slice
 
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.text import data_step, hub_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +109,7 @@ def encoder_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("text-hub")
     folder = base / "run"
     source = banking77_slice(base / "slice.csv")
-    data_step.run(
+    entry.run(
         folder,
         data_step.Params(dataset="csv", data_dir=str(source), max_tokens=32, benchmark_seconds=1),
         verbose=False,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_text_chain import banking77_slice
 
+from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.text import data_step
 
 
@@ -22,7 +23,7 @@ def text_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run folder holding data/ of the BANKING77 slice, texts cut to 32 tokens."""
     folder = tmp_path_factory.mktemp("text-replicas") / "run"
     source = banking77_slice(folder.parent / "slice.csv")
-    data_step.run(
+    entry.run(
         folder,
         data_step.Params(dataset="csv", data_dir=str(source), max_tokens=32, benchmark_seconds=1),
         verbose=False,

@@ -34,6 +34,7 @@ from {{ cookiecutter.package_name }}.export import answer_rest{% if cookiecutter
 {%- if cookiecutter.include_benchmarks %}
 from {{ cookiecutter.package_name }}.gpubench import bench as gpu
 {%- endif %}
+from {{ cookiecutter.package_name }}.prepare import entry
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.serve import bench
 {%- endif %}
@@ -59,7 +60,7 @@ def run_dir(tmp_path_factory) -> Path:
         dataset="csv", data_dir=str(folder / "intents.csv"), max_tokens=16, vocab_size=256,
         val_fraction=0.2, test_fraction=0.0, shards=2, batch_size=16, benchmark_seconds=1.0,
     )  # fmt: skip
-    data_step.run(folder / "run", params, verbose=False)
+    entry.run(folder / "run", params, verbose=False)
     task = tasks.current()
     meta = meta_of(folder / "run")
     model = task.build_model("bag_of_ngrams", meta, width=16)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from functools import cache
+from typing import Any
 
 # The bake's answer → the folder of its code (tasks/<folder>/).
 FOLDERS = {
@@ -56,9 +57,10 @@ def name() -> str:
     return next(answer for answer, path in FOLDERS.items() if path == folder())
 
 
-def data_step() -> str:
-    """The module of step 1 for this task, relative to the package (steps.py imports it)."""
-    return f"tasks.{folder()}.data_step"
+def data_hooks() -> Any:
+    """Step 1's task half, tasks/<folder>/data_step.py's DATA (a tasks.base.Data), imported
+    without TensorFlow: prepare/entry.py checks the values before anything heavy loads."""
+    return importlib.import_module(f"{_TASKS}.{folder()}.data_step").DATA
 
 
 def noun() -> str:

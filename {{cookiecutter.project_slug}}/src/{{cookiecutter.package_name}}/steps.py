@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import limits, parts, seam
+from . import limits, parts
 from .artifacts import EXPORT_DIR, META_FILE, MODEL_FILE, StepError
 
 
@@ -50,14 +50,8 @@ class Step:
 
 CORE = (
     Step("environment", "00_environment", "env", (), "GPUs, drivers, XLA, precision, matmul"),
-    # Step 1 is the task's own (its sources, format and parameters differ); the rest are shared.
-    Step(
-        "data",
-        "01_data",
-        seam.data_step(),
-        (),
-        "source → sharded TFRecords → tf.data, benchmarked",
-    ),
+    # Step 1's entry is shared too; the task gives its half (tasks.base.Data: sources, Params).
+    Step("data", "01_data", "prepare.entry", (), "source → data/ → tf.data, benchmarked"),
     Step("train", "03_train", "train", ("data",), "train with tf.distribute → model.keras"),
     Step("export", "04_export", "export", ("data", "train"), "model.keras → export/<version>/"),
     Step("optimize", "05_optimize", "optimize", ("data", "train", "export"), "backends, timed"),

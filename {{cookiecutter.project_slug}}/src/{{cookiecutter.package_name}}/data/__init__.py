@@ -1,10 +1,11 @@
 """Step 1, the data: what every task's data step shares (the data folder's meta.json, splits, shard
 files, the input reader, the benchmark's timing and report).
 
-The step itself is the task's: `tasks.current().data_step` names its module (Params, check, run;
-steps.py imports it), and `tasks.current().build_inputs` is the one entry for a split's batches, so
-a benchmark swaps that for every step. This package names no task: it is shared code, below the
-tasks, and grimp sees every import of it (tests/test_architecture.py).
+The step is prepare/entry.py (Params, check, run), above the tasks, with the task's half (a
+tasks.base.Data, tasks/<folder>/data_step.py's DATA); `tasks.current().build_inputs` is the one
+entry for a split's batches, so a benchmark swaps that for every step. This package names no
+task: it is shared code, below the tasks, and grimp sees every import of it
+(tests/test_architecture.py).
 
 Only light modules load here (no TensorFlow): worker processes that import one light module of the
 package must not pay for it. pipeline, reader, split and timing are imported where they are used.

@@ -1,9 +1,6 @@
-"""metrics/data.json and the notebook's table: the benchmark's numbers with the data's counts.
-
-One flat record per run (`data_metrics`): the counts from meta.json, how the shards were
-written (rate, workers, bytes against the source folder's), and the benchmark's result, with its
-verdict in words (`input_bound_verdict`): a ratio where the timing means one, and where a pipeline
-was timed too briefly, a sentence that says so and how to give it more time.
+"""metrics/data.json's benchmark numbers and the notebook's table (every task's step 1): the
+result with its verdict in words (`input_bound_verdict`): a ratio where the timing means one, and
+where a pipeline was timed too briefly, a sentence that says so and how to give it more time.
 """
 
 from __future__ import annotations
@@ -26,24 +23,6 @@ RATIO_KEYS = (
 # The ratios against the naive pipeline, which pipelines within noise of each other leave null.
 NAIVE_RATIO_KEYS = ("speedup_vs_naive", "first_epoch_speedup_vs_naive", "cold_speedup_vs_naive")
 REASON_KEY = "speedup_vs_naive_reason"  # why speedup_vs_naive and the other ratios are null
-
-
-def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """metrics/data.json: the counts from meta.json and the benchmark's numbers, one flat record."""
-    splits = meta["splits"]
-    return {
-        "dataset": meta["dataset"],
-        "classes": meta["classes"],
-        "num_classes": meta["num_classes"],
-        "image_shape": meta["image_shape"],
-        "train_count": splits["train"]["count"],
-        "validation_count": splits["validation"]["count"],
-        "per_class": {split: splits[split]["per_class"] for split in splits},
-        "shards": {split: len(splits[split]["shards"]) for split in splits},
-        "encoding": meta.get("encoding", "png"),
-        **_write_numbers(meta),
-        **result,
-    }
 
 
 def withhold_ratios(result: dict[str, Any]) -> dict[str, Any]:
@@ -195,17 +174,3 @@ def too_short_sentence(result: dict[str, Any]) -> str:
         f"timed over fewer than {MIN_BATCHES} batches a round, so no ratio here is a measurement; "
         f"give benchmark_seconds={max(seconds * 4, 60.0):g} for one."
     )
-
-
-def _write_numbers(meta: dict[str, Any]) -> dict[str, Any]:
-    """How the shards were written (meta.json's "write"; also when they were reused)."""
-    write = meta.get("write") or {}
-    return {
-        "write_examples_per_sec": write.get("examples_per_sec"),
-        "write_workers": write.get("workers"),
-        "write_seconds": write.get("seconds"),
-        "shard_bytes": write.get("shard_bytes"),
-        "source_bytes": write.get("source_bytes"),
-        "kept_original_files": write.get("kept_original_files"),
-        "data_reused": bool(meta.get("reused")),
-    }

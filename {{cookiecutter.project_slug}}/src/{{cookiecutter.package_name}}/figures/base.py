@@ -12,7 +12,7 @@ from . import data, environment, optimize, train
 
 # (run_dir, metrics, path) -> path; None when the metrics hold nothing to draw (no file then).
 # Drawn from the metrics alone; a figure that reads the data or the export back is the step's
-# own drawer (tasks/<folder>/data_step.DRAWERS, export.entry.DRAWERS), which hands figures the
+# own drawer (the task's Data.drawers, export.entry.DRAWERS), which hands figures the
 # arrays it read.
 Drawer = Callable[[Path, dict[str, Any], Path], "Path | None"]
 

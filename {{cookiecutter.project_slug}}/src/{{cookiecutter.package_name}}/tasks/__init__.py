@@ -8,7 +8,7 @@ runner; `current()` imports it.
 The interface is one class, `base.Task` (its members are listed in tasks/base.py): each task's
 `tasks/<folder>/task.py` ends with its subclass and the one instance `TASK` that `current()` gives.
 A fourth task is one folder, tasks/<folder>/ (task.py with its Task subclass and TASK, data_step.py
-with step 1's Params, check and run), and its lines in seam.py (FOLDERS, NOUNS, FIGURES); the
+with step 1's half, a base.Data named DATA), and its lines in seam.py (FOLDERS, NOUNS, FIGURES); the
 README's "Another task" says what each member does.
 """
 

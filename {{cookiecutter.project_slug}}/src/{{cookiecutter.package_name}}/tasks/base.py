@@ -7,7 +7,8 @@ it through `tasks.current()`; nothing else in the shared code names a task.
 
     name            the bake's answer ("image_classification")
     noun            what one example is called in sentences and on axes ("images", "texts", "rows")
-    data_step       the module of step 1, relative to the package (its Params, check, run)
+    data            Data: step 1's task half (its Params, checks, source to data/, timing, figures);
+                    the shared step (prepare/entry.py) calls it in order and does the rest
     build_inputs    (run_dir, split, batch_size, **options) → (model inputs, int32 labels) batches
     examples        (run_dir, split, count, form) → the first examples of a split and their labels:
                     form="raw" as serving_default takes them (uint8 pixels, strings, a table's
@@ -55,6 +56,23 @@ def _no_words(*_: Any, **__: Any) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class NoOptions:
     """The training parameters of a task that has none of its own."""
+
+
+@dataclass
+class Data:
+    """Step 1's task half (tasks/<folder>/data_step.py's DATA, no TensorFlow read): prepare/entry.py
+    calls check, prepare, describe, measure and metrics in order, and does the rest."""
+
+    params: type  # notebook 01's Params: a frozen dataclass of steps.param fields (dataset, seed…)
+    check: Callable[[Any], None]  # (params): refuse a value in one sentence, nothing read
+    preparing: tuple[str, str]  # what prepare does and about how long, said before it starts
+    prepare: Callable[..., Meta]  # (folder, params) → meta: source read, split, data/ written
+    describe: Callable[[Meta], str]  # (meta) → what prepare wrote or reused, in lines
+    measure: Callable[..., dict[str, Any]]  # (folder, params, meta) → the input's timing, verdict
+    metrics: Callable[[Meta, dict[str, Any]], dict[str, Any]]  # (meta, measured) → data.json
+    drawers: Mapping[str, Callable[..., Any]]  # figure → (folder, metrics, path): data read back
+    measuring: str = ""  # said before measure ({seconds}: benchmark_seconds); "": nothing
+    closing: tuple[str, ...] = ("verdict",)  # the metrics' keys said last, one line each
 
 
 @dataclass
@@ -173,7 +191,7 @@ class Task(abc.ABC):
 
     name: ClassVar[str]
     noun: ClassVar[str]
-    data_step: ClassVar[str]
+    data: Data
     models: Models
     recipe: Recipe
     export: Export
@@ -181,7 +199,7 @@ class Task(abc.ABC):
     bench: Bench
 
     MEMBERS: ClassVar[tuple[str, ...]] = (
-        "name", "noun", "data_step", "build_inputs", "examples", "build_model", "build_losses",
+        "name", "noun", "data", "build_inputs", "examples", "build_model", "build_losses",
         "build_metrics", "models", "recipe", "export", "scores", "bench",
     )  # fmt: skip
 

@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import data, steps
+from .. import data, seam
 from ..artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
 from ..data.meta import check_batch
 from ..writes import write_json
@@ -108,7 +108,8 @@ def benchmark_training(
             source = folder
         else:
             source = scratch / "digits"
-            steps.module("data").prepare(source, "digits")  # the data step's digits
+            step = seam.data_hooks()  # the data step's digits, as its default Params write them
+            step.prepare(source, step.params())
         meta = data.read_meta(source)
         try:
             check_batch(meta, params.batch_size, str(source / DATA_DIR))

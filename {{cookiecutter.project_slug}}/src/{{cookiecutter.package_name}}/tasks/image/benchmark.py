@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from ...data.meta import read_meta
 from ...data.report import (
-    data_metrics,
     input_bound_verdict,
     noise_numbers,
     steps_table,
@@ -59,7 +58,6 @@ __all__ = [
     "benchmark_pipeline",
     "build",
     "check_parameters",
-    "data_metrics",
     "decode_record",
     "describe",
     "input_bound_verdict",
@@ -209,25 +207,19 @@ def check_parameters(
     seconds: float = SECONDS,
     model_examples_per_sec: float | None = None,
     rounds: int = 1,
-    *,
-    names: dict[str, str] | None = None,
 ) -> None:
-    """Refuse a bad benchmark setting in one sentence, before anything is read.
-
-    `names` spells a setting as the caller's user knows it (notebook 01: benchmark_seconds).
-    """
+    """Refuse a bad benchmark setting in one sentence, before anything is read (notebook 01's
+    benchmark_seconds and batch_size: prepare/entry.py's check, in its words)."""
     for name, value in (("batch_size", batch_size), ("rounds", rounds)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            shown = (names or {}).get(name, name)
-            raise DataError(f"{shown}={value!r} is not allowed: use a whole number >= 1.")
+            raise DataError(f"{name}={value!r} is not allowed: use a whole number >= 1.")
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
         or not 1 <= seconds <= MAX_SECONDS
     ):
-        shown = (names or {}).get("seconds", "seconds")
         raise DataError(
-            f"{shown}={seconds!r} is not allowed: use a number of seconds from 1 to "
+            f"seconds={seconds!r} is not allowed: use a number of seconds from 1 to "
             f"{MAX_SECONDS:g} (the whole benchmark, shared by every timed pipeline)."
         )
     if model_examples_per_sec is not None and (

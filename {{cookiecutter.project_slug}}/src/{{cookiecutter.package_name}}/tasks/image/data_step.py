@@ -1,23 +1,17 @@
-"""Step 1 as one entry: `run(run_dir, Params)` prepares the data, measures the pipeline, and writes
-metrics/data.json.
-
-`check(inputs=False)` is what the runner asks before any notebook starts: every value of notebook
-01's parameters cell, refused in one sentence, with nothing read (a data_dir's existence aside)
-and nothing written. The step has no input in the run folder, so `inputs` changes nothing here.
+"""Step 1's image half (tasks.base.Data): the Params of notebook 01, their checks, the source read
+and written as TFRecord shards, the pipeline benchmark and the sample figure; prepare/entry.py,
+every task's step 1, calls them in order and does the rest. Their refusals come before anything
+is read (a data_dir's existence aside) or written.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, lineage, progress
-from ...artifacts import run_folder
-from ...data.split import check_test_fraction
 from ...steps import param
-from ...writes import check_writable, write_metrics
+from ..base import Data
 from . import benchmark, sources
 from .benchmark import benchmark_pipeline
 from .cache import check_cache
@@ -26,9 +20,9 @@ from .plots import SAMPLES_PER_CLASS, plot_samples
 from .records import prepare
 from .sources import SOURCES
 
-# What data.<name> gives in an image project (data/__init__.py looks step 1's names up here).
-__all__ = ["SOURCES", "Params", "benchmark_pipeline", "check", "first_images", "make_dataset"]
-__all__ += ["prepare", "run"]
+# Step 1's image names the tests and notebook 01 use beside DATA.
+__all__ = ["DATA", "SOURCES", "Params", "benchmark_pipeline", "first_images", "make_dataset"]
+__all__ += ["prepare"]
 
 
 @dataclass(frozen=True)
@@ -59,41 +53,23 @@ class Params:
     )
 
 
-def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
-    """Refuse a bad value in one sentence (DataError) before anything is read or written."""
+def check(params: Params) -> None:
+    """Refuse an image value in one sentence (DataError) before anything is read or written."""
     sources.check_parameters(params.dataset, **_source_options(params))
-    check_test_fraction(params.test_fraction, params.val_fraction)
-    benchmark.check_parameters(
-        params.batch_size, params.benchmark_seconds, names={"seconds": "benchmark_seconds"}
-    )
     check_cache(params.cache)
     if not isinstance(params.augment, bool):
         raise sources.DataError(f"augment={params.augment!r} is not allowed: use True or False.")
 
 
-def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
-    """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
-    check(run_dir, params)
-    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
-    check_writable(folder)
-    if verbose:
-        progress.starting(
-            f"Preparing {params.dataset}: reading the images, splitting them, writing TFRecord "
-            "shards",
-            "2-20 s; minutes for a large folder",
-        )
-    meta = prepare(
-        folder, params.dataset, **_source_options(params), test_fraction=params.test_fraction
-    )
-    if verbose:
-        print(describe_meta(meta))
-        print(
-            f"Benchmarking the input pipeline against a naive one: about "
-            f"{params.benchmark_seconds:g} s, whatever the data (benchmark_seconds; in a run, "
-            "-p 01_data.benchmark_seconds=N) ...",
-            flush=True,
-        )
-    result = benchmark.benchmark_pipeline(
+def prepare_split(folder: Path, params: Params) -> dict[str, Any]:
+    """data/: the source read, split per class and written as TFRecord shards (or reused)."""
+    options = _source_options(params)
+    return prepare(folder, params.dataset, **options, test_fraction=params.test_fraction)
+
+
+def measure(folder: Path, params: Params, meta: dict[str, Any]) -> dict[str, Any]:
+    """The configured pipeline against a naive one over the train shards, in benchmark_seconds."""
+    return benchmark.benchmark_pipeline(
         folder,
         params.batch_size,
         seconds=params.benchmark_seconds,
@@ -101,15 +77,32 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         steps=True,
         seed=params.seed,
     )
-    metrics = benchmark.data_metrics(meta, result)
-    metrics["test_count"] = int(meta["splits"].get("test", {}).get("count", 0))
-    metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
-    metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
-    write_metrics(folder, "data", metrics)
-    if verbose:
-        print(result["cache_reason"])
-        print(result["verdict"])
-    return metrics
+
+
+def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """metrics/data.json: the counts from meta.json, how the shards were written (rate, workers,
+    bytes against the source folder's; also when they were reused), the benchmark's numbers."""
+    splits, write = meta["splits"], meta.get("write") or {}
+    return {
+        "dataset": meta["dataset"],
+        "classes": meta["classes"],
+        "num_classes": meta["num_classes"],
+        "image_shape": meta["image_shape"],
+        "train_count": splits["train"]["count"],
+        "validation_count": splits["validation"]["count"],
+        "per_class": {split: splits[split]["per_class"] for split in splits},
+        "shards": {split: len(splits[split]["shards"]) for split in splits},
+        "encoding": meta.get("encoding", "png"),
+        "write_examples_per_sec": write.get("examples_per_sec"),
+        "write_workers": write.get("workers"),
+        "write_seconds": write.get("seconds"),
+        "shard_bytes": write.get("shard_bytes"),
+        "source_bytes": write.get("source_bytes"),
+        "kept_original_files": write.get("kept_original_files"),
+        "data_reused": bool(meta.get("reused")),
+        **result,
+        "test_count": int(splits.get("test", {}).get("count", 0)),
+    }
 
 
 def draw_samples(folder: Path, metrics: dict[str, Any], path: Path) -> Path | None:
@@ -145,13 +138,14 @@ def describe_meta(meta: dict[str, Any]) -> str:
 
 def _source_options(params: Params) -> dict[str, Any]:
     """The notebook's spellings as prepare() takes them: "" is no folder, 0 the source's size."""
-    return {
-        "data_dir": params.data_dir or None,
-        "image_size": params.image_size or None,
-        "val_fraction": params.val_fraction,
-        "shards": params.shards,
-        "seed": params.seed,
-        "encoding": params.encoding,
-        "jpeg_quality": params.jpeg_quality,
-        "workers": params.workers,
-    }
+    skip = ("dataset", "test_fraction", "batch_size", "cache", "augment", "benchmark_seconds")
+    options = {k: v for k, v in asdict(params).items() if k not in skip}
+    return {**options, "data_dir": params.data_dir or None, "image_size": params.image_size or None}
+
+
+PREPARING = "reading the images, splitting them, writing TFRecord shards"
+MEASURING = "Benchmarking the input pipeline against a naive one: about {seconds:g} s, whatever "
+MEASURING += "the data (benchmark_seconds; in a run, -p 01_data.benchmark_seconds=N) ..."
+DATA = Data(Params, check, (PREPARING, "2-20 s; minutes for a large folder"), prepare_split,
+            describe_meta, measure, data_metrics, DRAWERS, measuring=MEASURING,
+            closing=("cache_reason", "verdict"))  # fmt: skip

@@ -20,13 +20,12 @@ from ...seam import NOUNS
 from ...steps import param
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
 from ..outputs import SIGNATURE
-from . import augment, models
+from . import augment, data_step, models
 from . import export as image_export
 from . import pipeline as image_pipeline
 
 NAME = "image_classification"
 NOUN = NOUNS["image"]
-DATA_STEP = "tasks.image.data_step"
 META_KEYS = ("image_shape",)
 MODELS = models.MODELS
 OWN_MODELS = models.OWN_MODELS
@@ -229,7 +228,7 @@ class ImageTask(Task):
 
     name = NAME
     noun = NOUN
-    data_step = DATA_STEP
+    data = data_step.DATA
 
     def __init__(self) -> None:
         self.models = Models(

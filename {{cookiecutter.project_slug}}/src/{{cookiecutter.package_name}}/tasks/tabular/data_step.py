@@ -1,27 +1,20 @@
-"""Step 1 for tables as one entry: `run(run_dir, Params)` writes data/ (one Parquet file per
-split, the schema inferred on train, the fitted preprocessing, meta.json), times reading it back,
-and writes metrics/data.json.
-
-The same contract as every task's step 1 (steps.py): `check` refuses every bad value in one sentence
-before anything heavy is imported, read or written (pandas and Keras load in `run`), so the
-runner's pre-flight costs nothing. The step has no input in the run folder, so `inputs` changes
-nothing here.
+"""Step 1's table half (tasks.base.Data): the Params of the tabular notebook 01, their checks
+(before anything heavy is imported, read or written: pandas and Keras load in prepare), data/
+written (one Parquet file per split, the schema inferred on train, the fitted preprocessing,
+meta.json), reading it back timed, and the figures; prepare/entry.py, every task's step 1, calls
+them in order.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, limits, lineage, progress
-from ...artifacts import run_folder
 from ...data.base import DataError
-from ...data.split import check_test_fraction
 from ...steps import param
-from ...writes import check_writable, write_metrics
+from ..base import Data
 from .columns import parse_crosses, sanitize
 
 DATASETS = ("census", "csv", "parquet")
@@ -29,6 +22,7 @@ MISSING_LABEL = ("refuse", "drop")
 PARQUET_MAGIC = b"PAR1"  # a Parquet file's first (and last) four bytes
 NAME = re.compile(r"^[^,*]+$")
 MAX_DIM = 1 << 20
+COLUMNS = ("numeric_columns", "categorical_columns")  # lists of names, read by names()
 
 
 @dataclass(frozen=True)
@@ -52,8 +46,8 @@ class Params:
     )
 
 
-def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
-    """Refuse a bad value in one sentence (DataError) before anything is read or written."""
+def check(params: Params) -> None:
+    """Refuse a table value in one sentence (DataError) before anything is read or written."""
     if params.dataset not in DATASETS:
         raise DataError(f"dataset={params.dataset!r} is not a table source: use one of {DATASETS}.")
     _check_file(params.dataset, params.data_dir)
@@ -88,52 +82,21 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
     if not isinstance(params.crosses, str):
         raise DataError(f"crosses={params.crosses!r} is not allowed: use 'auto', 'none' or 'a*b'.")
     parse_crosses(params.crosses)
-    val = params.val_fraction
-    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val < 1:
-        raise DataError(f"val_fraction={val!r} is not allowed: use a share between 0 and 1.")
-    check_test_fraction(params.test_fraction, val)
-    limits.whole("seed", params.seed, DataError)
 
 
-def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
-    """Prepare data/ (or reuse it), time reading it back → metrics/data.json."""
-    check(run_dir, params)
-    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
-    check_writable(folder)
-    if verbose:
-        progress.starting(
-            f"Preparing {params.dataset}: loading pandas, reading the table, fitting the schema, "
-            "writing Parquet",
-            "5-30 s; minutes for a large table",
-        )
-    from .reading import time_reading  # pandas loads here, after the checks
-    from .tables import prepare
+def prepare_split(folder: Path, params: Params) -> dict[str, Any]:
+    """data/: the table read, split per class, its schema fitted on train, Parquet written."""
+    from .tables import prepare  # pandas loads here, after the checks
 
-    meta = prepare(
-        folder,
-        params.dataset,
-        data_dir=params.data_dir,
-        label_column=params.label_column,
-        numeric_columns=names("numeric_columns", params.numeric_columns),
-        categorical_columns=names("categorical_columns", params.categorical_columns),
-        min_count=params.min_count,
-        hash_above=params.hash_above,
-        crosses=params.crosses,
-        crossing_dim=params.crossing_dim,
-        val_fraction=params.val_fraction,
-        test_fraction=params.test_fraction,
-        seed=params.seed,
-        missing_label=params.missing_label,
-    )
-    if verbose:
-        print(describe_meta(meta))
-    metrics = data_metrics(meta, time_reading(folder, meta))
-    metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
-    metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
-    write_metrics(folder, "data", metrics)
-    if verbose:
-        print(metrics["verdict"])
-    return metrics
+    columns = {k: names(k, getattr(params, k)) for k in COLUMNS}
+    return prepare(folder, **{**asdict(params), **columns})
+
+
+def measure(folder: Path, params: Params, meta: dict[str, Any]) -> dict[str, Any]:
+    """rows/s of reading train.parquet back, against the same rows as CSV, and a verdict."""
+    from .reading import time_reading
+
+    return time_reading(folder, meta)
 
 
 def names(flag: str, text: Any) -> list[str]:
@@ -255,3 +218,8 @@ def _whole(name: str, value: Any, low: int, high: int) -> None:
         raise DataError(
             f"{name}={value!r} is not allowed: use a whole number from {low} to {high}."
         )
+
+
+PREPARING = "loading pandas, reading the table, fitting the schema, writing Parquet"
+DATA = Data(Params, check, (PREPARING, "5-30 s; minutes for a large table"), prepare_split,
+            describe_meta, measure, data_metrics, DRAWERS)  # fmt: skip

@@ -20,7 +20,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import compare, export, knobs, models, weights
+from . import compare, data_step, export, knobs, models, weights
 from .dataset import feature_space, make_dataset, model_examples, raw_examples, read_tabular_meta
 
 __all__ = ["make_dataset", "model_examples", "raw_examples"]
@@ -320,7 +320,7 @@ class TabularTask(Task):
 
     name = NAME
     noun = NOUN
-    data_step = "tasks.tabular.data_step"
+    data = data_step.DATA
 
     def __init__(self) -> None:
         self.models = Models(

@@ -1,31 +1,24 @@
-"""Step 1 for text as one entry: `run(run_dir, Params)` writes data/ (TFRecords of raw text, the
-vocabulary fitted on train, meta.json), measures the pipeline, and writes metrics/data.json.
-
-The same contract as every task's step 1 (steps.py): `check` refuses every bad value in one sentence
-before anything heavy is imported, read or written (this module imports no TensorFlow until `run`
-needs it), so the runner's pre-flight costs nothing; `run` checks, prepares or reuses data/,
-benchmarks, draws the figures and records the lineage. The step has no input in the run folder,
-so `inputs` changes nothing here.
+"""Step 1's text half (tasks.base.Data): the Params of the text notebook 01, their checks (before
+anything heavy is imported, read or written: this module imports no TensorFlow until prepare needs
+it), data/ written (TFRecords of raw text, the vocabulary fitted on train, meta.json), the pipeline
+benchmark and the figures; prepare/entry.py, every task's step 1, calls them in order.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import figures, limits, lineage, progress
-from ...artifacts import META_FILE, run_folder
+from ...artifacts import META_FILE
 from ...data.base import DataError
-from ...data.split import check_test_fraction
 from ...steps import param
-from ...writes import check_writable, write_metrics
+from ..base import Data
 
 DATASETS = ("banking77", "csv", "folder", "tfrecord")
 MAX_TOKENS = 4096  # longer is a typo, not a plan: no model here has a position table that long
 MAX_SHARDS = 1024
-MAX_SECONDS = 3600.0
+MEASURED = ("batch_size", "benchmark_seconds")  # the benchmark's values, not prepare's
 
 
 @dataclass(frozen=True)
@@ -53,8 +46,8 @@ class Params:
     )
 
 
-def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
-    """Refuse a bad value in one sentence (DataError) before anything is read or written."""
+def check(params: Params) -> None:
+    """Refuse a text value in one sentence (DataError) before anything is read or written."""
     if params.dataset not in DATASETS:
         raise DataError(f"dataset={params.dataset!r} is not a text source: use one of {DATASETS}.")
     _check_data_dir(params.dataset, params.data_dir)
@@ -82,67 +75,23 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
         raise DataError(
             f"vocab_size={vocab!r} is not allowed: use a multiple of 8 from 16 up, e.g. 8192."
         )
-    val = params.val_fraction
-    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val < 1:
-        raise DataError(f"val_fraction={val!r} is not allowed: use a share between 0 and 1.")
-    check_test_fraction(params.test_fraction, val)
-    limits.whole("batch_size", params.batch_size, DataError)
-    limits.whole("seed", params.seed, DataError)
-    seconds = params.benchmark_seconds
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        seconds = -1.0
-    if not 1 <= seconds <= MAX_SECONDS:
-        raise DataError(
-            f"benchmark_seconds={params.benchmark_seconds!r} is not allowed: use a number of "
-            f"seconds from 1 to {MAX_SECONDS:g} (the whole benchmark, shared by both pipelines)."
-        )
 
 
-def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
-    """Prepare data/ (or reuse it), benchmark the pipeline over it → metrics/data.json."""
-    check(run_dir, params)
-    folder = run_folder(run_dir)  # resolved once, here: every call below gets this value
-    check_writable(folder)
-    if verbose:
-        progress.starting(
-            f"Preparing {params.dataset}: loading TensorFlow, reading the texts, fitting the "
-            "vocabulary, writing TFRecord shards",
-            "5-30 s; minutes for a large corpus",
-        )
-    from .benchmark import benchmark_text_pipeline  # TensorFlow loads here, after the checks
-    from .records import prepare
+def prepare_split(folder: Path, params: Params) -> dict[str, Any]:
+    """data/: the texts read, split per class, the vocabulary fitted on train, shards written."""
+    from .records import prepare  # TensorFlow loads here, after the checks
 
-    meta = prepare(
-        folder,
-        params.dataset,
-        data_dir=params.data_dir or None,
-        text_column=params.text_column,
-        label_column=params.label_column,
-        max_tokens=params.max_tokens,
-        vocab_size=params.vocab_size,
-        val_fraction=params.val_fraction,
-        test_fraction=params.test_fraction,
-        shards=params.shards,
-        seed=params.seed,
-        skip_unreadable=params.skip_unreadable,
-    )
-    if verbose:
-        print(describe_meta(meta))
-        print(
-            f"Benchmarking the input pipeline against a naive one: about "
-            f"{params.benchmark_seconds:g} s (benchmark_seconds) ...",
-            flush=True,
-        )
-    result = benchmark_text_pipeline(
+    options = {k: v for k, v in asdict(params).items() if k not in MEASURED}
+    return prepare(folder, **{**options, "data_dir": params.data_dir or None})
+
+
+def measure(folder: Path, params: Params, meta: dict[str, Any]) -> dict[str, Any]:
+    """The configured pipeline (length buckets) against a naive one, in benchmark_seconds."""
+    from .benchmark import benchmark_text_pipeline
+
+    return benchmark_text_pipeline(
         folder, params.batch_size, seconds=params.benchmark_seconds, seed=params.seed
     )
-    metrics = data_metrics(meta, result)
-    metrics["lineage"] = lineage.summary(folder, reads=[], writes=["data"])
-    metrics["figures"] = figures.save(folder, "data", metrics, drawers=DRAWERS)
-    write_metrics(folder, "data", metrics)
-    if verbose:
-        print(result["verdict"])
-    return metrics
 
 
 def data_metrics(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -250,3 +199,10 @@ def _whole(name: str, value: Any, low: int, high: int) -> None:
         raise DataError(
             f"{name}={value!r} is not allowed: use a whole number from {low} to {high}."
         )
+
+
+PREPARING = "loading TensorFlow, reading the texts, fitting the vocabulary, writing TFRecord shards"
+MEASURING = "Benchmarking the input pipeline against a naive one: about {seconds:g} s"
+MEASURING += " (benchmark_seconds) ..."
+DATA = Data(Params, check, (PREPARING, "5-30 s; minutes for a large corpus"), prepare_split,
+            describe_meta, measure, data_metrics, DRAWERS, measuring=MEASURING)  # fmt: skip

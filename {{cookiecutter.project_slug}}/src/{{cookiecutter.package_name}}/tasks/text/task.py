@@ -19,7 +19,7 @@ import tensorflow as tf
 from ...artifacts import DATA_DIR, StepError
 from ...seam import NOUNS
 from ..base import Bench, Export, Models, Recipe, Scores, Task, examples_of
-from . import export, hub, hub_data, hub_export, hub_names, models
+from . import data_step, export, hub, hub_data, hub_export, hub_names, models
 from .dataset import longest_batches, make_dataset, model_examples, raw_examples, read_text_meta
 from .dataset import vocabulary as run_vocabulary
 
@@ -334,7 +334,7 @@ class TextTask(Task):
 
     name = NAME
     noun = NOUN
-    data_step = "tasks.text.data_step"
+    data = data_step.DATA
 
     def __init__(self) -> None:
         self.models = Models(

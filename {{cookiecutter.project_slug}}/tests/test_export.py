@@ -9,7 +9,9 @@ TF Serving itself is not needed: a local HTTP server answers `:predict` with the
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import io
 import json
 import os
 import re
@@ -296,16 +298,21 @@ def test_a_failed_write_leaves_no_half_export(
     assert (existing / "marker.txt").is_file() and (existing / "saved_model.pb").is_file()
 
 
-def test_what_a_killed_export_left_is_removed_by_the_next_and_never_counts(
-    run_copy: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A runner killed mid-export leaves export/.N.tmp-*: no list of versions counts it, and the
-    next export of N removes it in one line; a temporary folder whose process still runs stays,
-    and a version a killed overwrite had moved aside is put back, not removed."""
+@pytest.fixture(scope="module")
+def export_after_a_kill(
+    run: Path, exported: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """One export of version 3, shared by the two tests below (each export reloads TensorFlow in a
+    fresh process: minutes on a busy machine), into a copy of the run where a killed runner left
+    export/.3.tmp-* folders, with progress lines every 0.05 s and the fresh process's parity check
+    slowed by 0.3 s: the versions counted before, the folders planted, and what it printed."""
+    from {{ cookiecutter.package_name }} import progress
+    from {{ cookiecutter.package_name }}.export import entry as step
     from {{ cookiecutter.package_name }}.export import files
     from {{ cookiecutter.package_name }}.export.params import next_version
     from {{ cookiecutter.package_name }}.optimize.base import latest_export
 
+    run_copy = Path(shutil.copytree(run, tmp_path_factory.mktemp("killed-export") / "run"))
     gone = _dead_pid()
     folder = run_copy / "export"
     one = folder / "1"
@@ -317,15 +324,48 @@ def test_what_a_killed_export_left_is_removed_by_the_next_and_never_counts(
     for path in (*killed, alive):
         shutil.copytree(one, path)
     top = max(int(path.name) for path in folder.iterdir() if path.name.isdigit())
-    assert next_version(run_copy) == top + 1 and latest_export(run_copy) == folder / str(top)
+    counted = (next_version(run_copy), latest_export(run_copy))
     shutil.rmtree(folder / "3", ignore_errors=True)  # an earlier test's version 3, if any
-    export.run(run_copy, export.Params(version=3, overwrite=False))
-    said = [line for line in capsys.readouterr().out.splitlines() if "interrupted" in line]
+    real = step.check_parity
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    said = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(said):
+        patch.setenv(progress.PROGRESS_ENV, "lines")
+        patch.setattr(progress, "LINE_EVERY", 0.05)
+        patch.setattr(step, "check_parity", slow)
+        export.run(run_copy, export.Params(version=3, overwrite=False))
+    return {
+        "run": run_copy,
+        "top": top,
+        "counted": counted,
+        "killed": killed,
+        "alive": alive,
+        "said": said.getvalue(),
+    }
+
+
+def test_what_a_killed_export_left_is_removed_by_the_next_and_never_counts(
+    export_after_a_kill: dict[str, Any],
+) -> None:
+    """A runner killed mid-export leaves export/.N.tmp-*: no list of versions counts it, and the
+    next export of N removes it in one line; a temporary folder whose process still runs stays,
+    and a version a killed overwrite had moved aside is put back, not removed."""
+    from {{ cookiecutter.package_name }}.export import files
+
+    after = export_after_a_kill
+    run_copy, killed, top = after["run"], after["killed"], after["top"]
+    folder = run_copy / "export"
+    assert after["counted"] == (top + 1, folder / str(top))
+    said = [line for line in after["said"].splitlines() if "interrupted" in line]
     names = ", ".join(path.name for path in killed)
     assert said == [f"Removed what an interrupted export left in {folder}: {names}"]
-    assert not any(path.exists() for path in killed) and alive.is_dir()
-    moved = folder / f".9.tmp-{files._host()}-{gone}-q4.old"  # killed between the two renames
-    shutil.copytree(one, moved)
+    assert not any(path.exists() for path in killed) and after["alive"].is_dir()
+    moved = folder / f".9.tmp-{files._host()}-{_dead_pid()}-q4.old"  # killed between the renames
+    shutil.copytree(folder / "1", moved)
     with pytest.raises(export.ExportError, match="exists already"):
         export.export_savedmodel(run_copy, version=9)
     assert (folder / "9" / "saved_model.pb").is_file() and not moved.exists()
@@ -339,25 +379,11 @@ def _dead_pid() -> int:
 
 
 def test_the_parity_check_in_a_fresh_process_is_not_silent(
-    run_copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    export_after_a_kill: dict[str, Any],
 ) -> None:
     """The fresh process loads TensorFlow and the export, minutes on a busy machine: a line says
     so while it runs, and again with its time when it is done (it was a silent wait)."""
-    from {{ cookiecutter.package_name }} import progress
-    from {{ cookiecutter.package_name }}.export import entry as step
-
-    monkeypatch.setenv(progress.PROGRESS_ENV, "lines")
-    monkeypatch.setattr(progress, "LINE_EVERY", 0.05)
-    real = step.check_parity
-
-    def slow(*args, **kwargs):
-        time.sleep(0.3)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(step, "check_parity", slow)
-    shutil.rmtree(run_copy / "export" / "4", ignore_errors=True)
-    export.run(run_copy, export.Params(version=4, overwrite=False))
-    said = capsys.readouterr().out
+    said = export_after_a_kill["said"]
     moving = re.findall(r"Parity: the export reloaded in a fresh process: [^\n]*", said)
     assert len(moving) >= 2 and "done in" in moving[-1], said
 

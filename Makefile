@@ -41,7 +41,7 @@ demo: setup ## bake the default project into build/demo, install it, run its not
 test: setup ## the template's tests: bake matrix, must-fail answers, the default bake's own tests and smoke run
 	$(PYTHON) -m pytest tests -m "not pair and not full"
 
-test-full: setup ## the default bake's slow tests (chain reruns, kills, multi-worker, real SLURM); CI runs it
+test-full: setup ## the default bake's slow tests (chain reruns, kills, multi-worker, real SLURM) and nbval; CI runs it
 	$(PYTHON) -m pytest tests -m full
 
 test-pair: setup ## the extra pair (Python 3.12 x TensorFlow 2.18) installed in its own venv and smoke-run

@@ -86,13 +86,42 @@ def test_installs_into_this_environment_without_a_second_tensorflow(project: Pat
 
 
 def test_own_test_suite_passes(project: Path, smoke_run: Path) -> None:
-    """`make test MARKERS="not slow"` in the baked project (unit tests, then nbval on the
-    notebooks) passes. Its slow tests run in test_own_slow_tests_pass (make test-full), so that
-    `make test` here stays under 20 minutes on two cores."""
-    result = make(project, "test", "MARKERS=not slow", env={"SHARED_SMOKE_RUN": str(smoke_run)})
+    """`make test MARKERS="not slow" NBVAL=` in the baked project (its unit tests) passes. Its
+    slow tests (test_own_slow_tests_pass) and its notebooks under nbval, which train and time the
+    same digits model as the smoke run again, with the notebooks' longer defaults
+    (test_own_notebooks_pass_under_nbval), run in make test-full, so that `make test` here stays
+    under 15 minutes on two cores."""
+    result = make(
+        project, "test", "MARKERS=not slow", "NBVAL=", env={"SHARED_SMOKE_RUN": str(smoke_run)}
+    )
     assert " passed" in result.stdout, result.stdout[-3000:]
     assert " failed" not in result.stdout, result.stdout[-3000:]
     assert " deselected" in result.stdout, "the slow tests were not left to make test-full"
+    assert "--nbval" not in result.stdout, "NBVAL= did not leave the notebooks out"
+
+
+def test_make_test_runs_the_notebooks_under_nbval_unless_told_not_to(project: Path) -> None:
+    """A user's `make test` ends with nbval on notebooks/ (the command that
+    test_own_notebooks_pass_under_nbval runs), and NBVAL= leaves it out."""
+    planned = [line for line in make(project, "-n", "test").stdout.splitlines() if "pytest" in line]
+    assert planned[-1].endswith(" -m pytest --nbval-lax --nbval-current-env notebooks"), planned
+    assert not any("--nbval" in line for line in make(project, "-n", "test", "NBVAL=").stdout)
+
+
+@pytest.mark.full
+def test_own_notebooks_pass_under_nbval(project: Path) -> None:
+    """The last command of the baked project's `make test`: every notebook, executed under nbval
+    with its defaults, as JupyterLab runs it, passes."""
+    result = subprocess.run(
+        [str(VENV / "bin" / "python"), "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+         "notebooks"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout[-3000:]
 
 
 @pytest.mark.full
@@ -151,9 +180,5 @@ def test_doctor_prints_a_verdict_without_a_gpu(project: Path) -> None:
     assert "No GPU — running on CPU" in result.stdout
 
 
-def test_unknown_parameter_is_refused_with_the_allowed_names(project: Path) -> None:
-    """A parameter no notebook declares stops the run before it starts, naming the allowed ones."""
-    result = cli(project, "run", "--profile", "smoke", "-p", "nonexistent_param=1")
-    assert result.returncode == 2
-    assert "nonexistent_param" in result.stderr
-    assert "matmul_size" in result.stderr
+# An unknown -p name refused with the allowed ones: the bake's own
+# test_smoke_run.py::test_unknown_parameter_exits_2_naming_the_allowed_ones, in its make test above.

@@ -7,7 +7,12 @@ takes GPU memory as it needs it. Tests marked `gpu` are skipped, with the reason
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -18,6 +23,18 @@ from fake_task import fake_exported, fake_run, fake_task  # noqa: F401 (fixtures
 
 from {{ cookiecutter.package_name }} import env, export, lineage, seam, steps
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
+
+# The head of every two-replica script: MirroredStrategy over two logical CPUs, which must be set
+# before TensorFlow starts its devices, hence a fresh process; the tests folder is importable there
+# (fake_task, tables) and `strategy` is defined for the script's body.
+TWO_REPLICAS = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
+configure_devices(logical_cpus=2)
+strategy = make_strategy("mirrored", logical_cpus=2)
+"""
 
 OPTIMIZE_SHAPE = (8, 8, 1)
 OPTIMIZE_CLASSES = 3
@@ -109,3 +126,26 @@ def exported_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lineage.record(folder, "model", "train", {"data": lineage.fingerprint(folder, "data")})
     export.export_savedmodel(folder, version=1)
     return folder
+
+
+@pytest.fixture(scope="session")
+def two_replicas() -> Callable[..., dict]:
+    """Runs a script's body on two replicas (TWO_REPLICAS heads it) in a fresh process on the CPU,
+    with `args` as sys.argv[1:], and returns the JSON its last printed line holds; a failing run
+    fails the test with the end of its stderr."""
+
+    def run(body: str, *args: object, timeout: int = 300) -> dict:
+        environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+        environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+        script = TWO_REPLICAS.format(tests=str(Path(__file__).parent)) + body
+        done = subprocess.run(
+            [sys.executable, "-c", script, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    return run

@@ -284,10 +284,23 @@ def test_examples_per_class_reads_a_few_of_each_class_in_class_order(run_dir: Pa
 
 
 @pytest.fixture(scope="module")
-def measured(run_dir: Path) -> dict:
+def measured_with_clock(run_dir: Path) -> tuple[dict, Ticks]:
     """One small benchmark with every step, shared by the checks below (timings are not checked):
-    a clock that moves 1 ms a read gives every pipeline a few epochs of the 50 records."""
-    return data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.001))
+    a clock that moves 1 ms a read gives every pipeline a few epochs of the 50 records in its
+    2 s budget; the clock is kept to see the budget read."""
+    clock = Ticks(0.001)
+    return data_step.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock), clock
+
+
+@pytest.fixture(scope="module")
+def measured(measured_with_clock: tuple[dict, Ticks]) -> dict:
+    return measured_with_clock[0]
+
+
+@pytest.fixture(scope="module")
+def too_short(run_dir: Path) -> dict:
+    """Half a second a batch in a 1 s budget: no pipeline gets MIN_BATCHES."""
+    return data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
 
 
 def test_benchmark_reports_positive_rates_and_says_what_it_compares(measured: dict) -> None:
@@ -316,11 +329,12 @@ def test_benchmark_steps_add_one_optimization_at_a_time(measured: dict) -> None:
     assert "| naive |" in benchmark.steps_table(measured)
 
 
-def test_the_benchmark_takes_its_time_budget_not_the_datas(run_dir: Path) -> None:
+def test_the_benchmark_takes_its_time_budget_not_the_datas(
+    measured_with_clock: tuple[dict, Ticks],
+) -> None:
     """However many records, the benchmark reads the clock for about `seconds`: every timed
     pipeline stops at its share (here a share is ~4 batches of an epoch of 7), warm-ups included."""
-    clock = Ticks(0.001)
-    result = data_step.benchmark_pipeline(run_dir, 8, seconds=2, steps=True, clock=clock)
+    result, clock = measured_with_clock
     assert 1.8 <= clock.now <= 2.2, clock.now
     assert result["benchmark_seconds"] == 2 and result["timed_seconds"] <= 2
 
@@ -340,9 +354,9 @@ def test_a_pipeline_stops_inside_an_epoch_when_its_share_is_used() -> None:
     assert len(counts) == 1 and 45 <= batches[0] <= 50 and counts[0] == 8 * batches[0] and cut
 
 
-def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Path) -> None:
+def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(too_short: dict) -> None:
     """Half a second a batch in a 1 s budget: no pipeline gets MIN_BATCHES, so no ratio is told."""
-    result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    result = too_short
     assert result["too_short"] is True and result["input_bound"] is None
     assert result["verdict"].startswith("Too short to compare the pipelines")
     assert "benchmark_seconds=60" in result["verdict"] and "×" not in result["verdict"]
@@ -350,10 +364,10 @@ def test_a_benchmark_too_short_to_compare_says_so_instead_of_a_ratio(run_dir: Pa
     assert "first epochs only" in result["speedup_basis"]
 
 
-def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path) -> None:
+def test_a_benchmark_too_short_to_compare_writes_no_ratio(run_dir: Path, too_short: dict) -> None:
     """Issue 42 §1.6: the smoke's 6 s wrote speedup_vs_naive 0.012 beside "too short to compare".
     Every ratio is null in metrics/data.json, a sibling key says why; the rates stay."""
-    result = data_step.benchmark_pipeline(run_dir, 8, seconds=1, steps=True, clock=Ticks(0.5))
+    result = too_short
     written = json.loads(json.dumps(data_step.data_metrics(data.read_meta(run_dir), result)))
     ratios = [key for key in data.report.RATIO_KEYS if key in written]
     assert "speedup_vs_naive" in ratios and len(ratios) == 6
@@ -393,16 +407,24 @@ def test_the_cache_size_is_the_training_splits_not_a_repeated_copy(measured: dic
 
 @pytest.mark.parametrize(("model_rate", "bound"), [(1e-3, False), (1e12, True), (None, None)])
 def test_benchmark_verdict_compares_with_the_model_rate(
-    run_dir: Path, model_rate: float | None, bound: bool | None
+    measured: dict, model_rate: float | None, bound: bool | None
 ) -> None:
-    """A model slower than the pipeline is not input-bound, a faster one is, none gives None."""
-    result = data_step.benchmark_pipeline(
-        run_dir, 8, seconds=1, model_examples_per_sec=model_rate, rounds=1, clock=Ticks(0.001)
-    )
+    """A model slower than the pipeline is not input-bound, a faster one is, none gives None: the
+    verdict on the shared benchmark's rates (the benchmark's own passing of the rate: below)."""
+    result = benchmark.input_bound_verdict(measured, model_rate)
     assert result["input_bound"] is bound
     assert result["verdict"].endswith(".")
     if bound is not None:
         assert ("not input-bound" in result["verdict"]) is (not bound)
+
+
+def test_the_benchmark_judges_by_the_model_rate_it_is_given(run_dir: Path) -> None:
+    """benchmark_pipeline hands model_examples_per_sec to its verdict: a model far faster than any
+    pipeline makes it input-bound."""
+    result = data_step.benchmark_pipeline(
+        run_dir, 8, seconds=1, model_examples_per_sec=1e12, rounds=1, clock=Ticks(0.001)
+    )
+    assert result["input_bound"] is True and "not input-bound" not in result["verdict"]
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,9 @@ TF Serving itself is not needed: a local HTTP server answers `:predict` with the
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import io
 import json
 import os
 import re

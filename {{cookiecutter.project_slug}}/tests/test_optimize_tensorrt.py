@@ -56,11 +56,14 @@ def test_each_batch_size_gets_a_profile_built_for_it() -> None:
     assert [profile_index((1, 32, 256), batch) for batch in (1, 2, 32, 33, 256)] == [0, 1, 1, 2, 2]
 
 
-def test_the_engine_runs_each_batch_on_its_own_profile(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """predict switches the runner to the profile built for the batch before inferring."""
+@pytest.fixture
+def fake_polygraphy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[int], list[tuple[tuple[int, ...], np.dtype]]]:
+    """polygraphy's TensorRT runner, stood in for: the profiles it is switched to and the shape
+    and dtype of each batch it is fed, in order (it answers zeros for 3 classes)."""
     switched: list[int] = []
+    fed: list[tuple[tuple[int, ...], np.dtype]] = []
 
     class Runner:
         def __init__(self, engine: object) -> None:
@@ -76,7 +79,9 @@ def test_the_engine_runs_each_batch_on_its_own_profile(
             switched.append(index)
 
         def infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            return {"probabilities": np.zeros((len(feed["images"]), 3), np.float32)}
+            batch = next(iter(feed.values()))
+            fed.append((batch.shape, batch.dtype))
+            return {"probabilities": np.zeros((len(batch), 3), np.float32)}
 
     trt = ModuleType("polygraphy.backend.trt")
     trt.TrtRunner, trt.EngineFromBytes = Runner, lambda data: data  # type: ignore[attr-defined]
@@ -89,9 +94,18 @@ def test_the_engine_runs_each_batch_on_its_own_profile(
         "polygraphy.backend.common": common,
     }.items():
         monkeypatch.setitem(sys.modules, name, module)
+    return switched, fed
+
+
+def test_the_engine_runs_each_batch_on_its_own_profile(
+    fake_polygraphy: tuple[list[int], list], tmp_path: Path
+) -> None:
+    """predict switches the runner to the profile built for the batch before inferring."""
+    switched, fed = fake_polygraphy
     predict = tensorrt_load(tmp_path / "model.engine", optimize.Job(tmp_path, "fp32", (1, 32)))
     for size in (1, 32, 32, 256, 1):
         assert predict(np.zeros((size, 8, 8, 1), np.uint8)).shape == (size, 3)
+    assert [shape for shape, _ in fed] == [(size, 8, 8, 1) for size in (1, 32, 32, 256, 1)]
     assert switched == [1, 2, 0]  # profile 0 (batch 1) is the runner's own at the start
 
 
@@ -334,42 +348,11 @@ def test_token_ids_get_a_profile_per_batch_size_and_length_bucket(
 
 
 def test_the_engine_runs_token_ids_cut_to_their_buckets_profile(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, fake_polygraphy: tuple[list[int], list], tmp_path: Path
 ) -> None:
     """Ids keep their int64 (no float cast as for images) and each batch switches the runner to
     the profile of its size and bucket."""
-    switched: list[int] = []
-    fed: list[tuple[tuple[int, ...], np.dtype]] = []
-
-    class Runner:
-        def __init__(self, engine: object) -> None:
-            pass
-
-        def activate(self) -> None:
-            pass
-
-        def deactivate(self) -> None:
-            pass
-
-        def set_profile(self, index: int) -> None:
-            switched.append(index)
-
-        def infer(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            batch = next(iter(feed.values()))
-            fed.append((batch.shape, batch.dtype))
-            return {"probabilities": np.zeros((len(batch), 3), np.float32)}
-
-    trt = ModuleType("polygraphy.backend.trt")
-    trt.TrtRunner, trt.EngineFromBytes = Runner, lambda data: data  # type: ignore[attr-defined]
-    common = ModuleType("polygraphy.backend.common")
-    common.BytesFromPath = lambda path: path  # type: ignore[attr-defined]
-    for name, module in {
-        "polygraphy": ModuleType("polygraphy"),
-        "polygraphy.backend": ModuleType("polygraphy.backend"),
-        "polygraphy.backend.trt": trt,
-        "polygraphy.backend.common": common,
-    }.items():
-        monkeypatch.setitem(sys.modules, name, module)
+    switched, fed = fake_polygraphy
     monkeypatch.setattr(tensorrt_engine, "length_ranges", lambda run_dir: RANGES)
     predict = tensorrt_load(tmp_path / "model.engine", optimize.Job(tmp_path, "fp32", (1, 32)))
     short, long = np.zeros((1, 16), np.int32), np.zeros((32, 16), np.int32)

@@ -16,10 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 from helpers import assert_one_sentence
-from test_runner import KERNELSPEC
+from test_runner import one_notebook_project, start_run
 from test_runner_records import alive, one_line_error, record_of
 
 from {{ cookiecutter.package_name }}.progress import MARK
@@ -188,40 +187,21 @@ def test_sigterm_to_the_runner_reaches_the_kernel_and_records_the_attempt_interr
     """SIGTERM to `<package> run` during a notebook: the kernel gets it too (its cell, standing in
     for training, finishes its work and stops), run.json records the attempt as interrupted,
     and the runner exits 143, one line and no traceback."""
-    project = tmp_path / "project"
-    (project / "notebooks").mkdir(parents=True)
-    (project / "configs").mkdir()
-    (project / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
-    (project / "configs" / "test.yaml").write_text("description: stops on SIGTERM\n")
-    parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"')
-    parameters.metadata["tags"] = ["parameters"]
-    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
-    notebook.cells = [
-        parameters,
-        nbformat.v4.new_code_cell(
-            "import os, signal, time\nfrom pathlib import Path\n"
-            "told = []\nsignal.signal(signal.SIGTERM, lambda *_: told.append(1))\n"
-            "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\n"
-            "while not told:\n    time.sleep(0.05)\n"
-            "Path(run_dir, 'saved').write_text('the last step')\n"
-            "raise RuntimeError('stopped on SIGTERM after saving')"
-        ),
-    ]
-    nbformat.write(notebook, project / "notebooks" / "00_train.ipynb")
+    project = one_notebook_project(
+        tmp_path / "project",
+        "00_train",
+        "stops on SIGTERM",
+        "import os, signal, time\nfrom pathlib import Path\n"
+        "told = []\nsignal.signal(signal.SIGTERM, lambda *_: told.append(1))\n"
+        "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\n"
+        "while not told:\n    time.sleep(0.05)\n"
+        "Path(run_dir, 'saved').write_text('the last step')\n"
+        "raise RuntimeError('stopped on SIGTERM after saving')",
+    )
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", PACKAGE, "run", "--profile", "test", "--project-dir", str(project),
-         "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    pid_file = run_dir / "kernel.pid"
+    process = start_run(project, run_dir)
     try:
-        pid_file = run_dir / "kernel.pid"
-        deadline = time.monotonic() + 120
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert pid_file.exists(), "the notebook never started"
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=300)  # a safety net: a busy machine is slow
     finally:

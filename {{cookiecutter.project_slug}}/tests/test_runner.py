@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -84,6 +85,42 @@ def make_project(root: Path) -> Path:
         ]
         nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
     return root
+
+
+def one_notebook_project(root: Path, name: str, description: str, source: str) -> Path:
+    """A project of one notebook, `name` (its parameters cell, then `source`), and its profile
+    configs/test.yaml: the runner's signal tests stop `<package> run` while `source` runs."""
+    (root / "notebooks").mkdir(parents=True)
+    (root / "configs").mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
+    (root / "configs" / "test.yaml").write_text(f"description: {description}\n")
+    parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"')
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
+    notebook.cells = [parameters, nbformat.v4.new_code_cell(source)]
+    nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
+    return root
+
+
+def start_run(project: Path, run_dir: Path, **popen: object) -> subprocess.Popen:
+    """`<package> run --profile test` of `project` into `run_dir`, started, and the file that its
+    notebook's kernel writes its pid to once it runs (waited for: at most 120 s)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", PACKAGE, "run", "--profile", "test", "--project-dir", str(project),
+         "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )  # fmt: skip
+    pid_file = run_dir / "kernel.pid"
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    if not pid_file.exists():
+        process.kill()
+        pytest.fail(f"the notebook never started: {process.communicate()}")
+    return process
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import assert_one_sentence
-from test_runner import KERNELSPEC, make_project
+from test_runner import make_project, one_notebook_project, start_run
 
 from {{ cookiecutter.package_name }} import runner, steps
 from {{ cookiecutter.package_name }}.artifacts import StepError
@@ -325,39 +325,21 @@ def test_project_notebooks_refuse_a_bad_value_before_any_notebook(
 def test_ctrl_c_records_interrupted_and_exits_130(tmp_path: Path) -> None:
     """SIGINT during a notebook: exit 130, one line and no traceback, run.json says interrupted,
     the unfinished copy is kept as failed-1, and the kernel is shut down."""
-    project = tmp_path / "project"
-    (project / "notebooks").mkdir(parents=True)
-    (project / "configs").mkdir()
-    (project / "pyproject.toml").write_text('[project]\nname = "tiny"\n')
-    (project / "configs" / "test.yaml").write_text("description: sleeps\n")
-    parameters = nbformat.v4.new_code_cell('run_dir = "artifacts/interactive"')
-    parameters.metadata["tags"] = ["parameters"]
-    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": KERNELSPEC})
-    notebook.cells = [
-        parameters,
-        nbformat.v4.new_code_cell(
-            "import os, time\nfrom pathlib import Path\n"
-            "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\ntime.sleep(120)"
-        ),
-    ]
-    nbformat.write(notebook, project / "notebooks" / "00_sleep.ipynb")
+    project = one_notebook_project(
+        tmp_path / "project",
+        "00_sleep",
+        "sleeps",
+        "import os, time\nfrom pathlib import Path\n"
+        "Path(run_dir, 'kernel.pid').write_text(str(os.getpid()))\ntime.sleep(120)",
+    )
     run_dir = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", PACKAGE, "run", "--profile", "test", "--project-dir", str(project),
-         "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Ctrl-C as a terminal delivers it: a test suite started in the background (`make test
-        # &`, nohup) passes SIGINT on ignored, and a process that starts so keeps ignoring it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    pid_file = run_dir / "kernel.pid"
+    # Ctrl-C as a terminal delivers it: a test suite started in the background (`make test &`,
+    # nohup) passes SIGINT on ignored, and a process that starts so keeps ignoring it.
+    process = start_run(
+        project, run_dir, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    )
     try:
-        pid_file = run_dir / "kernel.pid"
-        deadline = time.monotonic() + 120
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert pid_file.exists(), "the notebook never started"
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=300)  # a safety net: a busy machine is slow

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import fake_task
@@ -113,8 +112,6 @@ def test_a_second_run_resumes_after_the_last_epoch(chain, tmp_path: Path) -> Non
 # Two replicas: MirroredStrategy over two logical CPUs, in a fresh process (logical devices must
 # be set before TensorFlow starts), the fake task installed there first.
 SCRIPT = """
-import json, sys
-sys.path.insert(0, sys.argv[2])
 import fake_task
 fake_task.install()
 from {{ cookiecutter.package_name }} import train
@@ -126,19 +123,11 @@ print(json.dumps({key: metrics[key] for key in keys}))
 """
 
 
-def test_two_replicas_train_over_two_logical_cpus(tmp_path: Path) -> None:
+def test_two_replicas_train_over_two_logical_cpus(
+    tmp_path: Path, two_replicas: Callable[..., dict]
+) -> None:
     folder = fake_task.write_data(tmp_path / "run")
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(folder), str(Path(__file__).parent)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = two_replicas(SCRIPT, folder)
     assert result["replicas"] == 2 and result["per_replica_batch_size"] == 8
     assert result["epochs_completed"] == 2 and result["val_accuracy"] > 0.6
     assert (folder / "model.keras").is_file()

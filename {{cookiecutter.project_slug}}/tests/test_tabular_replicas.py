@@ -5,10 +5,7 @@ class_weight=balanced: a float16 tensor meeting a float32 one anywhere fails the
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,21 +13,16 @@ import pytest
 from tables import make_table_run
 
 SCRIPT = """
-import json, sys
 from types import SimpleNamespace
 import keras, numpy as np, tensorflow as tf
-from pathlib import Path
 from {{ cookiecutter.package_name }}.data.meta import read_meta
 from {{ cookiecutter.package_name }}.find.probes import Trainer
 from {{ cookiecutter.package_name }}.replica import make_train_steps
 from {{ cookiecutter.package_name }}.tasks import current
 from {{ cookiecutter.package_name }}.tasks.tabular import weights
 from {{ cookiecutter.package_name }}.train import Params
-from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
 
-configure_devices(logical_cpus=2)
 keras.mixed_precision.set_global_policy("mixed_float16")
-strategy = make_strategy("mirrored", logical_cpus=2)
 task = current()
 
 # one step of a toy model (a float16 hidden layer, a float32 softmax) on 8 rows, 4 per replica
@@ -75,18 +67,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_table_run(tmp_path_factory.mktemp("replicas"))
 
 
-def test_class_weights_under_mixed_float16_on_two_replicas(run: Path) -> None:
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(run)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+def test_class_weights_under_mixed_float16_on_two_replicas(
+    run: Path, two_replicas: Callable[..., dict]
+) -> None:
+    result = two_replicas(SCRIPT, run)
     assert result["replicas"] == 2
     # the replicas' loss sums add up to the hand-computed weighted sum of the 8 rows
     weighted_sum, _, examples = result["toy"]["weighted"]

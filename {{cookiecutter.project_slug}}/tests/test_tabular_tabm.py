@@ -4,10 +4,8 @@ replicas (MirroredStrategy over two logical CPUs, in a fresh process)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -87,17 +85,12 @@ def test_tabm_is_the_default_table_model():
 # through the training step function (replica.make_train_steps) the train step runs: a float16
 # tensor meeting a float32 one anywhere in the model or its gradients raises there.
 SCRIPT = """
-import json, sys
 from types import SimpleNamespace
 import keras
-from pathlib import Path
 from {{ cookiecutter.package_name }}.data.meta import read_meta
 from {{ cookiecutter.package_name }}.find.probes import Trainer
-from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
 
-configure_devices(logical_cpus=2)
 keras.mixed_precision.set_global_policy(sys.argv[3])
-strategy = make_strategy("mirrored", logical_cpus=2)
 folder = Path(sys.argv[1])
 meta = read_meta(folder)
 params = SimpleNamespace(model=sys.argv[2], width=32, dropout=0.1, seed=42)
@@ -112,18 +105,10 @@ print(json.dumps(dict(replicas=strategy.num_replicas_in_sync, loss=loss / count,
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16"])
-def test_one_epoch_under_mixed_float16_on_two_replicas(run: Path, policy: str) -> None:
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(run), "tabm", policy],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+def test_one_epoch_under_mixed_float16_on_two_replicas(
+    run: Path, policy: str, two_replicas: Callable[..., dict]
+) -> None:
+    result = two_replicas(SCRIPT, run, "tabm", policy)
     assert result["replicas"] == 2 and result["policy"] == policy
     assert result["out"] == "float32"  # the members' mean: float32 probabilities under any policy
     assert result["count"] == result["steps"] * 32

@@ -6,9 +6,9 @@ downloaded here): these tests check the plumbing, not a pretrained encoder's acc
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -171,16 +171,11 @@ def test_an_encoder_trains_exports_raw_strings_and_onnx_keeps_the_top_class(
 # must be set before TensorFlow starts); under mixed_float16 the backbone computes in float16,
 # the head in float32, and an op meeting a float16 tensor with a float32 one fails the run.
 SCRIPT = """
-import json, sys
 from types import SimpleNamespace
 from {{ cookiecutter.package_name }}.data.meta import read_meta
 from {{ cookiecutter.package_name }}.find.probes import Trainer
-from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
-from pathlib import Path
 import keras
 
-configure_devices(logical_cpus=2)
-strategy = make_strategy("mirrored", logical_cpus=2)
 policy = sys.argv[3]
 keras.mixed_precision.set_global_policy(policy)
 folder = Path(sys.argv[1])
@@ -196,21 +191,13 @@ print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count, dtypes=
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16"])
-def test_an_encoder_trains_on_two_replicas(encoder_run: tuple[Path, Path], policy: str) -> None:
+def test_an_encoder_trains_on_two_replicas(
+    encoder_run: tuple[Path, Path], policy: str, two_replicas: Callable[..., dict]
+) -> None:
     """20 steps of 2 replicas x 16 texts end with every text counted and a finite loss; under
     mixed_float16 the backbone runs in float16 and the softmax in float32."""
     folder, preset = encoder_run
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(folder), str(preset), policy],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = two_replicas(SCRIPT, folder, preset, policy, timeout=600)
     assert result["replicas"] == 2 and result["count"] == 20 * 32
     assert 0 < result["loss"] < 100
     backbone = next(name for name in result["dtypes"] if name.startswith("bert_backbone"))

@@ -5,10 +5,7 @@ all-reduce (replica.dense), where an all-gather of rows aborted on the shapes.""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,16 +32,11 @@ def text_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # finders' Trainer: the training step function (replica.make_train_steps) fed by the training
 # pipeline, without the train step's baseline and test scores, so the test takes seconds.
 SCRIPT = """
-import json, sys
 from types import SimpleNamespace
 from {{ cookiecutter.package_name }}.data.meta import read_meta
 from {{ cookiecutter.package_name }}.find.probes import Trainer
-from {{ cookiecutter.package_name }}.train.devices import configure_devices, make_strategy
-from pathlib import Path
 import keras
 
-configure_devices(logical_cpus=2)
-strategy = make_strategy("mirrored", logical_cpus=2)
 policy = sys.argv[3] if len(sys.argv) > 3 else "float32"
 keras.mixed_precision.set_global_policy(policy)
 folder = Path(sys.argv[1])
@@ -61,38 +53,22 @@ print(json.dumps(dict(replicas=replicas, loss=loss / count, count=count, dtypes=
 @pytest.mark.parametrize(
     "model", ["bag_of_ngrams", pytest.param("transformer", marks=pytest.mark.slow)]
 )
-def test_two_replicas_whose_batches_differ_in_length_train(text_data: Path, model: str) -> None:
+def test_two_replicas_whose_batches_differ_in_length_train(
+    text_data: Path, model: str, two_replicas: Callable[..., dict]
+) -> None:
     """40 steps of 2 replicas x 16 texts end, every text counted, the mean loss a number."""
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(text_data), model],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = two_replicas(SCRIPT, text_data, model)
     assert result["replicas"] == 2 and result["count"] == 40 * 32
     assert 0 < result["loss"] < 100
 
 
-def test_the_bag_with_its_hidden_layer_trains_in_float16_on_two_replicas(text_data: Path) -> None:
+def test_the_bag_with_its_hidden_layer_trains_in_float16_on_two_replicas(
+    text_data: Path, two_replicas: Callable[..., dict]
+) -> None:
     """bag_of_ngrams under mixed_float16 and Mirrored over two logical CPUs (issue 44): its
     hidden layer computes in float16, the softmax in float32, and no op meets a float16 tensor
     with a float32 one (TensorFlow refuses such an op, and the run fails)."""
-    environment = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    environment.update(CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(text_data), "bag_of_ngrams", "mixed_float16"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = two_replicas(SCRIPT, text_data, "bag_of_ngrams", "mixed_float16")
     assert result["replicas"] == 2 and result["count"] == 40 * 32
     assert 0 < result["loss"] < 100
     assert result["dtypes"].get("hidden") == "float16"

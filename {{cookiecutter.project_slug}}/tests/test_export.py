@@ -10,9 +10,7 @@ TF Serving itself is not needed: a local HTTP server answers `:predict` with the
 
 from __future__ import annotations
 
-import contextlib
 import http.server
-import io
 import json
 import os
 import re

@@ -114,6 +114,26 @@ def test_the_feature_space_is_fitted_in_one_pass_like_adapt(tmp_path, monkeypatc
     assert (tmp_path / features.FEATURE_SPACE_FILE).is_file()
 
 
+def test_train_rows_keeps_that_many_training_rows_and_says_so(tmp_path):
+    """The smoke profile's 01 keeps 8,000 of census's training rows (02 and 03 fit on them): each
+    class in proportion, validation and test whole (every score on the same rows), one note, and
+    a folder of all rows is not reused for it."""
+    path = tmp_path / "rows.csv"
+    body = "x,kind,y\n" + "".join(f"{i % 7},{'abc'[i % 3]},{'nyy'[i % 3]}\n" for i in range(300))
+    path.write_text(body, encoding="utf-8")
+    options = {"data_dir": str(path), "label_column": "y", "crosses": "none", "seed": 0}
+    whole = tables.prepare(tmp_path / "all", "csv", **options)
+    kept = tables.prepare(tmp_path / "some", "csv", **options, train_rows=60)
+    counts = {split: info["count"] for split, info in kept["splits"].items()}
+    assert counts["train"] == 60 and whole["splits"]["train"]["count"] > 60
+    assert counts["validation"] == whole["splits"]["validation"]["count"]
+    assert counts["test"] == whole["splits"]["test"]["count"]
+    assert kept["splits"]["train"]["per_class"] == [20, 40]  # n : y = 1 : 2, as in all rows
+    note = f"train: kept 60 of {whole['splits']['train']['count']:,} rows (train_rows=60)"
+    assert any(line.startswith(note) for line in kept["notes"])
+    assert kept["request"]["train_rows"] == 60 and "train_rows" not in whole["request"]
+
+
 def test_normalization_divides_by_the_std_not_the_variance():
     space = features.build_feature_space(SCHEMA)
     normalize = space.preprocessors["age"]

@@ -47,6 +47,7 @@ class Params:
     val_fraction: float = param(0.1, "share of each class of train held out for validation")
     test_fraction: float = param(0.1, "share of each class held out as test (census has its own)")
     seed: int = param(42, "split seed")
+    train_rows: int = param(0, "keep this many training rows, classes in proportion (0: all)")
     missing_label: str = param(
         "refuse", "rows without a label: refuse (name one) or drop (counted)"
     )
@@ -93,6 +94,7 @@ def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = Tru
         raise DataError(f"val_fraction={val!r} is not allowed: use a share between 0 and 1.")
     check_test_fraction(params.test_fraction, val)
     limits.whole("seed", params.seed, DataError)
+    _whole("train_rows", params.train_rows, 0, 10**12)
 
 
 def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True) -> dict[str, Any]:
@@ -124,6 +126,7 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
         test_fraction=params.test_fraction,
         seed=params.seed,
         missing_label=params.missing_label,
+        train_rows=params.train_rows,
     )
     if verbose:
         print(describe_meta(meta))

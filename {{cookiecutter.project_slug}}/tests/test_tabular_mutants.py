@@ -76,6 +76,64 @@ def test_statistics_and_preprocessing_are_fitted_on_train_alone(tmp_path):
     assert encoded[0] == 0 and encoded[1] != 0  # "zz" out of vocabulary, "c" in it
 
 
+def test_the_feature_space_is_fitted_in_one_pass_like_adapt(tmp_path, monkeypatch):
+    """01 fits each part on its whole column (FeatureSpace.adapt walks the data once per part:
+    5.6 of the table smoke chain's CPU seconds): same vocabularies and statistics as adapt, the
+    bins at the column's own quantiles; prepare_features never calls adapt."""
+    from tables import frame
+
+    rows = frame(600, seed=3)
+    columns = {
+        name: tf.constant(value) for name, value in features.raw_columns(rows, SCHEMA).items()
+    }
+    walked, fitted = features.build_feature_space(SCHEMA), features.build_feature_space(SCHEMA)
+    walked.adapt(
+        tf.data.Dataset.from_tensor_slices(features.filled(columns, SCHEMA)).batch(
+            features.ADAPT_BATCH
+        )
+    )
+    assert features.fit_in_one_pass(fitted, features.filled(columns, SCHEMA)) == "one pass"
+    inputs = features.filled(columns, SCHEMA)
+    want, got = walked(inputs), fitted(inputs)
+    for name in want:
+        if not name.endswith(features.BINNED):
+            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), name)
+    bins = fitted.preprocessors["amount" + features.BINNED].bin_boundaries
+    quantiles = np.quantile(rows["amount"], [0.25, 0.5, 0.75])  # a standard normal's
+    assert len(bins) == features.NUMERIC_BINS - 1
+    np.testing.assert_allclose(np.asarray(bins)[[3, 7, 11]], quantiles, atol=0.05)
+
+    rows.to_parquet(tmp_path / "train.parquet")
+    meta = {"schema": SCHEMA, "splits": {"train": {"file": "train.parquet"}}}
+
+    def refused(*args, **kwargs):
+        raise AssertionError("FeatureSpace.adapt: one pass over the data per part")
+
+    monkeypatch.setattr(features.FeatureSpace, "adapt", refused)
+    assert features.prepare_features(tmp_path, meta)["layout"] == features.layout(SCHEMA)
+    assert (tmp_path / features.FEATURE_SPACE_FILE).is_file()
+
+
+def test_train_rows_keeps_that_many_training_rows_and_says_so(tmp_path):
+    """The smoke profile's 01 keeps 8,000 of census's training rows (02 and 03 fit on them): each
+    class in proportion, validation and test whole (every score on the same rows), one note, and
+    a folder of all rows is not reused for it."""
+    path = tmp_path / "rows.csv"
+    body = "x,kind,y\n" + "".join(f"{i % 7},{'abc'[i % 3]},{'nyy'[i % 3]}\n" for i in range(300))
+    path.write_text(body, encoding="utf-8")
+    options = {"data_dir": str(path), "label_column": "y", "crosses": "none", "seed": 0}
+    whole = tables.prepare(tmp_path / "all", "csv", **options)
+    kept = tables.prepare(tmp_path / "some", "csv", **options, train_rows=60)
+    counts = {split: info["count"] for split, info in kept["splits"].items()}
+    assert counts["train"] == 60 and whole["splits"]["train"]["count"] > 60
+    assert counts["validation"] == whole["splits"]["validation"]["count"]
+    assert counts["test"] == whole["splits"]["test"]["count"]
+    assert kept["splits"]["train"]["per_class"] == [20, 40]  # n : y = 1 : 2, as in all rows
+    note = f"train: kept 60 of {whole['splits']['train']['count']:,} rows (train_rows=60)"
+    assert any(line.startswith(note) for line in kept["notes"])
+    assert kept["request"]["train_rows"] == 60 and "train_rows" not in whole["request"]
+
+
 def test_normalization_divides_by_the_std_not_the_variance():
     space = features.build_feature_space(SCHEMA)
     normalize = space.preprocessors["age"]

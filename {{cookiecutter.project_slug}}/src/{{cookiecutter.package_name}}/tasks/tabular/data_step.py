@@ -41,6 +41,7 @@ class Params:
     val_fraction: float = param(0.1, "share of each class of train held out for validation")
     test_fraction: float = param(0.1, "share of each class held out as test (census has its own)")
     seed: int = param(42, "split seed")
+    train_rows: int = param(0, "keep this many training rows, classes in proportion (0: all)")
     missing_label: str = param(
         "refuse", "rows without a label: refuse (name one) or drop (counted)"
     )
@@ -82,6 +83,7 @@ def check(params: Params) -> None:
     if not isinstance(params.crosses, str):
         raise DataError(f"crosses={params.crosses!r} is not allowed: use 'auto', 'none' or 'a*b'.")
     parse_crosses(params.crosses)
+    _whole("train_rows", params.train_rows, 0, 10**12)
 
 
 def prepare_split(folder: Path, params: Params) -> dict[str, Any]:

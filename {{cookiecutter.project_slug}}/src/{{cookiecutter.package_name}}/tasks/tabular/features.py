@@ -34,7 +34,7 @@ from ...data.base import DataError
 
 FEATURE_SPACE_FILE = "feature_space.keras"
 LABEL = "__label__"  # the class index column of data/<split>.parquet
-ADAPT_BATCH = 4096
+ADAPT_BATCH = 4096  # FeatureSpace.adapt's batches, where fit_in_one_pass falls back to it
 NUMERIC_BINS = (
     16  # each number also as its quantile bucket, a categorical (Wide & Deep's age buckets)
 )
@@ -125,7 +125,7 @@ def prepare_features(data_folder: str | os.PathLike[str], meta: dict[str, Any]) 
     train = pd.read_parquet(folder / meta["splits"]["train"]["file"])
     columns = {name: tf.constant(value) for name, value in raw_columns(train, schema).items()}
     space = build_feature_space(schema)
-    space.adapt(tf.data.Dataset.from_tensor_slices(filled(columns, schema)).batch(ADAPT_BATCH))
+    fit_in_one_pass(space, filled(columns, schema))
     path = folder / FEATURE_SPACE_FILE
     space.save(str(path))
     return {
@@ -134,6 +134,28 @@ def prepare_features(data_folder: str | os.PathLike[str], meta: dict[str, Any]) 
         "feature_space_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "layout": layout(schema),
     }
+
+
+def fit_in_one_pass(space: FeatureSpace, columns: dict[str, tf.Tensor]) -> str:
+    """Fit each adaptable part of space on its whole column in memory, one call each.
+
+    FeatureSpace.adapt maps the dataset once per part and walks it in ADAPT_BATCH batches: 5.6 s
+    of CPU on census's 29,305 rows, 0.1 s this way. Vocabularies and means are the same; the
+    quantile bins come from one summary of the whole column (age: 20, 23, 25, 28 …) instead of
+    merged per-batch summaries (20.14, 22.96, 25.35, 28 …). Falls back to FeatureSpace.adapt
+    (returns "adapt") where this Keras lacks the members it uses; else returns "one pass"."""
+    parts = getattr(space, "_list_adaptable_preprocessors", None)
+    if parts is None or not hasattr(space, "_is_adapted"):
+        space.adapt(tf.data.Dataset.from_tensor_slices(columns).batch(ADAPT_BATCH))
+        return "adapt"
+    for name in parts():
+        space.preprocessors[name].adapt(np.asarray(columns[name]).reshape(-1, 1))
+    # what FeatureSpace.adapt sets once its parts are fitted
+    space._is_adapted = True
+    space.get_encoded_features()
+    space.built = True
+    space._sublayers_built = True
+    return "one pass"
 
 
 def _lookup_size(column: dict[str, Any]) -> int:

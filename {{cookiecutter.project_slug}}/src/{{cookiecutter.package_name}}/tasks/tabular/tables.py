@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,8 @@ def prepare(run_dir: str | os.PathLike[str], dataset: str = "census", **options:
 
     `options` are the data step's: data_dir, label_column, numeric_columns, categorical_columns
     (lists of names), min_count, hash_above, crosses, crossing_dim, val_fraction, test_fraction,
-    seed, missing_label. The meta comes back with "reused": True when data/ already held this
-    request."""
+    seed, missing_label, train_rows. The meta comes back with "reused": True when data/ already
+    held this request."""
     folder = resolve_run_dir(run_dir, create=True)
     out = folder / DATA_DIR
     data_dir = options.get("data_dir") or None
@@ -60,6 +61,10 @@ def prepare(run_dir: str | os.PathLike[str], dataset: str = "census", **options:
         seed=options.get("seed", 42),
         missing_label=options.get("missing_label", "refuse"),
     )
+    rows, whole = options.pop("train_rows", 0) or 0, len(table.labels["train"])
+    table = keep_train_rows(table, rows, options.get("seed", 42))
+    if len(table.labels["train"]) < whole:
+        options["train_rows"] = rows  # in the request: a folder of all rows is not reused
     request = {
         "format": FORMAT,
         "task": TASK,
@@ -74,6 +79,33 @@ def prepare(run_dir: str | os.PathLike[str], dataset: str = "census", **options:
     meta = reusable(out, request) or write_data(folder, table, request)
     lineage.record(folder, "data", "data", {})
     return meta
+
+
+def keep_train_rows(table: Table, rows: int, seed: int) -> Table:
+    """The table with `rows` of its training rows (0 or more than it holds: all), each class
+    in proportion (at least one row of each), drawn with seed; validation and test stay whole,
+    so every score is on the same rows as a run on all of them. A note says what was kept."""
+    labels = table.labels["train"]
+    if not rows or rows >= len(labels):
+        return table
+    rng = np.random.default_rng(seed)
+    kept = []
+    for label in np.unique(labels):
+        places = np.flatnonzero(labels == label)
+        take = max(1, round(len(places) * rows / len(labels)))
+        kept.append(rng.choice(places, size=min(take, len(places)), replace=False))
+    kept = np.sort(np.concatenate(kept))
+    note = (
+        f"train: kept {len(kept):,} of {len(labels):,} rows (train_rows={rows}), each class in "
+        "proportion; validation and test are whole."
+    )
+    frames = {**table.frames, "train": table.frames["train"].iloc[kept]}
+    return replace(
+        table,
+        frames=frames,
+        labels={**table.labels, "train": labels[kept]},
+        notes=[*table.notes, note],
+    )
 
 
 def write_data(folder: Path, table: Table, request: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ run only where 05_optimize meets a GPU)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
@@ -124,7 +125,8 @@ def test_optimize_prints_the_engine_count_before_it_starts(
         core, "engine_plan_note", lambda folder, request: "12 engines per precision."
     )
     monkeypatch.setattr(core, "read_meta", stop)
-    monkeypatch.setattr(core.progress, "task", lambda *args, **kwargs: None)
+    quiet_task = contextlib.nullcontext(SimpleNamespace(note=lambda *args, **kwargs: None))
+    monkeypatch.setattr(core.progress, "task", lambda *args, **kwargs: quiet_task)
     with pytest.raises(Stop):
         core.optimize(tmp_path, core.Params(), verbose=True)
     assert capsys.readouterr().out.splitlines()[0] == "12 engines per precision."

@@ -56,6 +56,7 @@ TUNING = [
     "tests/test_tune_workers.py",
 ]
 SERVING = [
+    "src/{pkg}/export/rest.py",  # TF Serving's REST request, answer and client
     "src/{pkg}/parts/serve.py",
     "src/{pkg}/serve/__init__.py",
     "src/{pkg}/serve/bench.py",
@@ -72,7 +73,9 @@ SERVING_DOCKER = ["docker/compose.serving.yml", "tests/test_serving_compose.py"]
 DASHBOARD = "docker/monitoring/grafana/dashboards/training.json"  # its TF Serving row goes too
 # Cells (by id) of the notebooks that every project has, about one optional part.
 TUNING_CELLS = {"notebooks/03_train.ipynb": ("tuning-note",)}
-SERVING_CELLS = {"notebooks/04_export.ipynb": ("serving-versions-why", "serving-versions")}
+SERVING_CELLS = {
+    "notebooks/04_export.ipynb": ("serving", "serving-versions-why", "serving-versions"),
+}
 # The benchmarks: gpu-bench (the seed's GPU claims measured, notebook 00's last cells) and
 # `make bench` (the image task's training speed, the text and table models' accuracy on the whole
 # data set, the image task's augmentation timing); the data step's pipeline benchmark stays.

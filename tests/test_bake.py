@@ -385,6 +385,7 @@ REMOVED_WHEN_DECLINED = {
     ),
     "include_serving": (
         "docker/compose.serving.yml",
+        "src/{pkg}/export/rest.py",
         "src/{pkg}/parts/serve.py",
         "src/{pkg}/serve/__init__.py",
         "src/{pkg}/serve/bench.py",
@@ -464,6 +465,9 @@ MENTIONS_WHEN_DECLINED = {
         "include_serving",
         "SERVING_",
         "parts.serve",
+        "answer_rest",
+        "predict_rest",
+        "rest_url",
     ),
     # The commands and files of the benchmarks (`make bench`, gpu-bench); 01's pipeline benchmark
     # is step 1's own and stays ("benchmark" alone is no mention).
@@ -490,6 +494,10 @@ MENTIONS_WHEN_DECLINED = {
 # The only places a word above may stay, each for a reason that has nothing to do with the part:
 # (option, file, word): the file's use of the word is generic.
 MENTIONS_ALLOWED = {
+    # export re-exports the serving part's REST client where that part's rest.py is there.
+    ("include_serving", "src/{pkg}/export/__init__.py", "answer_rest"),
+    ("include_serving", "src/{pkg}/export/__init__.py", "predict_rest"),
+    ("include_serving", "src/{pkg}/export/__init__.py", "rest_url"),
     # The environment report reads TensorFlow's build info, which says whether the wheel was built
     # with TensorRT (none is, since 2.18), whatever the project holds.
     ("include_tensorrt", "src/{pkg}/env/versions.py", "TensorRT"),

@@ -10,14 +10,18 @@ TF Serving itself is not needed: a local HTTP server answers `:predict` with the
 
 from __future__ import annotations
 
-import http.server
-import json
+{% if cookiecutter.include_serving %}import http.server
+{% endif %}import json
 import os
+{%- if cookiecutter.include_serving %}
 import re
+{%- endif %}
 import shutil
+{%- if cookiecutter.include_serving %}
 import socket
 import threading
 from collections.abc import Iterator
+{%- endif %}
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+{%- if cookiecutter.include_serving %}
 from helpers import assert_one_sentence
+{%- endif %}
 
 from {{ cookiecutter.package_name }} import data, export, lineage
 from {{ cookiecutter.package_name }}.artifacts import (
@@ -168,6 +174,7 @@ def test_run_writes_export_json_with_its_lineage(run: Path, exported: dict[str, 
         "reads": now,
         "writes": {"export/1": recorded["fingerprint"]},
     }
+{%- if cookiecutter.include_serving %}
 
 
 def test_the_rest_payload_through_the_signature_gives_the_signature_outputs(
@@ -270,6 +277,7 @@ def test_without_a_server_predict_rest_says_so(images: np.ndarray) -> None:
     assert not export.server_ready(url, timeout=2)
     with pytest.raises(export.ServingError, match=re.escape(url)):
         export.predict_rest(url, images, timeout=5)
+{%- endif %}
 
 
 def test_the_fresh_parity_process_predicts_with_tf32_off(

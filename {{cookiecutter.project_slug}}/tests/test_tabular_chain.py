@@ -17,10 +17,12 @@ from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import export, optimize, steps, train
 from {{ cookiecutter.package_name }}.artifacts import StepError
+{%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+{%- endif %}
 from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks import tabular
-from {{ cookiecutter.package_name }}.tasks.tabular import data_step, task
+from {{ cookiecutter.package_name }}.tasks.tabular import data_step{% if cookiecutter.include_serving %}, task{% endif %}
 
 ROWS = 3000  # the first rows of census income: a run of seconds, real values and missing ones
 HEADER = (
@@ -82,6 +84,7 @@ def test_the_export_takes_raw_named_columns_after_a_reload(table_run) -> None:
     }
     answer = signature(**row)
     assert answer["class_names"].numpy()[0].decode() in meta["classes"]
+{%- if cookiecutter.include_serving %}
 
 
 def test_the_rest_rows_are_answered_and_a_bad_row_is_one_sentence(table_run) -> None:
@@ -94,6 +97,7 @@ def test_the_rest_rows_are_answered_and_a_bad_row_is_one_sentence(table_run) -> 
     error = answer_rest(signature, body)["error"]
     assert_one_sentence(error)
     assert "instances[2] lacks age" in error
+{%- endif %}
 
 
 def test_onnx_keeps_the_answers_and_preprocessing_is_timed_apart(table_run) -> None:

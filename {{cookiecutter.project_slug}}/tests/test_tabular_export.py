@@ -3,15 +3,17 @@ a `features` signature for ONNX, TF Serving's JSON rows, and bad rows refused in
 
 from __future__ import annotations
 
-import json
+{% if cookiecutter.include_serving %}import json
 
-import numpy as np
+{% endif %}import numpy as np
 import pytest
 import tensorflow as tf
 from tables import make_table_run
 
 from {{ cookiecutter.package_name }}.artifacts import StepError
+{%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+{%- endif %}
 from {{ cookiecutter.package_name }}.tasks.outputs import feed
 from {{ cookiecutter.package_name }}.tasks.tabular import dataset, export, task
 
@@ -95,6 +97,7 @@ def test_a_client_sending_the_files_column_names_is_told_the_renamed_ones(export
     said = str(caught.value)
     assert "send exactly the columns amount, age, city, device" in said
     assert "renamed the file's columns to identifiers: send 'Amount' as 'amount'" in said
+{%- if cookiecutter.include_serving %}
 
 
 def test_the_rest_body_is_json_rows_with_named_columns_and_nan_for_a_missing_number(exported):
@@ -144,6 +147,7 @@ def test_a_bad_row_is_refused_in_one_sentence_before_inference(exported, change,
     assert "predictions" not in answer
     assert len(answer["error"].split(". ")) == 1
     assert __import__("re").search(sentence, answer["error"]), answer["error"]
+{%- endif %}
 
 
 def test_rows_without_column_names_are_refused():

@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from {{ cookiecutter.package_name }} import export, optimize, tasks, train
+from {{ cookiecutter.package_name }} import export, optimize, {% if cookiecutter.include_serving %}tasks, {% endif %}train
+{%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.export.rest import answer_rest
+{%- endif %}
 from {{ cookiecutter.package_name }}.prepare import entry
 from {{ cookiecutter.package_name }}.tasks.tabular import data_plots, data_step, plots, scores
 from {{ cookiecutter.package_name }}.tasks.tabular.schema import infer_schema
@@ -101,6 +103,7 @@ def test_a_rare_positive_class_says_what_answering_no_to_every_row_scores():
         "  answering 'No' to every row scores accuracy 0.9667: one class dominates, read the "
         "ranking scores"
     )
+{%- if cookiecutter.include_serving %}
 
 
 def test_rest_rows_of_a_table_of_one_column_are_answered_as_named_columns(tmp_path):
@@ -118,6 +121,7 @@ def test_rest_rows_of_a_table_of_one_column_are_answered_as_named_columns(tmp_pa
     body = {"instances": [{"x": 0.0}, {"x": float("nan")}]}  # as a one-column table sends
     answer = answer_rest(one, body)
     assert [row["probabilities"] for row in answer["predictions"]] == [[0.5, 0.5]] * 2
+{%- endif %}
 
 
 @pytest.mark.slow
@@ -138,10 +142,12 @@ def test_the_whole_chain_runs_on_each_shape_of_table(shape, tmp_path):
     assert "figures/train_scores.png" in trained["figures"]
     exported = export.run(folder, export.Params(version=1), verbose=False)
     assert exported["parity_ok"], exported
+{%- if cookiecutter.include_serving %}
     loaded = __import__("tensorflow").saved_model.load(str(folder / "export" / "1"))
     rows, _ = tasks.current().examples(folder, "test", 3)
     answer = answer_rest(loaded.signatures["serving_default"], export.rest_payload(rows))
     assert len(answer["predictions"]) == 3, answer
+{%- endif %}
     optimized = optimize.run(
         folder,
         optimize.Params(backends="onnx", precisions="fp32", batch_sizes="1", iterations=5),

@@ -103,6 +103,7 @@ def test_the_export_takes_strings_and_answers_names_after_a_reload(text_run) -> 
     loaded = tf.saved_model.load(exported["export_dir"]).signatures["serving_default"]
     answer = loaded(text=tf.constant(["I lost my card", "how do I top up?"]))
     assert answer["class_names"].dtype == tf.string and answer["probabilities"].shape[0] == 2
+{%- if cookiecutter.include_serving %}
 
 
 def test_the_rest_payload_is_strings_and_answered_with_names(text_run) -> None:
@@ -120,6 +121,7 @@ def test_the_rest_payload_is_strings_and_answered_with_names(text_run) -> None:
     with pytest.raises(export.ExportError) as refused:
         export.rest_payload(np.zeros((2, 8, 8, 1), np.uint8))
     assert_one_sentence(str(refused.value))
+{%- endif %}
 
 
 def test_onnx_keeps_the_answers_and_tokenization_is_timed_apart(text_run) -> None:

@@ -1,15 +1,14 @@
 """Text through the serving code{% if cookiecutter.include_benchmarks %} and gpu-bench{% endif %}: REST answers to strings, synthetic token ids.
+{%- if cookiecutter.include_serving %}
 
 No TF Serving binary runs here: answer_rest answers a REST body in this process with the export's
 own serving_default, as the server would, class names included.
-{%- if cookiecutter.include_serving %}
 
 The load test's requests carry real texts and are checked in the forms TF Serving takes: the REST
 body as the JSON row form of strings, the gRPC request as tensorflow-serving-api's own
 PredictRequest (serialized and parsed back) with a DT_STRING tensor, answered by the loaded
 signature behind a PredictionService in this process.
-{%- endif %}
-"""
+{% endif %}"""
 
 from __future__ import annotations
 
@@ -29,8 +28,8 @@ from {{ cookiecutter.package_name }} import tasks
 from {{ cookiecutter.package_name }}.artifacts import StepError
 {%- if cookiecutter.include_serving %}
 from {{ cookiecutter.package_name }}.cli import main
+from {{ cookiecutter.package_name }}.export import answer_rest, parse_rest_response
 {%- endif %}
-from {{ cookiecutter.package_name }}.export import answer_rest{% if cookiecutter.include_serving %}, parse_rest_response{% endif %}
 {%- if cookiecutter.include_benchmarks %}
 from {{ cookiecutter.package_name }}.gpubench import bench as gpu
 {%- endif %}
@@ -91,6 +90,7 @@ def test_the_load_test_sends_the_validation_texts_in_shard_order(run_dir):
     sent = tasks.current().bench.serving_examples(run_dir, meta_of(run_dir), len(texts) + 3)
     assert sent.tolist() == texts + texts[:3]
     assert all(isinstance(text, str) for text in sent.tolist())
+{%- if cookiecutter.include_serving %}
 
 
 def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
@@ -108,6 +108,7 @@ def test_answer_rest_names_the_classes_of_a_text_payload(run_dir, signature):
     assert outputs["class_ids"] == direct["class_ids"].numpy().tolist()
     assert outputs["class_names"] == [CLASSES[i] for i in outputs["class_ids"]]
     assert "error" in answer_rest(signature, {"signature_name": "serving_default"})
+{%- endif %}
 
 
 @pytest.mark.parametrize(
@@ -156,6 +157,7 @@ def test_the_signature_called_with_another_input_is_one_sentence(signature, text
     message = str(refused.value)
     assert message.startswith(said), message
     assert message.endswith("takes strings for it, of shape [None] (None: any size).")
+{%- if cookiecutter.include_serving %}
 
 
 @pytest.mark.parametrize(
@@ -181,6 +183,7 @@ def test_the_rest_stand_in_answers_a_bad_text_body_with_an_error_as_tf_serving(
     assert answer["error"].endswith(
         "send a list of strings, one per text (rest_payload builds the body)."
     )
+{%- endif %}
 
 
 # ----------------------------------------------------------------------------- synthetic texts
@@ -243,8 +246,6 @@ def test_a_quick_measurement_on_the_run_folders_own_texts(run_dir):
     )
     result = gpu.run_one(specs[0][1], timeout=120)
     assert result.get("texts_per_second", 0) > 0, result
-{%- endif %}
-{%- if cookiecutter.include_serving %}
 
 
 # ----------------------------------------------------------------------------- REST

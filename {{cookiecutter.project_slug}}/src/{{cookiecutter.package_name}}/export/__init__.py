@@ -14,8 +14,11 @@ rescaling inside, and returns probabilities, class ids and class names.
 - savedmodel: the export itself, its signature as a dict and as `saved_model_cli` prints it
 - parity: the export reloaded in a fresh process against the Keras model
 - entry: run, which does it all and writes metrics/export.json
-- rest: TF Serving's REST `:predict` request and answer, and a client for it
+- rest: TF Serving's REST `:predict` request and answer, and a client for it (with the serving
+  part: a project that declined it has no rest module, and export has none of its names)
 """
+
+import importlib.util
 
 from ..env.devices import configure_memory_growth
 from ..tasks import current as _task
@@ -27,15 +30,6 @@ from .files import (
 )
 from .params import ExportError, Params, check, export_target
 from .parity import TOLERANCE, check_parity
-from .rest import (
-    ServingError,
-    answer_rest,
-    parse_rest_response,
-    predict_rest,
-    rest_payload,
-    rest_url,
-    server_ready,
-)
 from .savedmodel import (
     MODEL_NAME,
     export_savedmodel,
@@ -59,20 +53,27 @@ __all__ = [
     "TOLERANCE",
     "ExportError",
     "Params",
-    "ServingError",
-    "answer_rest",
     "call_signature",
     "check",
     "check_parity",
     "export_savedmodel",
     "export_target",
     "graph_ops",
-    "parse_rest_response",
-    "predict_rest",
-    "rest_payload",
-    "rest_url",
     "run",
     "saved_model_cli_command",
-    "server_ready",
     "signature_text",
 ]
+
+if importlib.util.find_spec(f"{__name__}.rest"):  # the serving part's; gone where it was declined
+    from .rest import (
+        ServingError,
+        answer_rest,
+        parse_rest_response,
+        predict_rest,
+        rest_payload,
+        rest_url,
+        server_ready,
+    )
+
+    __all__ += ["ServingError", "answer_rest", "parse_rest_response", "predict_rest"]
+    __all__ += ["rest_payload", "rest_url", "server_ready"]

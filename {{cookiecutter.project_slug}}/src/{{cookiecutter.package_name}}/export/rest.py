@@ -1,12 +1,12 @@
-"""TF Serving's REST API: the `:predict` request for raw images, its answer, and a small client.
+"""TF Serving's REST API: the `:predict` request for raw examples, its answer, and a small client.
 
-The request uses the columnar form, {"signature_name": "serving_default", "inputs": {"images":
-[...]}}: the whole batch as one nested list, answered as {"outputs": {name: [...]}} with one entry
-per output, which maps straight onto one numpy array per output. (The row form, "instances", is
-answered as one dict per image; parse_rest_response reads that too.) uint8 pixels travel as JSON
-integers, class names as JSON strings. answer_rest computes TF Serving's answer with the SavedModel
-in this process, so a payload can be checked end to end without a server.
-"""
+The task builds the request body (rest_payload): the columnar form, {"signature_name":
+"serving_default", "inputs": {name: [...]}}, the whole batch as one nested list, or the row form,
+{"instances": [...]}, one entry per example. TF Serving answers the columnar form as {"outputs":
+{name: [...]}} and the row form as {"predictions": [...]}, one dict per example;
+parse_rest_response reads both into one numpy array per output. answer_rest computes TF
+Serving's answer with the SavedModel in this process, so a payload can be checked end to end
+without a server."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def rest_url(
 
 def rest_payload(raw: Any) -> dict[str, Any]:
     """The JSON body of a `:predict` request for a batch of raw examples, as the task sends them
-    (uint8 images [N, H, W, C] as integers, texts as strings); anything else is one sentence."""
+    (the task's rest_payload); anything else is one sentence."""
     try:
         return task().export.rest_payload(raw)
     except StepError as error:
@@ -79,9 +79,9 @@ def parse_rest_response(response: dict[str, Any]) -> dict[str, np.ndarray]:
     return {name: np.asarray(column, dtype=dtypes.get(name)) for name, column in columns.items()}
 
 
-def predict_rest(url: str, images: Any, timeout: float = 30.0) -> dict[str, np.ndarray]:
-    """Send images to TF Serving's REST `:predict` URL (see rest_url) and parse its answer."""
-    body = json.dumps(rest_payload(images)).encode("utf-8")
+def predict_rest(url: str, examples: Any, timeout: float = 30.0) -> dict[str, np.ndarray]:
+    """Send raw examples to TF Serving's REST `:predict` URL (see rest_url), parse its answer."""
+    body = json.dumps(rest_payload(examples)).encode("utf-8")
     request = urllib.request.Request(
         url, data=body, headers={"Content-Type": "application/json"}, method="POST"
     )

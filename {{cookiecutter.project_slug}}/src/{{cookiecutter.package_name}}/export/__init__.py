@@ -5,9 +5,9 @@
     export.check(run_dir, params)           # values, inputs, lineage: one sentence if refused
     metrics = export.run(run_dir, params)   # export, parity, saved_model_cli, metrics/export.json
 
-What was trained is what is served: the serving signature takes raw uint8 images of the data set's
-shape (any batch size), runs the model in inference mode (Dropout off, batch norm frozen) with its
-rescaling inside, and returns probabilities, class ids and class names.
+What was trained is what is served: the serving signature takes raw examples as a client sends
+them (any batch size), runs the model in inference mode (Dropout off, batch norm frozen) with its
+preprocessing inside, and returns probabilities, class ids and class names.
 
 - params: Params and check, the step's contract before any model is loaded
 - files: model.keras and SavedModel folders, checked cheaply and loaded with one sentence if broken

@@ -161,7 +161,6 @@ TASK_FILES = {
         "tests/test_run_folder.py",
         "tests/test_train.py",
         "tests/test_train_benchmark.py",
-        "tests/test_train_finders.py",
         "tests/test_train_recipe.py",
         "tests/test_train_recipe_gpu.py",
         "tests/test_tune.py",

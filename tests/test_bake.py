@@ -254,6 +254,7 @@ FULL_BAKE = (
     "tests/test_env.py",
     "tests/test_export.py",
     "tests/test_export_shared.py",
+    "tests/test_find_shared.py",
     "tests/test_input_bound.py",
     "tests/test_figures.py",
     "tests/test_figures_shared.py",
@@ -292,6 +293,7 @@ FULL_BAKE = (
     "tests/test_observe.py",
     "tests/test_optimize.py",
     "tests/test_optimize_gpu_sessions.py",
+    "tests/test_optimize_shared.py",
     "tests/test_optimize_tensorrt.py",
     "tests/test_preempt.py",
     "tests/test_progress_starting.py",
@@ -319,7 +321,6 @@ FULL_BAKE = (
     "tests/test_train.py",
     "tests/test_train_benchmark.py",
     "tests/test_train_chance.py",
-    "tests/test_train_finders.py",
     "tests/test_train_progress.py",
     "tests/test_train_recipe.py",
     "tests/test_train_recipe_gpu.py",
@@ -532,6 +533,7 @@ _IMAGE_WORDS = (
     "tasks.image", "tasks/image", "image_folder", "photo_io", "tfrecord_dir", "small_cnn",
     "resnet_small", "augment_bench", "test_data_photos", "gpubench.resnet50", "gpubench/resnet50",
     "decode_jpeg", "decode_and_crop_jpeg",
+    "keras.applications models have",  # 02's sentence on the image builders' knobs
 )  # fmt: skip
 _TABULAR_WORDS = (
     "tasks.tabular", "tasks/tabular", "census", "adult.data", "adult.test", "FeatureSpace",

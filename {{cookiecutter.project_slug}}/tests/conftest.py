@@ -19,7 +19,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from fake_task import fake_exported, fake_run, fake_task  # noqa: F401 (fixtures: the fake task)
+from fake_task import (  # noqa: F401 (fixtures: the fake task)
+    fake_exported,
+    fake_module,
+    fake_run,
+    fake_task,
+)
 
 from {{ cookiecutter.package_name }} import env, export, lineage, seam, steps
 from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE

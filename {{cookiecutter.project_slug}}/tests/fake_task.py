@@ -221,22 +221,34 @@ def fake_task(monkeypatch: pytest.MonkeyPatch) -> FakeTask:
     return install(monkeypatch)
 
 
+@pytest.fixture(scope="module")
+def fake_module():
+    """The fake task is the task for every test of a module (its pytestmark uses this fixture)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield install(patch)
+
+
 @pytest.fixture
 def fake_run(tmp_path: Path, fake_task: FakeTask) -> Path:
     """A run folder holding the fake task's data/, as a data step leaves it."""
     return write_data(tmp_path / "run")
 
 
-def write_model(folder: str | os.PathLike[str], seed: int = 0) -> Path:
-    """folder as 03_train leaves it, on the fake task: data/, and an untrained model.keras with its
-    lineage (an untrained model exports and serves like a trained one)."""
+def write_model(folder: str | os.PathLike[str], seed: int = 0, epochs: int = 0) -> Path:
+    """folder as 03_train leaves it, on the fake task: data/, and a model.keras with its lineage,
+    untrained (it exports and serves like a trained one) or fitted for `epochs` (confident
+    answers, real activation ranges for int8 calibration)."""
     from {{ cookiecutter.package_name }} import lineage
     from {{ cookiecutter.package_name }}.artifacts import MODEL_FILE
 
     folder = write_data(folder)
     keras.utils.set_random_seed(seed)
     meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-    build_model(MODEL, meta).save(folder / MODEL_FILE)
+    model = build_model(MODEL, meta)
+    if epochs:
+        model.compile(keras.optimizers.Adam(5e-2), "sparse_categorical_crossentropy")
+        model.fit(*_split(folder, "train"), batch_size=32, epochs=epochs, verbose=0)
+    model.save(folder / MODEL_FILE)
     lineage.record(folder, "model", "train", {"data": lineage.fingerprint(folder, "data")})
     return folder
 

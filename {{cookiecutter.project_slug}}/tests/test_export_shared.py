@@ -29,12 +29,7 @@ from {{ cookiecutter.package_name }} import export, lineage
 from {{ cookiecutter.package_name }}.artifacts import MissingInputError, StaleInputError, StepError
 from {{ cookiecutter.package_name }}.writes import WriteError
 
-
-@pytest.fixture(scope="module", autouse=True)
-def fake():
-    """The fake task is the task for every test of this module."""
-    with pytest.MonkeyPatch.context() as patch:
-        yield fake_task.install(patch)
+pytestmark = pytest.mark.usefixtures("fake_module")  # the fake task is the task of every test
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +39,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def exported(run: Path) -> dict[str, Any]:
+def exported(run: Path, fake_module) -> dict[str, Any]:
     """The step as the notebook runs it: export/1, parity, saved_model_cli, metrics/export.json."""
     return export.run(run, export.Params(version=1, overwrite=False), verbose=False)
 

@@ -3,7 +3,7 @@
 Batch size: a fake GPU that runs out of memory above a batch, a fake CPU with known rates, the
 training-set and host-memory caps, a fake clock for the time budget. Learning rate: the ramp,
 the smoothing, a synthetic loss curve whose steepest descent is known, NaN and flat curves.
-The real probes on the digits data are in test_train_finders.py.
+The real probes, on the fake task, are in test_find_shared.py.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from {{ cookiecutter.package_name }}.writes import WriteError
 PACKAGE = "{{ cookiecutter.package_name }}"
 NOTEBOOKS = [
     "00_environment",
-    "01_data",{% if cookiecutter.include_tuning %}
-    "02_tune",{% endif %}
+    "01_data",
+    "02_tune",
     "03_train",
     "04_export",
     "05_optimize",
@@ -47,7 +47,6 @@ METRICS = {
         "examples_per_sec": 495434.0,
         "naive_examples_per_sec": 18426.0,
     },
-{%- if cookiecutter.include_tuning %}
     "tune": {
         "objective": "val_accuracy",
         "best_score": 0.7772,
@@ -56,7 +55,6 @@ METRICS = {
         "algorithm": "random",
         "best_hparams": {"width": 64, "dropout": 0.15},
     },
-{%- endif %}
     "train": {
         "val_accuracy": 0.9666,
         "val_loss": 0.117,
@@ -135,6 +133,22 @@ def test_headline_names_every_step_with_its_result(tmp_path: Path) -> None:
     assert "- **Skipped**: onnx (fp16, int8): no GPU." in text
     count = len(NOTEBOOKS)
     assert f"- **Total**: {10.0 * count:.1f} s over {count} notebook(s), status **ok**." in text
+
+
+def test_a_backends_long_error_is_one_short_line_in_the_headline(tmp_path: Path) -> None:
+    """ONNX Runtime's error holds its C++ source location and a long signature: the headline's
+    Skipped line shows its first line, cut short; optimize.json keeps the whole of it."""
+    run_dir, record = _run_folder(tmp_path)
+    path = run_dir / "metrics" / "optimize.json"
+    metrics = json.loads(path.read_text())
+    first = "onnx failed: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code " + "x" * 300
+    metrics["backends"][2].update(
+        status="failed", reason=first + "\n/onnxruntime_src/dynamic_quantize_matmul.cc:97 ..."
+    )
+    path.write_text(json.dumps(metrics))
+    (skipped,) = [line for line in headline(run_dir, record) if line.startswith("- **Skipped**")]
+    said = "- **Skipped**: onnx (fp16): no GPU; onnx (int8): onnx failed: [ONNXRuntimeError]"
+    assert skipped.startswith(said) and skipped.endswith("x….") and len(skipped) < 250, skipped
 
 
 def test_the_data_headline_and_table_count_the_test_split_when_there_is_one(

@@ -67,26 +67,16 @@ def test_the_image_search_holds_the_builders_knobs_and_augmentation(
     assert metrics["best_hparams"] == hparams and result["trials_completed"] == TRIALS
 
 
-def test_the_first_trial_of_a_random_search_is_the_default_recipe(
+def test_the_first_trial_holds_the_image_builders_knobs_at_their_defaults(
     searched: tuple[Path, dict],
 ) -> None:
-    """Trial #1 trains training's defaults, so the search's gain over them is one run's numbers."""
+    """Trial #1 is training's defaults (test_tune_shared.py checks the recipe on the fake task);
+    here the image builder's own knobs are among them, at training's values."""
     _, metrics = searched
     first = min(metrics["trials"], key=lambda trial: trial["trial"])
     assert first["defaults"] and first["hparams"] == metrics["default_hparams"]
-    assert metrics["default_hparams"] == {
-        "learning_rate": 1e-3,
-        "width": 32,
-        "dropout": 0.25,
-        "schedule": "constant",
-        "weight_decay": 0.0,
-        "label_smoothing": 0.0,
-        "augment": "none",
-    }
-    assert metrics["default_score"] == first["score"] <= metrics["best_score"]
-    assert "(best, defaults)" in tune.trials_table(metrics) or "(defaults)" in tune.trials_table(
-        metrics
-    )
+    knobs = {name: metrics["default_hparams"][name] for name in ("width", "dropout", "augment")}
+    assert knobs == {"width": 32, "dropout": 0.25, "augment": "none"}
 
 
 def test_the_space_holds_the_recipe_and_its_conditions() -> None:

@@ -45,18 +45,7 @@ from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
 TRIALS = 2
 SEARCH = {"max_trials": TRIALS, "epochs": 1, "batch_size": 16}
 RECIPE = {"learning_rate", "schedule", "weight_decay", "label_smoothing"}  # 1 epoch: no warmup
-
-
-def params(**values) -> tune.Params:
-    """tune's Params for the fake model (its default is the bake's own task's, read at import)."""
-    return tune.Params(**{"model": fake_task.MODEL, **values})
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fake():
-    """The fake task is the task for every test of this module."""
-    with pytest.MonkeyPatch.context() as patch:
-        yield fake_task.install(patch)
+pytestmark = pytest.mark.usefixtures("fake_module")  # the fake task is the task of every test
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +55,14 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory: pytest.TempPathFactory, data: Path) -> tuple[Path, dict]:
+def searched(
+    tmp_path_factory: pytest.TempPathFactory, data: Path, fake_module
+) -> tuple[Path, dict]:
     """One random search of 2 trials x 1 epoch through the step's entry, shared by the tests that
     only read it."""
     run = tmp_path_factory.mktemp("fake-searched") / "run"
     shutil.copytree(data, run)
-    return run, tune.run(run, params(**SEARCH), verbose=False)
+    return run, tune.run(run, tune.Params(**SEARCH), verbose=False)
 
 
 @pytest.fixture
@@ -127,13 +118,21 @@ def test_the_first_trial_of_a_random_search_is_the_default_recipe(
     )
 
 
+def test_the_searched_model_defaults_to_the_current_tasks() -> None:
+    """model=None is the task's default, asked when the values are made: the fake task's here,
+    not the bake's own task's, whose module was imported before the fake was installed."""
+    assert tune.Params().model == fake_task.MODEL
+    assert tune.Params(model=None).model == fake_task.MODEL
+    assert tune.Params(model="other").model == "other"  # given: kept (the checks refuse it)
+
+
 def test_a_failing_trial_is_recorded_with_its_reason_and_the_search_goes_on(
-    tmp_path: Path, data: Path, fake, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, data: Path, fake_module, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A NaN loss and a builder that raises each fail their trial, with why; the others run."""
     run = copy(data, tmp_path)
     epochs_run, raised = [], []
-    real_epoch, real_build = trial_module.run_epoch, fake.build_model
+    real_epoch, real_build = trial_module.run_epoch, fake_module.build_model
 
     def epoch(loop, *args, **kwargs):  # trial 2's only epoch ends with a NaN loss
         epochs_run.append(real_epoch(loop, *args, **kwargs))
@@ -146,8 +145,8 @@ def test_a_failing_trial_is_recorded_with_its_reason_and_the_search_goes_on(
         return real_build(*args, **kwargs)
 
     monkeypatch.setattr(trial_module, "run_epoch", epoch)
-    monkeypatch.setattr(fake, "build_model", build)
-    metrics = tune.search(run, params(**{**SEARCH, "max_trials": 4}), verbose=False)
+    monkeypatch.setattr(fake_module, "build_model", build)
+    metrics = tune.search(run, tune.Params(**{**SEARCH, "max_trials": 4}), verbose=False)
     status = {trial["trial"]: trial["status"] for trial in metrics["trials"]}
     assert status == {1: "COMPLETED", 2: "FAILED", 3: "FAILED", 4: "COMPLETED"}
     errors = {trial["trial"]: trial.get("error", "") for trial in metrics["trials"]}
@@ -196,7 +195,7 @@ def test_check_refuses_a_bad_value_without_reading_the_run_folder(
     """The runner's pre-flight (inputs=False) needs no data yet and writes nothing."""
     run = tmp_path / "run"
     with pytest.raises(tune.TuneError) as refused:
-        tune.check(run, params(**values), inputs=False)
+        tune.check(run, tune.Params(**values), inputs=False)
     assert named in str(refused.value)
     assert_one_sentence(str(refused.value))
     assert not run.exists()
@@ -204,9 +203,9 @@ def test_check_refuses_a_bad_value_without_reading_the_run_folder(
 
 def test_check_refuses_a_batch_larger_than_the_training_set(data: Path) -> None:
     """With inputs, the one shared batch check names the batch and the training examples."""
-    tune.check(data, params(max_trials=1), inputs=False)  # the value alone is fine
+    tune.check(data, tune.Params(max_trials=1), inputs=False)  # the value alone is fine
     with pytest.raises(tune.TuneError) as refused:
-        tune.check(data, params(batch_size=5000))
+        tune.check(data, tune.Params(batch_size=5000))
     train_count = fake_task.COUNTS["train"]
     assert f"batch_size=5000 is larger than the {train_count} training examples" in str(
         refused.value
@@ -218,29 +217,29 @@ def test_a_run_folder_without_data_names_the_data_step(tmp_path: Path) -> None:
     """Tuning before step 1 stops in one sentence naming 01_data; the pre-flight without inputs
     lets it pass (01 runs first in the same chain)."""
     with pytest.raises(MissingInputError) as refused:
-        tune.check(tmp_path, params())
+        tune.check(tmp_path, tune.Params())
     assert "01_data" in str(refused.value)
-    tune.check(tmp_path, params(), inputs=False)
+    tune.check(tmp_path, tune.Params(), inputs=False)
     with pytest.raises(MissingInputError) as error:
-        tune.search(tmp_path / "empty", params())
+        tune.search(tmp_path / "empty", tune.Params())
     assert "01_data" in str(error.value)
     assert_one_sentence(str(error.value))
 
 
 def test_overwrite_searches_again_instead_of_reloading(searched_copy: Path) -> None:
     """keras-tuner reloads a finished search and returns at once; overwrite=True searches anew."""
-    reloaded = tune.search(searched_copy, params(**SEARCH), overwrite=False)
+    reloaded = tune.search(searched_copy, tune.Params(**SEARCH), overwrite=False)
     assert reloaded["trials_run"] == 0 and reloaded["trials_completed"] == TRIALS
     stale = searched_copy / "tuning" / "tuner" / "stale"
     stale.write_text("from the first search", encoding="utf-8")
-    again = tune.search(searched_copy, params(**SEARCH), verbose=False)
+    again = tune.search(searched_copy, tune.Params(**SEARCH), verbose=False)
     assert again["trials_run"] == TRIALS and not stale.exists()
 
 
 def test_resuming_another_search_is_refused(searched_copy: Path) -> None:
     """overwrite=False with another model or epochs is refused before keras-tuner mixes them."""
     with pytest.raises(tune.TuneError) as error:
-        tune.search(searched_copy, params(**{**SEARCH, "epochs": 2}), overwrite=False)
+        tune.search(searched_copy, tune.Params(**{**SEARCH, "epochs": 2}), overwrite=False)
     assert "epochs=1" in str(error.value)
     assert_one_sentence(str(error.value))
 
@@ -305,7 +304,7 @@ def test_bad_parameters_are_refused_in_one_sentence(
     """Each bad value is named in one sentence, and nothing is written into the run folder."""
     run = copy(data, tmp_path)
     with pytest.raises(tune.TuneError) as error:
-        tune.search(run, params(**options))
+        tune.search(run, tune.Params(**options))
     assert named in str(error.value)
     assert_one_sentence(str(error.value))
     assert not (run / "tuning").exists() and not (run / "metrics" / "tune.json").exists()

@@ -163,15 +163,27 @@ def quantize_dynamic_int8(source: Path, target: Path, fmt: Int8Format) -> Path:
 
     Suits models whose MatMuls carry the cost (a Transformer's): their activations' ranges vary
     with the input's length and words, so ranges measured on calibration batches fit less well.
-    7-bit weights where this CPU's kernels would saturate (fmt.reduce_range).
+    7-bit weights where this CPU's kernels would saturate (fmt.reduce_range). A MatMul whose
+    weights are not one matrix (a table's per-feature embeddings, [features, in, out]) stays
+    float: ONNX Runtime's DynamicQuantizeMatMul takes per-channel zero points of a 2-D B only,
+    and fails at run time ("b zero point is not valid") on every other.
     """
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    graph = onnx.load(str(source)).graph
+    ranks = {weight.name: len(weight.dims) for weight in graph.initializer}
+    batched = [
+        node.name
+        for node in graph.node
+        if node.op_type == "MatMul" and ranks.get(node.input[1], 2) != 2
+    ]
     quantize_dynamic(
         str(source),
         str(target),
         weight_type=QuantType.QInt8,
         per_channel=True,
         reduce_range=fmt.reduce_range,
+        nodes_to_exclude=batched,
     )
     return target

@@ -76,7 +76,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         if step == "optimize" and metrics:
             for b in metrics.get("backends", []):
                 if b.get("status") != "ran":
-                    why = (b.get("reason") or b["status"]).rstrip(".")
+                    why = first_line(b.get("reason") or b["status"])
                     skipped.setdefault((b["name"], why), []).append(b["precision"])
     if skipped:
         said = [f"{name} ({', '.join(kinds)}): {why}" for (name, why), kinds in skipped.items()]
@@ -89,6 +89,13 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
         status += ", but **the model stayed at chance** (see 03_train)"
     lines.append(f"- **Total**: {spent}{count} notebook(s), {status}.")
     return lines
+
+
+def first_line(reason: str, most: int = 160) -> str:
+    """A backend's reason as the headline shows it: its first line, cut at `most` characters (an
+    ONNX Runtime error holds its C++ source location and signature; optimize.json keeps it all)."""
+    line = (reason.strip().splitlines() or [""])[0].rstrip(".")
+    return line if len(line) <= most else line[: most - 1].rstrip() + "…"
 
 
 def _said(step: str, metrics: dict[str, Any]) -> str:

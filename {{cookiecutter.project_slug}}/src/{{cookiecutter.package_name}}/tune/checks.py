@@ -34,7 +34,9 @@ class Params:
     max_trials: int = param(4, "models to try (hyperband: at most this many)")
     epochs: int = param(2, "epochs per trial (hyperband: the most one trial gets)")
     batch_size: int = param(64, "examples per batch in every trial")
-    model: str = param(task().models.default, f"the builder searched: {task().models.help}")
+    model: str | None = param(
+        None, f"the builder searched (None: the task's default): {task().models.help}"
+    )
     weights: str = param(
         "none", f"{allowed()} .weights.h5 file to start from; not none: freeze_epochs searched"
     )
@@ -42,6 +44,12 @@ class Params:
     workers: int = param(
         1, "processes that run trials at once: 1 in this process, more: a chief and N workers"
     )
+
+    def __post_init__(self) -> None:
+        """model=None is the task's default model, asked when the values are made, not when this
+        module is imported (a test's fake task is asked, not the bake's own)."""
+        if self.model is None:
+            object.__setattr__(self, "model", task().models.default)
 
 
 def check_params(params: Params, overwrite: bool = True) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""batch_size=auto and learning_rate=auto in training: real probes on the digits (CPU), an
-injected out-of-memory above a batch (the GPU path), reuse on resume, and bad input refused.
+"""batch_size=auto and learning_rate=auto in training, on the fake task (tests/fake_task.py), in
+every bake: real probes on the CPU, an injected out-of-memory above a batch (the GPU path), reuse
+on resume, and bad input refused.
 
 The finders' decision rules on synthetic numbers are in test_find.py.
 """
@@ -10,10 +11,10 @@ import contextlib
 import io
 import json
 import os
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import fake_task
 import pytest
 import tensorflow as tf
 from helpers import assert_one_sentence
@@ -21,17 +22,17 @@ from helpers import assert_one_sentence
 from {{ cookiecutter.package_name }} import data, progress, train
 from {{ cookiecutter.package_name }}.find import probes
 from {{ cookiecutter.package_name }}.runner import plan_run
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.train import Params, TrainError
 
-OOM_ABOVE = 48  # the injected device memory holds batches up to this (the search stops at 71)
+OOM_ABOVE = 48  # the injected device memory holds batches up to this (the search stops at 80)
+TRAIN = 1600  # training vectors: probes up to a twentieth of them (80)
+pytestmark = pytest.mark.usefixtures("fake_module")
 
 
 @pytest.fixture(scope="module")
-def found(tmp_path_factory: pytest.TempPathFactory, digits_data: Path) -> tuple[Path, dict]:
+def found(tmp_path_factory: pytest.TempPathFactory, fake_module) -> tuple[Path, dict]:
     """One CPU run with both finders, shared by the tests that read it."""
-    run = tmp_path_factory.mktemp("found") / "run"
-    shutil.copytree(digits_data, run / "data")
+    run = fake_task.write_data(tmp_path_factory.mktemp("found") / "run", train=TRAIN)
     values = Params(batch_size="auto", learning_rate="auto", epochs=2, finder_seconds=30)
     printed, before = io.StringIO(), os.environ.get(progress.PROGRESS_ENV)
     os.environ[progress.PROGRESS_ENV] = "lines"  # as the runner's kernels print: whole lines
@@ -109,9 +110,10 @@ def test_a_resumed_run_reuses_the_choices_instead_of_probing_again(found, monkey
 
 
 def test_out_of_memory_above_a_batch_caps_the_choice_and_training_goes_on(
-    run_dir: Path, monkeypatch
+    tmp_path: Path, monkeypatch
 ) -> None:
     """The GPU search, with ResourceExhaustedError injected into every step above OOM_ABOVE."""
+    run_dir = fake_task.write_data(tmp_path / "run", train=TRAIN)
     real_init = probes.Trainer.__init__
 
     def init(self, folder, meta, params, strategy, batch, **kwargs):
@@ -165,18 +167,10 @@ def test_auto_under_multi_worker_is_refused_before_anything_starts(monkeypatch) 
     assert_one_sentence(str(caught.value))
 
 
-def test_auto_needs_an_image_per_replica(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    data_step.prepare(
-        run,
-        "synthetic",
-        synthetic_shape=(8, 8, 1),
-        synthetic_count=8,
-        synthetic_classes=2,
-        shards=1,
-    )
+def test_auto_needs_an_example_per_replica(tmp_path: Path) -> None:
+    run = fake_task.write_data(tmp_path / "run", train=4)
     train_count = int(data.read_meta(run)["splits"]["train"]["count"])
-    with pytest.raises(TrainError, match="batch_size=auto needs a training image") as caught:
+    with pytest.raises(TrainError, match="batch_size=auto needs a training ") as caught:
         train.check(run, Params(batch_size="auto", logical_cpus=train_count + 1))
     assert_one_sentence(str(caught.value))
     assert str(train_count) in str(caught.value)
@@ -185,7 +179,12 @@ def test_auto_needs_an_image_per_replica(tmp_path: Path) -> None:
 def test_the_runner_gives_auto_to_the_steps_that_take_it() -> None:
     plan = plan_run("smoke", overrides={"batch_size": "auto"})
     assert plan.parameters["03_train"]["batch_size"] == "auto"
-    assert plan.parameters["01_data"]["batch_size"] == 64  # a whole number there: the profile's
+    kept = {  # a whole number in every other step that takes one: the profile's
+        name: values["batch_size"]
+        for name, values in plan.parameters.items()
+        if name != "03_train" and "batch_size" in values
+    }
+    assert kept and all(type(value) is int for value in kept.values()), kept
     assert any("batch_size='auto' goes to 03_train" in note for note in plan.notes)
 
 

@@ -210,7 +210,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     train_count, replicas = int(meta["splits"]["train"]["count"]), resolved.placement.replicas
     if values.batch_size == AUTO and replicas > train_count:
         raise TrainError(
-            f"batch_size=auto needs a training image per replica at least: the {replicas} "
+            f"batch_size=auto needs a training example per replica at least: the {replicas} "
             f"replicas need {replicas}, and {folder / DATA_DIR} has {train_count}; use fewer "
             "replicas (logical_cpus, GPUs) or more data."
         )

@@ -94,6 +94,21 @@ def test_a_one_trial_search_of_tabm_reaches_training(run: Path) -> None:
         assert resolved[name] == hparams[name] and sources[name] == "tuned", name
 
 
+def test_table_trials_are_ranked_by_validation_roc_auc_and_the_report_says_so(run: Path) -> None:
+    """02 ranks table trials by what 03's headline compares with the trees (ROC AUC), not by
+    accuracy at 0.5, and its metrics, trials table and figure name that objective."""
+    from {{ cookiecutter.package_name }}.tune.figure import plot_trials
+
+    metrics = tune.run(run, tune.Params(max_trials=1, epochs=1, batch_size=32), verbose=False)
+    assert tune.objective() == metrics["objective"] == "val_roc_auc"
+    (path,) = (run / "tuning" / "tuner").glob("trial_*/trial.json")
+    observed = json.loads(path.read_text(encoding="utf-8"))["metrics"]["metrics"]
+    auc = observed["val_roc_auc"]["observations"][0]["value"][0]
+    assert 0.5 < auc <= 1.0 and metrics["best_score"] == pytest.approx(auc)
+    assert "| trial | val_roc_auc |" in tune.trials_table(metrics)
+    assert plot_trials(metrics, run / "trials.png") is not None
+
+
 def test_03_trains_tabm_with_the_knobs_02_found(run: Path, tmp_path: Path) -> None:
     """As if 02's best trial had drawn KNOBS: 03 builds, trains and saves TabM with them."""
     import keras

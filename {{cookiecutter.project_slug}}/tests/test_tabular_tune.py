@@ -130,6 +130,28 @@ def test_03_trains_tabm_with_the_knobs_02_found(run: Path, tmp_path: Path) -> No
     assert (model.get_layer("periodic").freqs, model.get_layer("periodic").sigma) == (8, 0.5)
 
 
+def test_weights_of_a_tabm_with_other_knobs_are_refused_naming_the_layer(
+    run: Path, tmp_path: Path
+) -> None:
+    """weights=FILE of a TabM built with other members: one sentence naming the layer whose
+    shapes differ and what to do, before any epoch (no Keras shape error mid-copy)."""
+    from helpers import assert_one_sentence
+
+    from {{ cookiecutter.package_name }}.train import finetune
+    from {{ cookiecutter.package_name }}.train.errors import TrainError
+
+    layout = read_meta(run)["layout"]
+    models.build_model("tabm", layout, 2, members=16).save(tmp_path / "sixteen.keras")
+    with pytest.raises(
+        TrainError, match=r"its layer members holds weights of shapes \[\(16,"
+    ) as refused:
+        finetune.load_into(
+            models.build_model("tabm", layout, 2, members=8), str(tmp_path / "sixteen.keras")
+        )
+    assert "the model's own knobs" in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
 @pytest.mark.parametrize("profile", ["smoke", "default", "gpu"])
 def test_each_profile_tunes_the_model_it_trains(profile: str) -> None:
     """03_train uses tuned values only for the model they were tuned for: a profile whose 02

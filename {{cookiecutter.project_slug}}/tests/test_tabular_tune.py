@@ -94,6 +94,21 @@ def test_a_one_trial_search_of_tabm_reaches_training(run: Path) -> None:
         assert resolved[name] == hparams[name] and sources[name] == "tuned", name
 
 
+def test_table_trials_are_ranked_by_validation_roc_auc_and_the_report_says_so(run: Path) -> None:
+    """02 ranks table trials by what 03's headline compares with the trees (ROC AUC), not by
+    accuracy at 0.5, and its metrics, trials table and figure name that objective."""
+    from {{ cookiecutter.package_name }}.tune.figure import plot_trials
+
+    metrics = tune.run(run, tune.Params(max_trials=1, epochs=1, batch_size=32), verbose=False)
+    assert tune.objective() == metrics["objective"] == "val_roc_auc"
+    (path,) = (run / "tuning" / "tuner").glob("trial_*/trial.json")
+    observed = json.loads(path.read_text(encoding="utf-8"))["metrics"]["metrics"]
+    auc = observed["val_roc_auc"]["observations"][0]["value"][0]
+    assert 0.5 < auc <= 1.0 and metrics["best_score"] == pytest.approx(auc)
+    assert "| trial | val_roc_auc |" in tune.trials_table(metrics)
+    assert plot_trials(metrics, run / "trials.png") is not None
+
+
 def test_03_trains_tabm_with_the_knobs_02_found(run: Path, tmp_path: Path) -> None:
     """As if 02's best trial had drawn KNOBS: 03 builds, trains and saves TabM with them."""
     import keras
@@ -113,6 +128,28 @@ def test_03_trains_tabm_with_the_knobs_02_found(run: Path, tmp_path: Path) -> No
     model = keras.models.load_model(run / "model.keras")
     assert model.get_layer("members").members == 8
     assert (model.get_layer("periodic").freqs, model.get_layer("periodic").sigma) == (8, 0.5)
+
+
+def test_weights_of_a_tabm_with_other_knobs_are_refused_naming_the_layer(
+    run: Path, tmp_path: Path
+) -> None:
+    """weights=FILE of a TabM built with other members: one sentence naming the layer whose
+    shapes differ and what to do, before any epoch (no Keras shape error mid-copy)."""
+    from helpers import assert_one_sentence
+
+    from {{ cookiecutter.package_name }}.train import finetune
+    from {{ cookiecutter.package_name }}.train.errors import TrainError
+
+    layout = read_meta(run)["layout"]
+    models.build_model("tabm", layout, 2, members=16).save(tmp_path / "sixteen.keras")
+    with pytest.raises(
+        TrainError, match=r"its layer members holds weights of shapes \[\(16,"
+    ) as refused:
+        finetune.load_into(
+            models.build_model("tabm", layout, 2, members=8), str(tmp_path / "sixteen.keras")
+        )
+    assert "the model's own knobs" in str(refused.value)
+    assert_one_sentence(str(refused.value))
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "gpu"])

@@ -162,6 +162,10 @@ class Scores:
     # (loop, say) → one entry per other model trained and scored beside, not exported (tables:
     # compare_models): {name, test_accuracy, roc_auc, seconds, ...}; None: none
     compare: Callable[..., Any] = _nothing
+    # what 02 ranks trials by, higher better: the epoch's own "val_accuracy", or a name whose
+    # value `objective_score` computes from validation's (labels, probabilities) after each epoch
+    objective: str = "val_accuracy"
+    objective_score: Callable[..., Any] = _nothing
 
 
 @dataclass

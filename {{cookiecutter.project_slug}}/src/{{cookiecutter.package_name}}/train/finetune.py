@@ -247,6 +247,17 @@ def _pairs(model: keras.Model, source: keras.Model, path: Path) -> tuple[list, s
         _same_shapes(t, o) for t, o in ordered if t.name not in HEAD
     ):
         return ordered, "order"
+    differ = [(t, o) for t, o in named if t.name not in HEAD and not _same_shapes(t, o)]
+    if len(named) == len(targets) == len(origins) and differ:  # the same layers, other sizes
+        target, origin = differ[0]
+        theirs = [tuple(np.shape(weight)) for weight in origin.get_weights()]
+        raise TrainError(
+            f"weights={str(path)!r} holds another architecture ({source.name}, {len(origins)} "
+            f"layers with weights) than {model.name} ({len(targets)}): its layer {target.name} "
+            f"holds weights of shapes {theirs}, this model's "
+            f"{[tuple(weight.shape) for weight in target.weights]}; build the model the file was "
+            "trained as (the same width and the model's own knobs), or use weights=none."
+        )
     raise TrainError(
         f"weights={str(path)!r} holds another architecture ({source.name}, {len(origins)} layers "
         f"with weights) than {model.name} ({len(targets)}): use weights from the same model, "

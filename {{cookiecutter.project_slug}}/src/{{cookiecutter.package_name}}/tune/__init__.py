@@ -6,7 +6,8 @@
 Each trial is a training run of step 3 (train.Loop) with the values keras-tuner chose for the
 recipe (learning_rate, schedule, warmup_epochs, weight_decay, label_smoothing, the task's
 augment; from given weights, freeze_epochs then unfreeze) and the builder (width, dropout), under
-the names training takes, scored by val_accuracy: what is tuned is exactly what step 3 trains.
+the names training takes, scored by the task's objective (val_accuracy; tables: val_roc_auc):
+what is tuned is exactly what step 3 trains.
 A search writes into the run folder:
 
     tuning/tuner/              keras-tuner's own folder: its state and one folder per trial
@@ -36,11 +37,11 @@ from ..parts.tune import TUNED_FILE, TUNING_DIR
 from .checks import ALGORITHMS, TuneError, check_params, require_keras_tuner
 from .entry import Params, check, run
 from .search import TUNER_DIR, search
-from .space import OBJECTIVE, search_space, space_table, trials_table
+from .space import objective, search_space, space_table, trials_table
 
 __all__ = [
     "ALGORITHMS",
-    "OBJECTIVE",
+    "objective",
     "TUNED_FILE",
     "TUNER_DIR",
     "TUNING_DIR",

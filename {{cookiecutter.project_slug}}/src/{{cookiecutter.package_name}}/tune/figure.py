@@ -40,7 +40,7 @@ def plot_trials(metrics: dict[str, Any], path: Path) -> Path | None:
     ]
     style.bar_labels(ax, bars, texts)
     objective = metrics.get("objective", "score")
-    if objective.endswith("accuracy"):
+    if objective.endswith(("accuracy", "auc")):  # both between 0 and 1
         ax.set_xlim(0, min(1.15, ax.get_xlim()[1]))
     ax.set_xlabel(f"{objective} after the trial (higher is better)")
     ax.tick_params(axis="y", labelsize="small")

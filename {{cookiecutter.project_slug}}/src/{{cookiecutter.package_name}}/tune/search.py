@@ -1,6 +1,7 @@
 """The search: keras-tuner trains models built by models.build_model on the task's build_inputs.
 
-Each trial is scored by val_accuracy, so what is tuned is exactly what step 3 trains. Why
+Each trial is scored by the task's objective (tune.objective: val_accuracy; tables: validation
+ROC AUC, what their headline compares), so what is tuned is exactly what step 3 trains. Why
 `overwrite=True` by default: keras-tuner keeps its state in the tuner folder and, finding one,
 reloads it instead of searching; a finished search then returns at once with the old trials,
 whatever changed in the data since. `overwrite=False` resumes an interrupted search instead.
@@ -25,7 +26,7 @@ from ..train.devices import resolve_jit
 from ..writes import write_json, write_metrics
 from . import cluster
 from .checks import Params, TuneError, check_data, check_params, require_keras_tuner
-from .space import OBJECTIVE, defaults, search_space, training_values
+from .space import defaults, objective, search_space, training_values
 from .trial import Trials
 from .trials import Progress, completed, last_line, trial_number, trial_record
 from .tuners import TUNER_DIR, make_tuner
@@ -127,7 +128,7 @@ def _search(
     untuned = defaults(space)
     for trial in trials:
         trial["defaults"] = trial["hparams"] == untuned
-    write_json(folder / TRIALS_FILE, {"objective": OBJECTIVE, "trials": trials})
+    write_json(folder / TRIALS_FILE, {"objective": objective(), "trials": trials})
     done = [trial for trial in trials if trial["status"] == "COMPLETED"]
     if not done:
         raise TuneError(
@@ -140,7 +141,7 @@ def _search(
     scored = [t["score"] for t in done if t["defaults"] and t["score"] is not None]
     found = {
         "hparams": best_hparams,
-        "objective": OBJECTIVE,
+        "objective": objective(),
         "score": float(best.score),
         "trial": trial_number(best.trial_id),
         "trial_id": best.trial_id,
@@ -156,7 +157,7 @@ def _search(
     metrics = {
         "algorithm": algorithm,
         "model": model,
-        "objective": OBJECTIVE,
+        "objective": objective(),
         "best_score": float(best.score),
         "best_trial": trial_number(best.trial_id),
         "best_trial_id": best.trial_id,

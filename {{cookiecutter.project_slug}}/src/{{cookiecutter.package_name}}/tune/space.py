@@ -11,7 +11,13 @@ from typing import Any
 
 from ..tasks import current as task
 
-OBJECTIVE = "val_accuracy"
+
+def objective() -> str:
+    """What trials are ranked by, higher better: the task's (val_accuracy; tables' validation
+    ROC AUC, val_roc_auc), so a search optimizes what step 3's headline compares."""
+    return task().scores.objective
+
+
 # The recipe of every task (train/recipe.py's names): the learning rate on a log scale (1e-4 and
 # 1e-3 are as far apart as 1e-3 and 1e-2); AdamW's decay from none to strong (a log scale cannot
 # hold 0, training's default); label smoothing in steps of 0.05.
@@ -112,8 +118,9 @@ def space_table(space: dict[str, dict[str, Any]]) -> str:
 def trials_table(result: dict[str, Any]) -> str:
     """The trials of a search as a markdown table, best score first."""
     names = list(result["search_space"])
+    score = result.get("objective") or objective()
     rows = [
-        f"| trial | {OBJECTIVE} | best epoch | epochs | " + " | ".join(names) + " | status |",
+        f"| trial | {score} | best epoch | epochs | " + " | ".join(names) + " | status |",
         "|---:|---:|---:|---:|" + "---:|" * len(names) + "---|",
     ]
     ranked = sorted(

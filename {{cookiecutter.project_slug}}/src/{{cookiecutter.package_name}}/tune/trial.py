@@ -22,15 +22,17 @@ import keras
 import tensorflow as tf
 
 from ..find.probes import out_of_memory
+from ..tasks import current as task
 from ..train import phases
 from ..train.epoch import run_epoch
 from ..train.errors import TrainError
+from ..train.evaluate import predict
 from ..train.loop import Loop
 from ..train.params import Params as TrainParams
 from ..train.params import check_values
 from ..train.value_sources import Resolved
 from ..train.watch import Watch
-from .space import OBJECTIVE, choose, training_values
+from .space import choose, objective, training_values
 
 
 class Trials:
@@ -114,7 +116,8 @@ class Trials:
                 listed.on_epoch_begin(epoch)
                 phases.enter(loop, epoch)  # frozen or fine-tuning, as training's epoch would be
                 record = run_epoch(loop, epoch, iterator, validation, [])
-                logs = {key: record[key] for key in ("loss", "accuracy", "val_loss", OBJECTIVE)}
+                logs = {key: record[key] for key in ("loss", "accuracy", "val_loss")}
+                logs[objective()] = _score(loop, record)
                 if not all(math.isfinite(value) for value in logs.values()):
                     raise self.kt.errors.FailedTrialError(
                         f"the loss is not a number after epoch {epoch + 1} (loss "
@@ -135,3 +138,12 @@ class Trials:
         finally:
             self.loop = None
         return history
+
+
+def _score(loop: Loop, record: dict[str, Any]) -> float:
+    """The trial's objective after an epoch: the epoch's val_accuracy, or the task's score of
+    the validation split's probabilities (tables: ROC AUC)."""
+    name = objective()
+    if name in record:
+        return record[name]
+    return float(task().scores.objective_score(*predict(loop, "validation")))

@@ -10,7 +10,7 @@ from typing import Any
 import keras
 
 from ..progress import line
-from .space import OBJECTIVE, training_values
+from .space import objective, training_values
 from .tuners import TUNER_DIR, ran_by
 
 
@@ -48,7 +48,7 @@ class Progress(keras.callbacks.Callback):
         if self.verbose and logs:
             line(
                 f"  epoch {epoch + 1}/{self.epochs}: accuracy {logs.get('accuracy', 0):.4f}, "
-                f"{OBJECTIVE} {logs.get(OBJECTIVE, 0):.4f} "
+                f"{objective()} {logs.get(objective(), 0):.4f} "
                 f"({time.perf_counter() - self.started:.1f} s)"
             )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..parts.tune import TUNING_DIR
 from ..writes import write_json
+from .space import objective
 
 TUNER_DIR = f"{TUNING_DIR}/tuner"
 # In each trial's folder (tuning/tuner/trial_NN/): every process that started the trial, in order;
@@ -39,7 +40,7 @@ def make_tuner(kt: Any, params: dict[str, Any], hypermodel: Any, folder: Path) -
         "overwrite": params["overwrite"],
     }
     oracle_args = {
-        "objective": kt.Objective("val_accuracy", direction="max"),
+        "objective": kt.Objective(objective(), direction="max"),
         "seed": params["seed"],
         "max_consecutive_failed_trials": CONSECUTIVE_FAILURES,
     }

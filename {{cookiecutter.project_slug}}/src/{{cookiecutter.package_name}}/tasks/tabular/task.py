@@ -236,6 +236,13 @@ def test_extras(
     return {**binary_report((labels, probabilities), validation), **said}
 
 
+def validation_roc_auc(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    """02's objective: validation ROC AUC (scores.validation_roc_auc, loaded when first used)."""
+    from .scores import validation_roc_auc as score
+
+    return score(labels, probabilities)
+
+
 def rest_payload(raw: Any) -> dict[str, Any]:
     """TF Serving's REST body: one JSON object per row, named columns, NaN for a
     missing number (json.dumps writes it bare; TF Serving refuses null for a float input)."""
@@ -363,6 +370,8 @@ class TabularTask(Task):
             extras=test_extras,
             drawers=DRAWERS,
             compare=compare.train_compared,  # compare_models: trained beside, not exported
+            objective="val_roc_auc",  # 02 ranks trials by what 03's headline compares
+            objective_score=validation_roc_auc,
         )
         self.bench = Bench(
             model=bench_model,

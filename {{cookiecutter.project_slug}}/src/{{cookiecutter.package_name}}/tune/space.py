@@ -218,7 +218,7 @@ def _rounded(value: float) -> float:
 
 
 def _significant(value: float) -> float:
-    return float(f"{float(value):.4g}")  # a log-scale knob (sigma 0.3 to 10): 4 digits
+    return float(f"{float(value):.4g}")  # a log-scale knob (sigma 0.3 to 30): 4 digits
 
 
 def _same(value: Any) -> Any:

@@ -9,8 +9,9 @@ import: no TensorFlow.
 
 What 02 searches, and why: members 8/16/32 (TabM's ensemble size: more members average more,
 cost grows linearly), depth 1-3 shared layers (the paper's MLPs are 1-4 deep), 8/16/32
-frequencies per number and their initial scale sigma on a log scale from 0.3 to 10 (Gorishniy et
-al. 2022 search sigma over [0.01, 100]; the range here is where census income's numbers land).
+frequencies per number and their initial scale sigma on a log scale from 0.3 to 30 (Gorishniy et
+al. 2022 search sigma over [0.01, 100]; census income scored best at 20, on validation loss and
+test ROC AUC alike).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ SPECS: dict[str, dict[str, dict[str, Any]]] = {
             "default": 2,
         },
         "frequencies": {"type": "choice", "values": [8, 16, 32], "default": 16},
-        "sigma": {"type": "float", "min": 0.3, "max": 10.0, "sampling": "log", "default": 3.0},
+        "sigma": {"type": "float", "min": 0.3, "max": 30.0, "sampling": "log", "default": 3.0},
     }
 }
 BUILDER = {"members": "members", "depth": "depth", "frequencies": "freqs", "sigma": "sigma"}
@@ -59,7 +60,7 @@ class TrainOptions(WeightOptions):
         None, "tabm: periodic frequencies per number (02 searches 8, 16, 32); None: 16"
     )
     sigma: float | None = param(
-        None, "tabm: the frequencies' initial scale (02 searches 0.3 to 10, log); None: 3"
+        None, "tabm: the frequencies' initial scale (02 searches 0.3 to 30, log); None: 3"
     )
 
 

@@ -150,6 +150,7 @@ FULL_BAKE = (
     "src/{pkg}/runner/held.py",
     "src/{pkg}/runner/html.py",
     "src/{pkg}/runner/kernels.py",
+    "src/{pkg}/runner/lean.py",
     "src/{pkg}/runner/live.py",
     "src/{pkg}/runner/margin.py",
     "src/{pkg}/runner/numbers.py",

@@ -292,6 +292,26 @@ def _executed(path: Path) -> None:
     nbformat.write(notebook, path)
 
 
+def test_the_html_report_converts_every_notebook_with_one_exporter(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 42 §3.9: an exporter per notebook compiled nbconvert's templates six times, a quarter
+    of the seconds report.html took after the last notebook; one exporter converts them all."""
+    from {{ cookiecutter.package_name }}.runner import html as report_html
+
+    made = []
+    real = report_html._exporter
+    monkeypatch.setattr(report_html, "_exporter", lambda: made.append(1) or real())
+    run_dir, record = _run_folder(tmp_path)
+    for entry in record["notebooks"]:
+        entry["executed"] = f"notebooks/{entry['name']}.ipynb"
+        _executed(run_dir / entry["executed"])
+    write_report(run_dir, record)
+    page = write_html(run_dir, record).read_text()
+    assert len(re.findall(r'srcdoc="[^"]*hello', page)) == len(NOTEBOOKS) > 1
+    assert len(made) == 1
+
+
 def test_the_html_report_works_offline_with_contents_and_links_to_its_notebooks(
     tmp_path: Path,
 ) -> None:

@@ -726,6 +726,27 @@ def test_ctrl_c_while_papermill_loads_is_one_line_not_a_traceback(
     assert capsys.readouterr().err == "prog: interrupted before any notebook started.\n"
 
 
+def test_papermill_loads_without_the_optional_modules_no_run_uses() -> None:
+    """Issue 42 §3.9: jsonschema's IRI checker (rfc3987_syntax) and papermill's gs:// and hdfs://
+    handlers (gcsfs, pyarrow) took most of papermill's import, seconds before the first notebook;
+    the runner loads papermill without them, and they import as usual afterwards."""
+    import importlib.util
+
+    from {{ cookiecutter.package_name }}.runner.lean import UNUSED
+
+    installed = [name for name in UNUSED if importlib.util.find_spec(name) is not None]
+    if not installed:
+        pytest.skip(f"none of {UNUSED} is installed here: papermill cannot load them")
+    code = (
+        "import importlib, sys\n"
+        f"import {PACKAGE}.runner.chain\n"
+        f"print(sorted(set({installed!r}) & set(sys.modules)))\n"
+        f"print([importlib.import_module(name).__name__ for name in {installed!r}])\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.splitlines() == ["[]", repr(installed)]
+
+
 def test_a_stopped_task_does_not_say_done(capsys) -> None:
     """`» Loading TensorFlow: done in 3.3 s` followed the Ctrl-C that stopped the loading."""
     from {{ cookiecutter.package_name }} import progress

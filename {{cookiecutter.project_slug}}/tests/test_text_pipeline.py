@@ -113,3 +113,22 @@ def test_padding_shares_count_what_the_device_sees(layer):
     assert shares["bucketed"] == pytest.approx(1 - sum(lengths) / sum(widths))
     assert shares["bucketed"] < shares["padded_to_max_tokens"]
     assert shares["padded_to_max_tokens_shapes"] == 1 and 1 < shares["bucketed_shapes"] <= 4
+
+
+def test_padding_shares_batch_one_epoch_not_two(layer, monkeypatch):
+    """Issue 42 §3.9: the unbucketed share follows from the bucketed epoch's own tokens (every
+    batch padded to max_tokens), so 01 tokenizes and batches the training split once for both;
+    the shares stay exact (the test above)."""
+    from {{ cookiecutter.package_name }}.tasks.text import pipeline
+
+    made = []
+    real = pipeline.text_dataset
+
+    def counted(*args, **kwargs):
+        made.append(kwargs.get("bucketing", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "text_dataset", counted)
+    texts, labels = corpus()
+    pipeline.padding_shares(from_examples(texts, labels), layer, max_tokens=64, batch_size=16)
+    assert made == [True]

@@ -15,10 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import papermill
-
 from ..artifacts import NOTEBOOKS_DIR
 from .kernels import KERNEL, Ahead, kernel_manager
+from .lean import papermill
 from .live import NotebookProgress, register
 from .plan import literal
 from .profile import one_line

@@ -72,7 +72,8 @@ def write_html(run_dir: Path, record: dict[str, Any]) -> Path:
         lambda m: f'href="#{anchors[m[1]]}"' if m[1] in anchors else m[0],
         str(body),
     )
-    frames = [_notebook(run_dir, entry) for entry in record.get("notebooks", [])]
+    exporter = _exporter()  # one for all: its templates compile once, not once per notebook
+    frames = [_notebook(run_dir, entry, exporter) for entry in record.get("notebooks", [])]
     toc = render_toc_ul(state.env.get("toc_items", []))
     notebooks = "".join(
         f'<li><a href="#{anchors[e["executed"]]}">{html.escape(e["name"])}</a></li>'
@@ -94,7 +95,7 @@ def anchor(executed: str) -> str:
     return "notebook-" + re.sub(r"[^\w.-]+", "-", Path(executed).stem)
 
 
-def _notebook(run_dir: Path, entry: dict[str, Any]) -> str:
+def _notebook(run_dir: Path, entry: dict[str, Any], exporter: HTMLExporter) -> str:
     name, executed = entry["name"], entry.get("executed")
     summary = f"<summary>{html.escape(name)}: {html.escape(entry['status'])}</summary>"
     if not executed or not (run_dir / executed).is_file():
@@ -102,7 +103,7 @@ def _notebook(run_dir: Path, entry: dict[str, Any]) -> str:
     opened = f'<details id="{anchor(executed)}">{summary}'
     try:
         notebook = nbformat.read(run_dir / executed, as_version=4)
-        page, _ = _exporter().from_notebook_node(notebook)
+        page, _ = exporter.from_notebook_node(notebook)
     except Exception as error:  # a notebook nbconvert cannot read must not cost the report
         return f"{opened}<p>Could not be converted: {html.escape(one_line(error))}.</p></details>"
     frame = (

@@ -15,9 +15,8 @@ import threading
 import time
 from typing import Any, TextIO
 
-from papermill.engines import NBClientEngine, NotebookExecutionManager
-
 from ..progress import MARK
+from .lean import engines
 
 SLOW_CELL = 2.0  # seconds: in line mode, a cell this slow gets its own line
 # In line mode, a cell that printed nothing for this long gets a line saying it still runs (a
@@ -116,7 +115,7 @@ class NotebookProgress:
                 self._print(f"    {where}: {self.running[:70]}")
 
 
-class _Manager(NotebookExecutionManager):
+class _Manager(engines.NotebookExecutionManager):
     """papermill's execution manager, telling a NotebookProgress about each cell."""
 
     def __init__(self, *args: Any, live: NotebookProgress, **kwargs: Any) -> None:
@@ -134,7 +133,7 @@ class _Manager(NotebookExecutionManager):
             self.live.cell_complete(cell.source)
 
 
-class LiveEngine(NBClientEngine):
+class LiveEngine(engines.NBClientEngine):
     """nbclient, as papermill runs it, with a NotebookProgress (the `live` keyword) attached."""
 
     @classmethod
@@ -170,7 +169,5 @@ class LiveEngine(NBClientEngine):
 
 def register() -> str:
     """Register the engine with papermill (once) and return its name."""
-    from papermill.engines import papermill_engines
-
-    papermill_engines.register(ENGINE, LiveEngine)
+    engines.papermill_engines.register(ENGINE, LiveEngine)
     return ENGINE

@@ -140,26 +140,26 @@ def padding_shares(
 ) -> dict[str, float | int]:
     """The share of padded tokens in one shuffled epoch, with and without length buckets.
 
-    Counted on the batches themselves (id 0 is only ever padding), so it is what the device sees:
-    `bucketed`, `padded_to_max_tokens`, and the padded shapes each way.
+    Counted on the bucketed batches themselves (id 0 is only ever padding), so it is what the
+    device sees: `bucketed`, `padded_to_max_tokens`, and the padded shapes each way. Without
+    buckets every batch is padded to max_tokens (batch_by_length), so that share follows from the
+    same epoch's tokens exactly: one epoch is tokenized and batched, not two.
     """
-    result: dict[str, float | int] = {}
-    for name, bucketing in (("bucketed", True), ("padded_to_max_tokens", False)):
-        data = text_dataset(
-            pairs,
-            layer,
-            max_tokens=max_tokens,
-            batch_size=batch_size,
-            shuffle_seed=seed,
-            bucketing=bucketing,
-        )
-        padded = total = 0
-        lengths = set()
-        for ids, _ in data:
-            ids = ids.numpy()
-            padded += int(np.sum(ids == 0))
-            total += ids.size
-            lengths.add(ids.shape[1])
-        result[name] = padded / total if total else 0.0
-        result[f"{name}_shapes"] = len(lengths)
-    return result
+    data = text_dataset(
+        pairs, layer, max_tokens=max_tokens, batch_size=batch_size, shuffle_seed=seed
+    )
+    padded = total = texts = 0
+    lengths = set()
+    for ids, _ in data:
+        ids = ids.numpy()
+        padded += int(np.sum(ids == 0))
+        total += ids.size
+        texts += ids.shape[0]
+        lengths.add(ids.shape[1])
+    flat = texts * max_tokens  # every text padded to max_tokens; as many tokens are not padding
+    return {
+        "bucketed": padded / total if total else 0.0,
+        "bucketed_shapes": len(lengths),
+        "padded_to_max_tokens": (flat - (total - padded)) / flat if flat else 0.0,
+        "padded_to_max_tokens_shapes": 1 if texts else 0,
+    }

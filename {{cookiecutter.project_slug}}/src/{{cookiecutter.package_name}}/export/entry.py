@@ -20,7 +20,7 @@ from ..figures import export as export_figures
 from ..tasks import current as task
 from ..writes import write_metrics
 from .params import Params, check
-from .parity import Fresh, check_parity
+from .parity import check_parity
 from .savedmodel import export_savedmodel, signature_block
 
 
@@ -32,18 +32,14 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     say = print if verbose else _silent
     if verbose:
         progress.starting("Exporting model.keras to a SavedModel", "5-30 s on a CPU")
-    with Fresh() as fresh:  # the parity process loads TensorFlow while the export is written
-        exported = export_savedmodel(
-            folder, params.version, params.overwrite, params.replace_served
-        )
-        if exported["removed"]:
-            names = ", ".join(Path(path).name for path in exported["removed"])
-            say(f"Removed what an interrupted export left in {folder / 'export'}: {names}")
-        say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
-        # The fresh process loads the export (minutes on a busy machine): a moving line.
-        parity_line = "Parity: the export reloaded in a fresh process"
-        with progress.task(parity_line, unit="", shown=verbose):
-            parity = check_parity(folder, exported["export_dir"], fresh=fresh)  # + saved_model_cli
+    exported = export_savedmodel(folder, params.version, params.overwrite, params.replace_served)
+    if exported["removed"]:
+        names = ", ".join(Path(path).name for path in exported["removed"])
+        say(f"Removed what an interrupted export left in {folder / 'export'}: {names}")
+    say(f"Wrote {exported['export_dir']} ({exported['precision']} model)")
+    # A fresh process loads TensorFlow and the export (minutes on a busy machine): a moving line.
+    with progress.task("Parity: the export reloaded in a fresh process", unit="", shown=verbose):
+        parity = check_parity(folder, exported["export_dir"])  # also runs saved_model_cli, once
     say(parity["verdict"])
     shown = parity.pop("saved_model_cli_all")
     metrics = export_metrics(exported, parity, shown)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -51,14 +50,12 @@ def check_parity(
     run_dir: str | os.PathLike[str],
     export_dir: str | os.PathLike[str],
     max_examples: int = 512,
-    fresh: Fresh | None = None,
 ) -> dict[str, Any]:
     """Compare the Keras model and the reloaded SavedModel on up to max_examples validation images.
 
     Returns examples, max_abs_diff, top1_agreement (share of images whose Keras top class is the
     SavedModel's class id), class_names_match, precision, tolerance, parity_ok, served_pid (the
-    fresh process), keras_pid and a verdict sentence. `fresh`: the process to predict in, started
-    earlier (Fresh; run starts it before the export is written), else one started now.
+    fresh process), keras_pid and a verdict sentence.
     """
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
         raise ExportError(f"max_examples={max_examples!r} is not allowed: use a whole number >= 1.")
@@ -80,7 +77,7 @@ def check_parity(
     # and as the trained model takes them (for text, the ids the tokenizer makes of the strings).
     raw, labels = task().examples(folder, split, max_examples)
     inputs, _ = task().examples(folder, split, max_examples, form="model")
-    served = predict_in_fresh_process(export_dir, raw, fresh)  # and saved_model_cli's text
+    served = predict_in_fresh_process(export_dir, raw)  # and saved_model_cli's text
     with exact_float32():
         expected = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0).astype("float32")
     precision = model_precision(model)
@@ -150,67 +147,31 @@ def served_errors(
     }
 
 
-class Fresh:
-    """`python -m <package>.export predict`, started ahead: it loads TensorFlow and the task
-    (seconds, most of the parity check's time) while this process writes the export, then waits on
-    stdin for what to predict. It holds no model, custom code or cache of this process: a fresh
-    reload all the same. A context manager: stopped on the way out if it still runs."""
-
-    def __init__(self) -> None:
-        source = str(Path(__file__).resolve().parents[2])  # src/, in case it is not installed
-        path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", f"{PACKAGE}.export", *AHEAD],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=quiet_env({**os.environ, "PYTHONPATH": path}),
-        )
-
-    def predict(self, args: list[str]) -> tuple[int, str]:
-        """Send `predict`'s arguments, wait for it to end: its exit status and stderr."""
-        try:
-            _, stderr = self.process.communicate(json.dumps(args) + "\n", timeout=PROCESS_TIMEOUT)
-        finally:
-            self.close()
-        return self.process.returncode, stderr
-
-    def __enter__(self) -> Fresh:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop it if it still runs (the export failed, or it was never asked)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate()
-
-
-AHEAD = ("predict", "--ahead")  # Fresh's command: the other arguments come on stdin
-
-
-def predict_in_fresh_process(
-    export_dir: Path, images: np.ndarray, fresh: Fresh | None = None
-) -> dict[str, Any]:
-    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`
-    (in `fresh`, started earlier, or in one started now), and what `saved_model_cli show --all`
-    prints for the export (saved_model_cli_all).
+def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
+    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`,
+    and what `saved_model_cli show --all` prints for the export (saved_model_cli_all).
 
     The same fresh process runs saved_model_cli's own code after predicting: one TensorFlow start
     instead of two, and the tool still reads only what is on disk.
     """
-    fresh = fresh or Fresh()
     with tempfile.TemporaryDirectory(prefix="export-parity-") as scratch:
         inputs, outputs = Path(scratch) / "images.npy", Path(scratch) / "outputs.npz"
         shown = Path(scratch) / "saved_model_cli.txt"
         np.save(inputs, images)
-        args = ["--cli-text", str(shown), str(export_dir), str(inputs), str(outputs)]
-        returncode, stderr = fresh.predict(args)
-        if returncode != 0:
-            last = (stderr.strip().splitlines() or ["no output"])[-1]
+        source = str(Path(__file__).resolve().parents[2])  # src/, in case it is not installed
+        path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+        env = quiet_env({**os.environ, "PYTHONPATH": path})
+        command = [sys.executable, "-m", f"{PACKAGE}.export", "predict", "--cli-text", str(shown)]
+        done = subprocess.run(
+            [*command, str(export_dir), str(inputs), str(outputs)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=PROCESS_TIMEOUT,
+            check=False,
+        )
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise ExportError(f"Reloading {export_dir} in a fresh process failed ({last}).")
         with np.load(outputs) as saved:
             result: dict[str, Any] = {name: saved[name] for name in saved.files}
@@ -227,11 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("images", help=".npy file of raw inputs (uint8 images, strings)")
     parser.add_argument("outputs", help=".npz file to write the outputs to")
     parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
-    task()  # the task's module registers the ops its export needs (text: tensorflow-text's)
-    argv = sys.argv[1:] if argv is None else argv
-    if tuple(argv) == AHEAD:  # started ahead (Fresh): the rest once the export is written
-        argv = ["predict", *json.loads(sys.stdin.readline() or "[]")]
     args = parser.parse_args(argv)
+    task()  # the task's module registers the ops its export needs (text: tensorflow-text's)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
     images = np.load(args.images)  # pixels, strings, or a table's rows (a structured array)
     parts: dict[str, list[np.ndarray]] = {}

@@ -25,8 +25,8 @@ from {{ cookiecutter.package_name }}.writes import WriteError
 PACKAGE = "{{ cookiecutter.package_name }}"
 NOTEBOOKS = [
     "00_environment",
-    "01_data",
-    "02_tune",
+    "01_data",{% if cookiecutter.include_tuning %}
+    "02_tune",{% endif %}
     "03_train",
     "04_export",
     "05_optimize",
@@ -47,6 +47,7 @@ METRICS = {
         "examples_per_sec": 495434.0,
         "naive_examples_per_sec": 18426.0,
     },
+{%- if cookiecutter.include_tuning %}
     "tune": {
         "objective": "val_accuracy",
         "best_score": 0.7772,
@@ -55,6 +56,7 @@ METRICS = {
         "algorithm": "random",
         "best_hparams": {"width": 64, "dropout": 0.15},
     },
+{%- endif %}
     "train": {
         "val_accuracy": 0.9666,
         "val_loss": 0.117,

@@ -51,7 +51,7 @@ def test_tabm_searches_its_own_knobs_and_the_table_shows_them() -> None:
     assert (space["depth"]["min"], space["depth"]["max"]) == (1, 3)
     assert (space["sigma"]["min"], space["sigma"]["max"], space["sigma"]["sampling"]) == (
         0.3,
-        10.0,
+        30.0,
         "log",
     )
     assert "| members | 8, 16, 32 | one of | 16 | - |" in space_table(space)

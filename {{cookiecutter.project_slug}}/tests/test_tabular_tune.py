@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tables import make_table_run
 
@@ -164,3 +165,15 @@ def test_each_profile_tunes_the_model_it_trains(profile: str) -> None:
     tuned = notebooks["02_tune"].get("model", tune.Params().model)
     trained = notebooks.get("03_train", {}).get("model", task.DEFAULT_MODEL)
     assert tuned == trained == task.DEFAULT_MODEL
+
+
+def test_a_diverged_trials_objective_is_nan_not_an_error() -> None:
+    """NaN probabilities (a trial whose loss diverged) score NaN, so the trial fails with 02's
+    one sentence on a loss that is not a number, not with scikit-learn's "Input contains NaN"."""
+    from {{ cookiecutter.package_name }}.tasks.tabular.scores import validation_roc_auc
+
+    labels = np.array([0, 1, 0, 1])
+    probabilities = np.full((4, 2), np.nan, np.float32)
+    assert np.isnan(validation_roc_auc(labels, probabilities))
+    ranked = np.array([[0.9, 0.1], [0.2, 0.8], [0.7, 0.3], [0.4, 0.6]], np.float32)
+    assert validation_roc_auc(labels, ranked) == 1.0

@@ -57,7 +57,10 @@ def validation_roc_auc(labels: np.ndarray, probabilities: np.ndarray) -> float:
     """02's objective for tables: the validation split's ROC AUC (macro one-vs-rest for more
     classes), what 03's headline compares with the trees; accuracy at 0.5 barely moves when a
     model ranks better (a search scored by it picked recipes that ranked worse on test).
-    0.5, chance, where validation holds one class only and nothing can be ranked."""
+    0.5, chance, where validation holds one class only and nothing can be ranked; NaN where the
+    model's probabilities are not finite (a diverged trial: 02 fails it in one sentence)."""
+    if not np.all(np.isfinite(probabilities)):
+        return float("nan")
     roc_auc = ranking_scores(labels, probabilities)["roc_auc"]
     return 0.5 if roc_auc is None else roc_auc
 

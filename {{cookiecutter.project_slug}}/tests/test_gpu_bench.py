@@ -172,6 +172,9 @@ def test_quick_writes_valid_json_and_full_table(
     assert describe(tmp_path) in out  # notebook 00 shows the same table
 
 
+{% if cookiecutter.task == "image_classification" -%}
+@pytest.mark.slow  # a real measurement process, about 15 s: the image bake's make test-slow
+{% endif -%}
 def test_one_quick_measurement_in_its_own_process() -> None:
     """A real measurement process: the quick float32 run trains and reports its rate."""
     _, specs, _ = bench.plan(

@@ -34,11 +34,14 @@ DASHBOARD = MONITORING / "grafana" / "dashboards" / "training.json"
 ELSEWHERE = re.compile(r"\b(?:tf_)?gpu_\w+|:tensorflow:serving:")
 PROMETHEUS = shutil.which("prometheus")
 
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None,
-    reason="prometheus is not installed: `sudo apt-get install prometheus` (Debian/Ubuntu) or "
-    "a release from prometheus.io on PATH runs this test.",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        PROMETHEUS is None,
+        reason="prometheus is not installed: `sudo apt-get install prometheus` (Debian/Ubuntu) or "
+        "a release from prometheus.io on PATH runs this test.",
+    ),
+    pytest.mark.slow,  # a real training scraped by the real Prometheus, about 35 s: make test-slow
+]
 
 
 def api(base: str, path: str, **params: str) -> dict:

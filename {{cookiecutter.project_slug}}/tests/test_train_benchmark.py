@@ -46,6 +46,7 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return run, json.loads(done.stdout)
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_benchmark_reports_positive_finite_rates_for_all_five_runs(bench_run) -> None:
     """The package's loop, the bare fit, the memory-fed loop, and the loop watched and not each
     get a measured rate."""
@@ -57,6 +58,7 @@ def test_benchmark_reports_positive_finite_rates_for_all_five_runs(bench_run) ->
         assert 0.0 <= run["val_accuracy"] <= 1.0, name
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_benchmark_reports_both_ratios_from_its_rates(bench_run) -> None:
     """loop_vs_fit and pipeline_vs_memory are the ratios of the measured rates, with their goal."""
     _, result = bench_run
@@ -76,6 +78,7 @@ def test_benchmark_reports_both_ratios_from_its_rates(bench_run) -> None:
     assert result["watched_vs_unwatched_meets_goal"] == (result["watched_vs_unwatched"] >= 0.97)
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_benchmark_compares_like_with_like(bench_run) -> None:
     """All the runs trained with the same strategy, replicas, precision and XLA setting."""
     _, result = bench_run
@@ -83,6 +86,7 @@ def test_benchmark_compares_like_with_like(bench_run) -> None:
         assert len({json.dumps(run[key]) for run in result["runs"].values()}) == 1, key
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_benchmark_trains_on_the_run_folders_data_and_writes_only_its_metrics(bench_run) -> None:
     """It uses run_dir/data/ and adds metrics/train_benchmark.json, no training output."""
     run, result = bench_run
@@ -95,6 +99,7 @@ def test_benchmark_trains_on_the_run_folders_data_and_writes_only_its_metrics(be
     assert sorted(path.name for path in (run / "metrics").iterdir()) == ["train_benchmark.json"]
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_the_table_names_both_ratios_and_their_goal(bench_run) -> None:
     """The printed table shows the runs and each ratio against its goal."""
     _, result = bench_run
@@ -105,6 +110,7 @@ def test_the_table_names_both_ratios_and_their_goal(bench_run) -> None:
     assert re.search(r"watched_vs_unwatched: \d+\.\d\d .*goal >= 0\.97", table)
 
 
+@pytest.mark.slow  # trains five times (about 20 s): make test-slow
 def test_benchmark_compares_the_finders_accuracy_with_the_defaults(bench_run) -> None:
     """One run with batch_size and learning_rate found, against the defaults, same epochs."""
     _, result = bench_run
@@ -159,6 +165,7 @@ def test_unknown_command_line_parameter_exits_2(capsys: pytest.CaptureFixture[st
     assert "'epoch'" in err and "rounds" in err
 
 
+@pytest.mark.slow  # prepares the digits and trains (about 20 s): make test-slow
 def test_without_data_it_trains_on_the_digits_and_restores_the_pipeline(tmp_path: Path) -> None:
     """A run folder without data/ gets the digits, prepared aside; the task's build_inputs,
     swapped for the memory-fed run, is the class's own again afterwards."""

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -903,6 +904,16 @@ def test_ruff_passes_with_the_projects_own_config(baked):
     """`ruff check` and `ruff format --check` pass inside the bake, with its pyproject config."""
     assert "ruff" in pyproject(baked.root).get("tool", {}), "pyproject.toml has no [tool.ruff]"
     assert_ruff_clean(baked.root)
+
+
+def test_ruff_leaves_run_folders_alone(baked, tmp_path):
+    """An executed notebook under artifacts/ (outputs, papermill's injected cells) is not the
+    project's source: ruff in a bake that is not a git repository still skips it."""
+    root = shutil.copytree(baked.root, tmp_path / "project")
+    executed = root / "artifacts" / "run" / "notebooks"
+    executed.mkdir(parents=True)
+    (executed / "cell.py").write_text("import os\nx=1;y=2\n", encoding="utf-8")
+    assert_ruff_clean(root)
 
 
 def test_toml_yaml_and_json_files_parse(baked):

@@ -143,10 +143,13 @@ def best_sentence(metrics: dict[str, Any], noun: str) -> str:
     best, ratio = metrics.get("best_backend"), metrics.get("best_vs_savedmodel_batch1")
     if not best or ratio is None:
         return ""
+    # "best" only where it beats the SavedModel; otherwise it is the fastest of the converted ones
+    lead = "best backend" if ratio >= 1 else "fastest converted backend"
     if metrics.get("comparison") != END_TO_END:
-        return f"best backend {best}, {ratio:.1f}× the SavedModel at batch 1."
+        slower = " (slower: serve the SavedModel)" if ratio < 1 else ""
+        return f"{lead} {best}, {ratio:.1f}× the SavedModel at batch 1{slower}."
     said = (
-        f"best backend end to end (the client's preprocessing included): {best}, p50 "
+        f"{lead} end to end (the client's preprocessing included): {best}, p50 "
         f"{metrics['end_to_end_p50_ms']:.3g} ms at batch 1 against "
         f"{metrics['savedmodel_raw_p50_ms']:.3g} ms for serving_default on the raw {noun}, "
         f"{ratio:.2f}×"

@@ -238,6 +238,11 @@ def _optimize(m: dict[str, Any]) -> str:
         return "no backend ran on this machine (see Skipped)."
     if m.get("comparison") == "end_to_end":  # raw input: the client's preprocessing counted
         return m["best_sentence"][:1].upper() + m["best_sentence"][1:]
+    if ratio < 1:  # no converted backend beats the SavedModel: "best" would mislead
+        return (
+            f"fastest converted backend **{m['best_backend']}**, {ratio:.1f}× the SavedModel at "
+            "batch 1 (slower: serve the SavedModel)."
+        )
     return f"best backend **{m['best_backend']}**, {ratio:.1f}× the SavedModel at batch 1."
 
 

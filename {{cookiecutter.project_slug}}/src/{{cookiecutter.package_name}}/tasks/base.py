@@ -73,6 +73,9 @@ class Data:
     drawers: Mapping[str, Callable[..., Any]]  # figure → (folder, metrics, path): data read back
     measuring: str = ""  # said before measure ({seconds}: benchmark_seconds); "": nothing
     closing: tuple[str, ...] = ("verdict",)  # the metrics' keys said last, one line each
+    # (meta) → what is wrong with the task's own keys of meta.json in a few words, None: nothing
+    # (tasks.read_meta asks it after data/meta.py's shared checks; images: image_shape)
+    meta_problem: Callable[[Meta], str | None] = _nothing
 
 
 @dataclass

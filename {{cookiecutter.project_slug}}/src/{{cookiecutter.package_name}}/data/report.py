@@ -13,13 +13,9 @@ from ..inputbound import INPUT_BOUND_AT, is_input_bound
 MIN_BATCHES = 5  # batches a round must time for a rate to mean anything (timing.py counts them)
 # The ratios a benchmark too short to compare leaves null (the rates stay: each is what was timed).
 RATIO_KEYS = (
-    "speedup_vs_naive",
-    "first_epoch_speedup_vs_naive",
-    "cold_speedup_vs_naive",
-    "cold_vs_decode_only",
-    "cache_fill_vs_decode_only",
-    "naive_cold_vs_decode_only",
-)
+    "speedup_vs_naive", "first_epoch_speedup_vs_naive", "cold_speedup_vs_naive",
+    "cold_vs_decode_only", "cache_fill_vs_decode_only", "naive_cold_vs_decode_only",
+)  # fmt: skip
 # The ratios against the naive pipeline, which pipelines within noise of each other leave null.
 NAIVE_RATIO_KEYS = ("speedup_vs_naive", "first_epoch_speedup_vs_naive", "cold_speedup_vs_naive")
 REASON_KEY = "speedup_vs_naive_reason"  # why speedup_vs_naive and the other ratios are null

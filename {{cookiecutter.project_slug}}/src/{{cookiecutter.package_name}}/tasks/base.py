@@ -91,7 +91,8 @@ class Models:
     check_trained: Callable[..., None]  # (model, meta, path): model.keras fits this data
     rebuilt: Callable[..., Any]  # (model, classes): the same builder, another head
     state: Callable[[Meta], dict[str, Any]]  # what a checkpoint depends on beyond training values
-    longest: Callable[[Meta], int]  # the input length the model leaves open (1: none)
+    # the input length the model leaves open (text: max_tokens); 1: none, every input one shape
+    longest: Callable[[Meta], int] = lambda meta: 1
     # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
     # finder probes memory at that shape); None where every input has one shape
     longest_batches: Callable[..., Any] | None = None

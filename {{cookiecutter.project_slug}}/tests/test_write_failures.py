@@ -21,7 +21,8 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import writes
-from {{ cookiecutter.package_name }}.data import DataError, read_meta
+from {{ cookiecutter.package_name }}.data import DataError
+from {{ cookiecutter.package_name }}.tasks import read_meta
 from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.tasks.image import shards as shards_module
 from {{ cookiecutter.package_name }}.writes import WriteError
@@ -67,6 +68,16 @@ def test_a_misshapen_meta_json_names_the_file_and_01_data(
         read_meta(run_dir)
     assert str(path) in str(error.value) and "run 01_data again" in str(error.value)
     assert_one_sentence(str(error.value))
+
+
+def test_the_image_shape_check_is_the_image_tasks_own() -> None:
+    """data/meta.py names no task: tasks.read_meta asks the image task's Data, which refuses a
+    shape that is not [height, width, channels] of whole numbers of at least 1."""
+    wrong = "image_shape=[8, 8], not [height, width, channels]"
+    assert data_step.DATA.meta_problem({"image_shape": [8, 8]}) == wrong
+    assert data_step.DATA.meta_problem({"image_shape": [8, 8, True]}) is not None
+    assert data_step.DATA.meta_problem({"image_shape": [8, 8, 0]}) is not None
+    assert data_step.DATA.meta_problem({"image_shape": [8, 8, 1]}) is None
 
 
 def test_the_meta_json_01_data_writes_passes(run_dir: Path) -> None:

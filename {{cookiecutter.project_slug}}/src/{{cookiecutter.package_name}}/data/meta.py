@@ -1,13 +1,15 @@
 """What later steps read of the data: its meta.json, and the one check of a batch size against it.
 
-Training, export and every other step read the data through meta.json (classes, image shape, split
-counts, shard names), so reading it, and refusing a batch no split could fill, live here once.
+Training, export and every other step read the data through meta.json (classes, split counts,
+shard names; the task's own keys, checked by the task: tasks.read_meta), so reading it, and
+refusing a batch no split could fill, live here once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..artifacts import META_FILE, require
@@ -20,11 +22,14 @@ REQUIRED = ("dataset", "classes", "num_classes", "splits")
 _KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
-def read_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The data step's meta.json, checked for what later steps read of it; a missing, unreadable
-    or misshapen one is one sentence naming the file and 01_data, which writes it."""
+def read_meta(
+    run_dir: str | os.PathLike[str], own: Callable[[dict[str, Any]], str | None] | None = None
+) -> dict[str, Any]:
+    """The data step's meta.json, checked for what later steps read of it, and by `own`, the
+    task's check of its own keys (tasks.read_meta passes it); a missing, unreadable or misshapen
+    one is one sentence naming the file and 01_data, which writes it."""
     path, meta = _load(run_dir)
-    wrong = shape_problem(meta)
+    wrong = shape_problem(meta) or (own(meta) if own is not None else None)
     if wrong:
         raise DataError(f"{path} is not the meta.json 01_data writes ({wrong}): run 01_data again.")
     return meta
@@ -65,17 +70,11 @@ def shape_problem(meta: Any) -> str | None:
     missing = [key for key in REQUIRED if key not in meta]
     if missing:
         return f"no {', '.join(missing)}"
-    classes, shape, splits = meta["classes"], meta.get("image_shape"), meta["splits"]
+    classes, splits = meta["classes"], meta["splits"]
     if not isinstance(classes, list) or len(classes) < 2 or not all(_text(c) for c in classes):
         return "classes must be a list of at least two names"
     if meta["num_classes"] != len(classes) or isinstance(meta["num_classes"], bool):
         return f"num_classes={meta['num_classes']!r}, but classes lists {len(classes)}"
-    # The image task's meta (no "task" key before there were several) says its image shape.
-    image = meta.get("task", "image_classification") == "image_classification"
-    if image and (
-        not isinstance(shape, list) or len(shape) != 3 or not all(_count(s, 1) for s in shape)
-    ):
-        return f"image_shape={shape!r}, not [height, width, channels]"
     if not isinstance(splits, dict) or not all(split in splits for split in SPLITS):
         return f"splits must hold {' and '.join(SPLITS)}"
     for name, split in splits.items():

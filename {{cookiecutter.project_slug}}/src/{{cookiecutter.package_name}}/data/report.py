@@ -1,6 +1,6 @@
-"""metrics/data.json's benchmark numbers and the notebook's table (every task's step 1): the
-result with its verdict in words (`input_bound_verdict`): a ratio where the timing means one, and
-where a pipeline was timed too briefly, a sentence that says so and how to give it more time.
+"""metrics/data.json's benchmark numbers (every task's step 1): the result with its verdict in
+words (`input_bound_verdict`): a ratio where the timing means one, and where a pipeline was timed
+too briefly, a sentence that says so and how to give it more time.
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ from ..inputbound import INPUT_BOUND_AT, is_input_bound
 MIN_BATCHES = 5  # batches a round must time for a rate to mean anything (timing.py counts them)
 # The ratios a benchmark too short to compare leaves null (the rates stay: each is what was timed).
 RATIO_KEYS = (
-    "speedup_vs_naive",
-    "first_epoch_speedup_vs_naive",
-    "cold_speedup_vs_naive",
-    "cold_vs_decode_only",
-    "cache_fill_vs_decode_only",
-    "naive_cold_vs_decode_only",
-)
+    "speedup_vs_naive", "first_epoch_speedup_vs_naive", "cold_speedup_vs_naive",
+    "cold_vs_decode_only", "cache_fill_vs_decode_only", "naive_cold_vs_decode_only",
+)  # fmt: skip
 # The ratios against the naive pipeline, which pipelines within noise of each other leave null.
 NAIVE_RATIO_KEYS = ("speedup_vs_naive", "first_epoch_speedup_vs_naive", "cold_speedup_vs_naive")
 REASON_KEY = "speedup_vs_naive_reason"  # why speedup_vs_naive and the other ratios are null
@@ -84,28 +80,6 @@ def noise_numbers(naive: dict[str, Any], configured: dict[str, Any]) -> dict[str
 def times(value: float | None, digits: int = 1) -> str:
     """A ratio as `2.3x`, or what a withheld one (None) says instead."""
     return "not measured (too short)" if value is None else f"{value:.{digits}f}x"
-
-
-def steps_table(result: dict[str, Any]) -> str:
-    """The `steps` rows of a benchmark result as a markdown table, naive first."""
-    lines = [
-        "| pipeline | what it adds | first epoch (ex/s) | steady state (ex/s) | × naive |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for row in result.get("steps", []):
-        steady = (
-            f"{row['examples_per_sec']:,.0f}" if row.get("steady_state", True) else "not reached"
-        )
-        ratio = (
-            "too short"
-            if row.get("too_short") or row.get("speedup_vs_naive") is None
-            else f"{row['speedup_vs_naive']:.2f}"
-        )
-        lines.append(
-            f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
-            f"{steady} | {ratio} |"
-        )
-    return "\n".join(lines)
 
 
 def input_bound_verdict(

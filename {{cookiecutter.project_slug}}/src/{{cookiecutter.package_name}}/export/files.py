@@ -23,8 +23,7 @@ from typing import Any
 
 from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, require, resolve_run_dir
-from ..data import read_meta
-from ..tasks import current
+from ..tasks import current, read_meta
 from ..tasks.outputs import OUTPUTS, SIGNATURE  # noqa: F401  (export's names for both)
 
 KERAS_PARTS = ("config.json", "model.weights.h5")  # what Keras 3 writes into a .keras archive

@@ -28,9 +28,9 @@ import numpy as np
 import tensorflow as tf
 
 from ..artifacts import MissingInputError, resolve_run_dir
-from ..data import read_meta
 from ..quiet import quiet_env
 from ..tasks import current as task
+from ..tasks import read_meta
 from ..tasks.outputs import feed
 from .files import SIGNATURE, load_model
 from .params import ExportError

@@ -27,8 +27,8 @@ import tensorflow as tf
 
 from .. import lineage
 from ..artifacts import MODEL_FILE, StepError, resolve_run_dir
-from ..data import read_meta
 from ..tasks import current as task
+from ..tasks import read_meta
 from ..writes import writing
 from .files import (
     SIGNATURE,

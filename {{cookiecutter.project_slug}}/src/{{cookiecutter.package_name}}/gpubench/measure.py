@@ -102,7 +102,7 @@ def _inputs(spec: dict[str, Any]) -> tuple[Path, dict[str, Any], Any]:
 
     params = SimpleNamespace(model=spec["model"], width=None, dropout=None, seed=42)
     if spec.get("data_dir"):
-        from ..data.meta import read_meta
+        from ..tasks import read_meta
 
         folder = Path(spec["data_dir"])
         return folder, read_meta(folder), params

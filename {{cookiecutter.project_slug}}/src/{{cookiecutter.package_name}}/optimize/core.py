@@ -10,12 +10,12 @@ import numpy as np
 
 from .. import figures, lineage, parts, progress, seam
 from ..artifacts import run_folder
-from ..data.meta import read_meta
 from ..export.files import SIGNATURE, load_model, load_savedmodel
 from ..export.parity import TOLERANCE, exact_float32, parity_split
 from ..export.savedmodel import model_precision
 from ..figures.optimize import end_to_end_lines
 from ..tasks import current as task
+from ..tasks import read_meta
 from ..writes import write_metrics
 from .base import PARITY_BATCH, Backend, Job, OptimizeError, Predict, run_savedmodel
 from .judge import INT8_RULE, PRECISION_TOLERANCE, parity

@@ -15,8 +15,10 @@ README's "Another task" says what each member does.
 from __future__ import annotations
 
 import importlib
+import os
+from typing import Any
 
-from ..seam import folder
+from ..seam import data_hooks, folder
 from .base import Task
 
 
@@ -27,3 +29,11 @@ def current() -> Task:
     if not isinstance(task, Task):
         raise TypeError(f"tasks/{folder()}/task.py's TASK is {type(task).__name__}, not a Task")
     return task
+
+
+def read_meta(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The data step's meta.json as every step reads it: data/meta.py's shared checks, then the
+    task's own keys (its Data.meta_problem), each refusal one sentence naming 01_data."""
+    from ..data.meta import read_meta as read_shared  # here: seam.folder finds this package early
+
+    return read_shared(run_dir, own=data_hooks().meta_problem)

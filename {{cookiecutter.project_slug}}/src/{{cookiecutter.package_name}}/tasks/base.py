@@ -73,6 +73,9 @@ class Data:
     drawers: Mapping[str, Callable[..., Any]]  # figure → (folder, metrics, path): data read back
     measuring: str = ""  # said before measure ({seconds}: benchmark_seconds); "": nothing
     closing: tuple[str, ...] = ("verdict",)  # the metrics' keys said last, one line each
+    # (meta) → what is wrong with the task's own keys of meta.json in a few words, None: nothing
+    # (tasks.read_meta asks it after data/meta.py's shared checks; images: image_shape)
+    meta_problem: Callable[[Meta], str | None] = _nothing
 
 
 @dataclass
@@ -88,7 +91,8 @@ class Models:
     check_trained: Callable[..., None]  # (model, meta, path): model.keras fits this data
     rebuilt: Callable[..., Any]  # (model, classes): the same builder, another head
     state: Callable[[Meta], dict[str, Any]]  # what a checkpoint depends on beyond training values
-    longest: Callable[[Meta], int]  # the input length the model leaves open (1: none)
+    # the input length the model leaves open (text: max_tokens); 1: none, every input one shape
+    longest: Callable[[Meta], int] = lambda meta: 1
     # optional: (data, meta) → build_inputs' batches padded to the longest input (the batch
     # finder probes memory at that shape); None where every input has one shape
     longest_batches: Callable[..., Any] | None = None

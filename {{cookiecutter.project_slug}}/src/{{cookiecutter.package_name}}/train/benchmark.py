@@ -38,6 +38,7 @@ from typing import Any
 from .. import data, seam
 from ..artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
 from ..data.meta import check_batch
+from ..tasks import read_meta
 from ..writes import write_json
 from .benchmark_result import GOAL, format_table, summary
 from .benchmark_runs import RUNS, finder_run, take_turns
@@ -110,7 +111,7 @@ def benchmark_training(
             source = scratch / "digits"
             step = seam.data_hooks()  # the data step's digits, as its default Params write them
             step.prepare(source, step.params())
-        meta = data.read_meta(source)
+        meta = read_meta(source)
         try:
             check_batch(meta, params.batch_size, str(source / DATA_DIR))
         except data.DataError as error:

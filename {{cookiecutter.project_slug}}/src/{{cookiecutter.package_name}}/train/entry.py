@@ -17,12 +17,13 @@ from typing import Any
 
 import keras
 
-from .. import data, env, figures, lineage
+from .. import env, figures, lineage
 from ..artifacts import BATCH_FINDER, DATA_DIR, StepError, run_folder
 from ..data.meta import check_batch
 from ..observe import parse_profile_steps
 from ..observe.profiler import check_window
 from ..tasks import current as task
+from ..tasks import read_meta
 from ..writes import check_writable, write_metrics
 from . import auto, chance, finetune, preempt, resume
 from .devices import configure_devices, dtype_policy, make_strategy, resolve_jit, resolve_precision
@@ -179,7 +180,7 @@ def _check(run_dir: str | os.PathLike[str], params: Params) -> _Checked:
     """check(inputs=True), returning what it found."""
     folder = run_folder(run_dir)  # as it is, when run() resolved it
     resolved, _ = resolve_params(folder, params)
-    meta = data.read_meta(folder)
+    meta = read_meta(folder)
     gpus = env.list_gpus()
     precision = resolve_precision(resolved.params.precision, gpus)
     fingerprint = lineage.fingerprint(folder, "data")

@@ -15,6 +15,7 @@ from .. import data, limits
 from ..artifacts import DATA_DIR, StepError
 from ..steps import param
 from ..tasks import current as task
+from ..tasks import read_meta
 from ..train.finetune import allowed, check_weights, pretrained
 
 ALGORITHMS = ("random", "hyperband")
@@ -108,7 +109,7 @@ def require_keras_tuner() -> Any:
 def check_data(folder: Path, model: str, batch_size: int, weights: str = "none") -> dict[str, Any]:
     """The data step's meta, refused when missing (naming 01_data), when the model cannot take its
     inputs (or its pretrained weights), or when one batch is larger than its training split."""
-    meta = data.read_meta(folder)
+    meta = read_meta(folder)
     try:
         task().models.check(model, meta, weights=pretrained(weights))
         data.meta.check_batch(meta, batch_size, where=str(folder / DATA_DIR))

@@ -24,9 +24,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from ... import data
 from ...progress import line
 from ...replica import make_train_steps
+from .. import read_meta
 from . import models
 from .augment import LEVELS, make_augmenter
 from .task import TASK
@@ -43,7 +43,7 @@ def measure(
     seed: int = 0,
 ) -> dict[str, Any]:
     """{"tf_data": {...}, "device": {...}, "device_vs_tf_data": ratio, "verdict": sentence}."""
-    meta = data.read_meta(run_dir)
+    meta = read_meta(run_dir)
     classes, shape = int(meta["num_classes"]), meta["image_shape"]
     gpus = len(tf.config.list_physical_devices("GPU"))
     results = {}

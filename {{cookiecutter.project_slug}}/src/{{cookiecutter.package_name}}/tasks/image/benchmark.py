@@ -20,14 +20,13 @@ from typing import Any
 
 import tensorflow as tf
 
-from ...data.meta import read_meta
 from ...data.report import (
     input_bound_verdict,
     noise_numbers,
-    steps_table,
     times,
     withhold_ratios,
 )
+from .. import read_meta
 from .cache import decide
 from .decode import decode_record, read_regime
 from .image_source import DataError
@@ -42,6 +41,7 @@ from .variants import (
     measure,
     naive_pipeline,
     pipeline_variants,
+    steps_table,
     warm_page_cache,
 )
 

@@ -15,6 +15,7 @@ from ..base import Data
 from . import benchmark, sources
 from .benchmark import benchmark_pipeline
 from .cache import check_cache
+from .image_source import meta_problem
 from .pipeline import examples_per_class, first_images, make_dataset
 from .plots import SAMPLES_PER_CLASS, plot_samples
 from .records import prepare
@@ -148,4 +149,4 @@ MEASURING = "Benchmarking the input pipeline against a naive one: about {seconds
 MEASURING += "the data (benchmark_seconds; in a run, -p 01_data.benchmark_seconds=N) ..."
 DATA = Data(Params, check, (PREPARING, "2-20 s; minutes for a large folder"), prepare_split,
             describe_meta, measure, data_metrics, DRAWERS, measuring=MEASURING,
-            closing=("cache_reason", "verdict"))  # fmt: skip
+            closing=("cache_reason", "verdict"), meta_problem=meta_problem)  # fmt: skip

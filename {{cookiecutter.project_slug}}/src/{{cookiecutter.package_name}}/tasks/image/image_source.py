@@ -67,3 +67,15 @@ def _first_line(error: Any) -> str:
     text = re.sub(r"\s*\[Op:[^\]]*\].*", "", text, flags=re.S).strip()
     lines = text.splitlines()
     return lines[0].rstrip(".") if lines else type(error).__name__
+
+
+def meta_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with meta.json's image_shape (tasks.read_meta asks, after the shared keys):
+    the [height, width, channels] the models and the pipeline are built for, each at least 1."""
+    if meta.get("task", "image_classification") != "image_classification":
+        return None  # another task's meta (one without "task" predates the other tasks)
+    shape = meta.get("image_shape")
+    sides = shape if isinstance(shape, list) and len(shape) == 3 else [0]
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in sides):
+        return f"image_shape={shape!r}, not [height, width, channels]"
+    return None

@@ -18,9 +18,9 @@ import numpy as np
 import tensorflow as tf
 
 from ...data.base import DataError
-from ...data.meta import read_meta
 from ...data.pipeline import auto_shard_policy, check_positive, shard_files, shard_paths
 from ...data.reader import Plan, Reading, Source, read
+from .. import read_meta
 from .cache import decide
 from .decode import FEATURES, decode_record
 from .stages import (

@@ -61,11 +61,6 @@ def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
     return default
 
 
-def longest(meta: dict[str, Any]) -> int:
-    """No length is left open: every image of the data has the same shape."""
-    return 1
-
-
 def build_model(name: str, meta: dict[str, Any], **options: Any) -> keras.Model:
     """models.build_model for this data's image shape and classes (weights, width, dropout)."""
     return models.build_model(name, input_shape(meta), int(meta["num_classes"]), **options)
@@ -86,23 +81,6 @@ def build_archive(
 ) -> keras.export.ExportArchive:
     """serving_default: uint8 images in; probabilities, class ids and names out."""
     return image_export.build_archive(model, input_shape(meta), list(meta["classes"]))
-
-
-def baseline(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """None: the image task measures no scikit-learn baseline in a run yet."""
-    return None
-
-
-def test_extras(
-    run_dir: str | os.PathLike[str],
-    split: str,
-    labels: np.ndarray,
-    probabilities: np.ndarray,
-    classes: list[str],
-    **_: Any,
-) -> dict[str, Any]:
-    """Nothing beyond the shared scores: the export's figures show the images themselves."""
-    return {}
 
 
 def rest_payload(raw: Any) -> dict[str, Any]:
@@ -241,7 +219,6 @@ class ImageTask(Task):
             check_trained=check_trained,
             rebuilt=rebuilt,
             state=model_state,
-            longest=longest,
             pretrained=PRETRAINED,
         )
         self.recipe = Recipe(
@@ -263,7 +240,9 @@ class ImageTask(Task):
             plot_mistakes=plot_mistakes,
             int8=INT8,
         )
-        self.scores = Scores(baseline=baseline, extras=test_extras)
+        # no scikit-learn baseline in a run yet, nothing beyond the shared test scores (the
+        # export's figures show the images themselves)
+        self.scores = Scores()
         self.bench = Bench(
             model=bench_model,
             synthetic_meta=synthetic_meta,

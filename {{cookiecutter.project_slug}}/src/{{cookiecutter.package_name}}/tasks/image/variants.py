@@ -9,6 +9,7 @@ How each is timed is shared by every task (data/timing.py); its names are import
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -17,7 +18,8 @@ from ...data.timing import NAIVE, WARMUP_BATCHES, Variant, measure, warm_page_ca
 from .decode import batch_decoder, decode_record, record_decoder
 from .stages import AUTOTUNE, PARSE_BATCH, READ_BUFFER, Stages
 
-__all__ = ["NAIVE", "STEPS", "WARMUP_BATCHES", "Variant", "measure", "warm_page_cache"]
+__all__ = ["NAIVE", "STEPS", "WARMUP_BATCHES", "Variant", "measure", "steps_table"]
+__all__ += ["warm_page_cache"]
 
 UNUSED = "(batch before parse instead)"
 LIMIT = "parse + decode only"
@@ -104,3 +106,25 @@ def decode_only_variant(
     regime = "batched" if batched else "per-record"
     adds = f"parse + decode only, all cores: {encoding} records from memory, {regime} regime"
     return Variant(LIMIT, adds, None, factory)
+
+
+def steps_table(result: dict[str, Any]) -> str:
+    """The `steps` rows of a benchmark result as a markdown table, naive first."""
+    lines = [
+        "| pipeline | what it adds | first epoch (ex/s) | steady state (ex/s) | × naive |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for row in result.get("steps", []):
+        steady = (
+            f"{row['examples_per_sec']:,.0f}" if row.get("steady_state", True) else "not reached"
+        )
+        ratio = (
+            "too short"
+            if row.get("too_short") or row.get("speedup_vs_naive") is None
+            else f"{row['speedup_vs_naive']:.2f}"
+        )
+        lines.append(
+            f"| {row['name']} | {row['adds']} | {row['first_epoch_examples_per_sec']:,.0f} | "
+            f"{steady} | {ratio} |"
+        )
+    return "\n".join(lines)

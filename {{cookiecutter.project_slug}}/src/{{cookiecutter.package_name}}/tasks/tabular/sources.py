@@ -36,23 +36,11 @@ from .screens import (
 
 SOURCES = ("census", "csv", "parquet")
 CENSUS = resources.files(__package__) / "census"
-CENSUS_COLUMNS = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
+CENSUS_COLUMNS = [  # adult.data's and adult.test's, as the data README names them (no header)
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
+    "native-country", "income",
+]  # fmt: skip
 CENSUS_LABEL = "income"
 MISSING = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL")  # read as a missing value
 

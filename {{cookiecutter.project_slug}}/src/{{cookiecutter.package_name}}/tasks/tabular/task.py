@@ -47,8 +47,6 @@ KNOBS = {
 }
 # What an earlier run's weights must share with this run's data (train/finetune.check_source).
 SAME_INPUTS = ("fingerprint", "layout")
-# The task's own recipe values a search may choose among: none (tables have no augmentation).
-RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 
 
 def build_model(
@@ -131,11 +129,6 @@ def parity_examples(meta: dict[str, Any], split: str, default: int) -> int:
     """Every row of the split: tens of thousands of short rows cost seconds, and "the same class
     for every test row" is then a measured claim, not a sample's."""
     return max(default, int(meta["splits"][split]["count"]))
-
-
-def longest(meta: dict[str, Any]) -> int:
-    """No length is left open: every row has the layout's width."""
-    return 1
 
 
 def model_state(meta: dict[str, Any]) -> dict[str, Any]:
@@ -340,7 +333,6 @@ class TabularTask(Task):
             check_trained=check_trained,
             rebuilt=rebuilt,
             state=model_state,
-            longest=longest,
             space=knobs.space,  # TabM's members, depth, frequencies, sigma
             values=knobs.values,
         )
@@ -349,7 +341,6 @@ class TabularTask(Task):
             check=check_options,
             class_weights=weights.weighting,
             summary=weights.summary,
-            choices=RECIPE_CHOICES,
             same_inputs=SAME_INPUTS,
         )
         self.export = Export(

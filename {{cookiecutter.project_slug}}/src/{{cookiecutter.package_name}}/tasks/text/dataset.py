@@ -22,7 +22,7 @@ from ...data.meta import read_task_meta
 from ...data.pipeline import check_positive, shard_paths
 from ...data.reader import Plan, Reading, Source, read
 from . import hub_data
-from .pipeline import FEATURES, bucket_boundaries
+from .pipeline import FEATURES
 from .records import TASK
 from .vocab import load_vocabulary, token_ids
 
@@ -179,8 +179,3 @@ def in_order(
         batch_size, padded_shapes=([None], []), drop_remainder=drop_remainder
     )
     return batches.map(pad, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def padded_lengths(max_tokens: int) -> list[int]:
-    """The lengths batches are padded to: one below each bucket boundary."""
-    return [boundary - 1 for boundary in bucket_boundaries(max_tokens)]

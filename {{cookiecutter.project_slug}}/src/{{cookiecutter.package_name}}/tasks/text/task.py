@@ -50,8 +50,6 @@ KNOBS = {
 SAME_INPUTS = ("vocabulary_sha256",)
 # An encoder's fine-tuning clips each step's gradients to this global norm (BERT's recipe).
 ENCODER_CLIPNORM = 1.0
-# The task's own recipe values a search may choose among: none (text has no augmentation).
-RECIPE_CHOICES: dict[str, tuple[str, ...]] = {}
 
 
 def build_model(
@@ -353,7 +351,6 @@ class TextTask(Task):
             space=hub_names.search_space,  # a pretrained encoder's learning rate
         )
         self.recipe = Recipe(
-            choices=RECIPE_CHOICES,
             optimizer=set_optimizer,
             words=recipe_words,
             summary=hub_names.recipe_summary,

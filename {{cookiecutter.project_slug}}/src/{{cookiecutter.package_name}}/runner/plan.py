@@ -12,13 +12,12 @@ profile's `notebooks.<name>`, `-p key=value` (every selected notebook declaring 
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..artifacts import project_root
-from ..steps import fits
+from ..steps import coerce, fits
 from .cells import Declared, check_takes_run_dir, declared_parameters
 from .held import held_values
 from .profile import RunnerInputError, load_profile, near
@@ -100,7 +99,7 @@ def plan_run(
         for layer, said in layers:
             values.update(layer)
             where.update({key: said + (key if said.endswith(".") else "") for key in layer})
-        parameters[name] = {key: _coerce(value, own[key].hint) for key, value in values.items()}
+        parameters[name] = {key: coerce(value, own[key].hint) for key, value in values.items()}
         sources[name] = {key: where.get(key, DEFAULT) for key in own if key != "run_dir"}
     return Plan(
         project=project,
@@ -214,23 +213,7 @@ def _check(
 
 
 def _fits(value: Any, hint: Any) -> bool:
-    return fits(_empty(value, hint), hint)
-
-
-def _empty(value: Any, hint: Any) -> Any:
-    """`-p key=` (YAML's null) for a parameter that takes text but not None is the empty text:
-    the one way to clear from the command line a value saved in a notebook (data_dir)."""
-    return "" if value is None and not fits(None, hint) and fits("", hint) else value
-
-
-def _coerce(value: Any, hint: Any) -> Any:
-    """An int given for a float parameter reaches the notebook as a float (3 → 3.0); `key=` for
-    a text parameter reaches it as the empty text."""
-    value = _empty(value, hint)
-    args = typing.get_args(hint) or (hint,)
-    if float in args and int not in args and type(value) is int:
-        return float(value)
-    return value
+    return fits(coerce(value, hint), hint)
 
 
 def _select(chain: dict[str, Path], only: list[str] | None) -> list[str]:

@@ -17,8 +17,7 @@ from typing import Any
 
 from ..artifacts import NOTEBOOKS_DIR
 from .kernels import KERNEL, Ahead, kernel_manager
-from .lean import papermill
-from .live import NotebookProgress, register
+from .live import NotebookProgress, papermill, register
 from .plan import literal
 from .profile import one_line
 from .terminate import ForwardTerm, Terminated

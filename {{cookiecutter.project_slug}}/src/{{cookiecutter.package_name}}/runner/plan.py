@@ -12,6 +12,7 @@ profile's `notebooks.<name>`, `-p key=value` (every selected notebook declaring 
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,6 @@ from typing import Any
 from ..artifacts import project_root
 from ..steps import coerce, fits
 from .cells import Declared, check_takes_run_dir, declared_parameters
-from .held import held_values
 from .profile import RunnerInputError, load_profile, near
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -39,7 +39,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the runner decided and says first
     declared: dict[str, dict[str, Declared]] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> where from
-    held: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cells' own values (held.py)
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cells' own values
 
 
 def plan_run(
@@ -113,6 +113,23 @@ def plan_run(
         sources=sources,
         held={name: held_values(declared[name]) for name in selected},
     )
+
+
+def held_values(declared: dict[str, Declared]) -> dict[str, Any]:
+    """Each parameter's value as its cell writes it, where that is a literal (run_dir aside).
+
+    papermill injects only the values a profile or `-p` gives; every other parameter keeps what
+    the notebook's cell says (a data_dir saved in JupyterLab runs headless too), so the
+    pre-flight check checks these, with the plan's values over them (chain.preflight)."""
+    held = {}
+    for key, own in declared.items():
+        if key == "run_dir":
+            continue
+        try:
+            held[key] = ast.literal_eval(own.default)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue  # an expression: the step's own default stands in for it, as before
+    return held
 
 
 def _split(

@@ -8,7 +8,6 @@ second shard of the data) and expects the fingerprint, and with it the lineage c
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -395,14 +394,10 @@ def test_a_ledger_that_cannot_be_set_aside_is_replaced_and_said_so(tmp_path, cap
     (tmp_path / artifacts.MODEL_FILE).write_bytes(b"model")
     (tmp_path / artifacts.LINEAGE_FILE).write_text("{cut", encoding="utf-8")
 
-    class RenameRefused:  # lineage's os, whose replace is refused (write_json's is not)
-        def __getattr__(self, name):
-            return getattr(os, name)
+    def refused(path):  # lineage's set_aside, whose rename is refused (write_json's is not)
+        raise PermissionError(f"rename of {path} refused")
 
-        def replace(self, *_):
-            raise PermissionError("rename refused")
-
-    monkeypatch.setattr(lineage, "os", RenameRefused())
+    monkeypatch.setattr(lineage, "set_aside", refused)
     lineage.record(tmp_path, "model", "train", {})
     (line,) = capsys.readouterr().out.splitlines()
     assert line == f"lineage.json is not valid JSON: a new one is started in {tmp_path}."

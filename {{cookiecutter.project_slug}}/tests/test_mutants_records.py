@@ -317,10 +317,10 @@ def test_an_earlier_runners_running_notebook_reads_back_interrupted(tmp_path: Pa
 
 
 def test_a_long_error_is_cut_to_120_characters() -> None:
-    assert record._short_error(ValueError("x" * 120)) == "x" * 120
-    assert record._short_error(ValueError("x" * 121)) == "x" * 119 + "…"
-    assert record._short_error(ValueError("a\n  b")) == "a b"
-    assert record._short_error(KeyError()) == "KeyError"
+    assert record.one_line(ValueError("x" * 120), 120) == "x" * 120
+    assert record.one_line(ValueError("x" * 121), 120) == "x" * 119 + "…"
+    assert record.one_line(ValueError("a\n  b"), 120) == "a b"
+    assert record.one_line(ValueError("x" * 121)) == "x" * 121
 
 
 def test_now_is_the_local_time_to_the_second_with_its_offset(monkeypatch) -> None:

@@ -732,7 +732,7 @@ def test_papermill_loads_without_the_optional_modules_no_run_uses() -> None:
     the runner loads papermill without them, and they import as usual afterwards."""
     import importlib.util
 
-    from {{ cookiecutter.package_name }}.runner.lean import UNUSED
+    from {{ cookiecutter.package_name }}.runner.live import UNUSED
 
     installed = [name for name in UNUSED if importlib.util.find_spec(name) is not None]
     if not installed:

@@ -15,7 +15,7 @@ import pytest
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import runner, steps
-from {{ cookiecutter.package_name }}.runner.held import checked_values
+from {{ cookiecutter.package_name }}.runner.chain import checked_values
 
 ROOT = Path(__file__).resolve().parents[1]
 

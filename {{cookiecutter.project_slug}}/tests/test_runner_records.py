@@ -208,7 +208,7 @@ def test_steps_preflight_runs_before_the_run_folder_is_made(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each step's own checker sees what each notebook runs with: its cell's values, the plan's
-    over them (runner/held.py); its refusal leaves no folder behind."""
+    over them (plan.held_values); its refusal leaves no folder behind."""
     calls = []
 
     def refuse(run_dir: Path, selected: dict) -> None:

@@ -23,6 +23,7 @@ Which artifacts a folder holds and their fingerprints (sha256 hex digests) are f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from datetime import datetime
@@ -32,7 +33,7 @@ from typing import Any
 from . import parts
 from .artifacts import LINEAGE_FILE, StaleInputError, resolve_run_dir
 from .fingerprints import fingerprint, present
-from .writes import write_json
+from .writes import set_aside, write_json
 
 # Which step writes each artifact: the step a refusal tells the user to re-run.
 MADE_BY = {
@@ -203,14 +204,8 @@ def _rebuilt(folder: Path, artifact: str, step: str, problem: str) -> dict[str, 
     every other artifact in the folder marked unknown, and one line saying so."""
     path, kept = folder / LINEAGE_FILE, None
     if path.exists():
-        number = 1
-        while (folder / f"{LINEAGE_FILE}.corrupt-{number}").exists():
-            number += 1
-        try:
-            os.replace(path, folder / f"{LINEAGE_FILE}.corrupt-{number}")
-            kept = f"{LINEAGE_FILE}.corrupt-{number}"
-        except OSError:
-            pass  # the new ledger replaces it all the same (write_json renames over it)
+        with contextlib.suppress(OSError):  # the new ledger replaces it all the same
+            kept = set_aside(path)
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     why = f"{problem}, found when the {step} step recorded {artifact} at {stamp}"
     others = _built(folder, artifact)

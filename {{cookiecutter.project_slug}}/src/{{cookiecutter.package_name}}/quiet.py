@@ -27,6 +27,7 @@ driver is installed the line is kept: there a failing cuInit is a broken driver,
 
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import importlib.abc
 import importlib.util
@@ -36,7 +37,8 @@ import re
 import sys
 import tempfile
 import warnings
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from . import parts
 
@@ -100,25 +102,11 @@ def import_tensorflow() -> None:
     if "tensorflow" in sys.modules or verbose() or importlib.util.find_spec("tensorflow") is None:
         return  # loaded already, loud on purpose, or absent: a command that needs it says so
     setup()
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
-            import tensorflow
-        except BaseException as error:
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            if not isinstance(error, KeyboardInterrupt):  # a Ctrl-C needs no load-time lines
-                sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
-            raise
+    with _caught(interrupted=False) as caught:  # a Ctrl-C needs no load-time lines
+        import tensorflow
+
         loaded = os.lseek(caught.fileno(), 0, os.SEEK_CUR)
-        try:
-            tensorflow.config.list_physical_devices()  # starts the devices: cuInit runs here
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+        tensorflow.config.list_physical_devices()  # starts the devices: cuInit runs here
         caught.seek(loaded)
         started = caught.read().decode("utf-8", errors="replace")
     sys.stderr.write(device_lines(started, driver=has_gpu_driver()))
@@ -156,16 +144,26 @@ class HeldLoad(importlib.abc.MetaPathFinder):
 
 def _held(load: Any) -> None:
     """`load()` with descriptor 2 going to a file, passed on only if `load` raises."""
+    with _caught():
+        load()
+
+
+@contextlib.contextmanager
+def _caught(interrupted: bool = True) -> Iterator[BinaryIO]:
+    """File descriptor 2 (where C++ writes) goes to a temporary file inside the block; what it
+    caught is written to stderr, above the error, if the block raises (a Ctrl-C's only with
+    `interrupted`)."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
         try:
-            load()
-        except BaseException:
+            yield caught
+        except BaseException as error:
             os.dup2(saved, 2)
             caught.seek(0)
-            sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
+            if interrupted or not isinstance(error, KeyboardInterrupt):
+                sys.stderr.write(caught.read().decode("utf-8", errors="replace"))
             raise
         finally:
             os.dup2(saved, 2)

@@ -122,14 +122,13 @@ def chosen(
             raise StepError(
                 f"Unknown parameter {key!r} for {step.name}: it takes {', '.join(fields)}."
             )
-        if value is None and not fits(None, hints[key]) and fits("", hints[key]):
-            value = ""  # `-p data_dir=` (YAML's null) for a text field: the empty text
+        value = coerce(value, hints[key])
         if not fits(value, hints[key]):
             raise StepError(
                 f"{key}={value!r} is {type(value).__name__}, but {step.name} takes "
                 f"{type_name(hints[key])} (default {fields[key]!r})."
             )
-        chosen[key] = float(value) if _wants_float(value, hints[key]) else value
+        chosen[key] = value
     return chosen
 
 
@@ -217,12 +216,14 @@ def fits(value: Any, hint: Any) -> bool:
     return isinstance(value, typing.get_origin(hint) or hint)
 
 
-def _wants_float(value: Any, hint: Any) -> bool:
-    """An int given for a float field becomes a float (3 → 3.0), as the notebooks expect."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return False
+def coerce(value: Any, hint: Any) -> Any:
+    """A value as a field annotated `hint` takes it: `-p data_dir=` (YAML's null) for a text
+    field that does not take None is the empty text, the one way to clear from the command line
+    a value saved in a notebook; an int for a float field is a float (3 → 3.0)."""
+    if value is None and not fits(None, hint) and fits("", hint):
+        return ""
     args = typing.get_args(hint) or (hint,)
-    return float in args and int not in args
+    return float(value) if type(value) is int and float in args and int not in args else value
 
 
 def type_name(hint: Any) -> str:

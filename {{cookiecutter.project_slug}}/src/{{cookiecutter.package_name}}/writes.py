@@ -121,6 +121,17 @@ def write_failure(path: Path, error: BaseException, then: str) -> str | None:
     return None
 
 
+def set_aside(path: Path) -> str:
+    """Rename a file that cannot be read to `<name>.corrupt-<n>` beside it, n the first free
+    number, so it is kept rather than silently dropped; returns its new name."""
+    number = 1
+    while path.with_name(f"{path.name}.corrupt-{number}").exists():
+        number += 1
+    kept = f"{path.name}.corrupt-{number}"
+    os.replace(path, path.with_name(kept))
+    return kept
+
+
 def _size(count: int) -> str:
     """Bytes as people read them: 0 B, 512.0 KiB, 1.5 GiB."""
     size = float(count)

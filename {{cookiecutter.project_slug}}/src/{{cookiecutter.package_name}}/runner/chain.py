@@ -23,7 +23,6 @@ from ..artifacts import NOTEBOOKS_DIR, RUN_LOCK, RUN_RECORD, StepError
 from ..writes import check_writable
 from .console import announce
 from .execute import NotebookFailed, execute
-from .held import checked_values, saved_note
 from .html import write_html
 from .kernels import Ahead
 from .live import NotebookProgress
@@ -163,9 +162,9 @@ def write_report_html(folder: Path, record: dict[str, Any]) -> Path | None:
 
 def preflight(plan: Plan, folder: Path) -> None:
     """Each selected step's own checker (steps.preflight) on the values each notebook will run
-    with (its cell's, the plan's over them: held.py); runs nothing. The checkers import their
-    steps, so TensorFlow: a line says so while it loads. The ranges every step shares are checked
-    first, in a moment, without TensorFlow."""
+    with (its cell's, the plan's over them: checked_values); runs nothing. The checkers import
+    their steps, so TensorFlow: a line says so while it loads. The ranges every step shares are
+    checked first, in a moment, without TensorFlow."""
     selected = checked_values(plan)
     try:
         steps.check_ranges(selected)
@@ -181,6 +180,30 @@ def preflight(plan: Plan, folder: Path) -> None:
         steps.preflight(folder, selected)
     except StepError as error:
         raise RunnerInputError(saved_note(plan, str(error))) from None
+
+
+def checked_values(plan: Plan) -> dict[str, dict[str, Any]]:
+    """What each selected notebook runs with: its cell's values, the plan's given ones over them."""
+    return {name: {**plan.held.get(name, {}), **plan.parameters[name]} for name in plan.notebooks}
+
+
+def saved_note(plan: Plan, refusal: str) -> str:
+    """The refusal, and for each value it names that only the notebook's cell sets (no profile
+    or -p gives it), where it comes from and how to clear it; the refusal alone otherwise."""
+    name = refusal.partition(" refuses to start:")[0]
+    if name not in plan.notebooks or " refuses to start:" not in refusal:
+        return refusal
+    given = plan.parameters[name]
+    notes = []
+    for key, value in plan.held.get(name, {}).items():
+        if key in given or value in ("", None) or f"{key}=" not in refusal:
+            continue
+        clear = f"-p {key}= (an empty value)" if isinstance(value, str) else f"-p {key}=…"
+        notes.append(
+            f"that {key} is saved in notebooks/{name}.ipynb's parameters cell (no profile or "
+            f"-p sets it): clear it with {clear}, or set it back in the notebook"
+        )
+    return refusal if not notes else f"{refusal.rstrip('.')}; " + "; ".join(notes) + "."
 
 
 def check_run_dir(folder: Path, given: bool = True) -> None:

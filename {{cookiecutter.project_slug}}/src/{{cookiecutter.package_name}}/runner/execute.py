@@ -17,8 +17,7 @@ from typing import Any
 
 from ..artifacts import NOTEBOOKS_DIR
 from .kernels import KERNEL, Ahead, kernel_manager
-from .lean import papermill
-from .live import NotebookProgress, register
+from .live import NotebookProgress, papermill, register
 from .plan import literal
 from .profile import one_line
 from .terminate import ForwardTerm, Terminated
@@ -166,11 +165,11 @@ def _failure_message(
         first = next((line for line in error.source.splitlines() if line.strip()), "")
         cell = f"[{error.exec_count}]" if error.exec_count is not None else f"#{error.cell_index}"
         what = (
-            f"{name} failed in cell {cell} `{_short(first, 60)}` with "
-            f"{error.ename}: {_sentence(_short(one_line(error.evalue), 300))}"
+            f"{name} failed in cell {cell} `{one_line(first, 60)}` with "
+            f"{error.ename}: {_sentence(one_line(error.evalue, 300))}"
         )
     else:
-        what = f"{name} stopped: {type(error).__name__}: {_sentence(_short(one_line(error), 300))}"
+        what = f"{name} stopped: {type(error).__name__}: {_sentence(one_line(error, 300))}"
     return f"{what} {where}."
 
 
@@ -195,7 +194,3 @@ def _running_cell(path: Path) -> tuple[int | None, int] | None:
 def _sentence(text: str) -> str:
     """Text ending in one full stop, whether or not it had one."""
     return text if text.endswith((".", "!", "?", "…")) else f"{text}."
-
-
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -6,17 +6,46 @@ done, elapsed, the running cell) stays below them while it runs. Elsewhere (CI, 
 only whole lines: the notebook's progress lines as they come, one line per cell that took SLOW_CELL
 seconds or more, and the notebook's result. The kernels print progress as lines too
 (progress.PROGRESS_ENV), so an executed notebook holds no bar either.
+
+papermill is imported here without the optional modules it loads and no run uses. They took
+1.9-3.5 s of the seconds before the first notebook on a quiet 2-core CPU (6-10 s under load):
+jsonschema's IRI format checker (`rfc3987_syntax` builds a grammar on import; nbformat imports
+jsonschema) and papermill's `gs://` and `hdfs://` handlers (`gcsfs`, `pyarrow`). Hidden while
+papermill loads, each is skipped as if not installed; a run folder is a local path and nbformat
+validates no IRI. They are importable again afterwards (a table task uses pyarrow).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ..progress import MARK
-from .lean import engines
+
+UNUSED = ("rfc3987_syntax", "gcsfs", "pyarrow")
+
+
+@contextlib.contextmanager
+def hidden(names: tuple[str, ...] = UNUSED) -> Iterator[None]:
+    """Each of `names` not loaded yet fails to import inside the block, and imports after it."""
+    held = [name for name in names if name not in sys.modules]
+    for name in held:
+        sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
+    try:
+        yield
+    finally:
+        for name in held:
+            if sys.modules.get(name, "") is None:
+                del sys.modules[name]
+
+
+with hidden():
+    import papermill  # noqa: F401  (execute.py's, from here)
+    from papermill import engines
 
 SLOW_CELL = 2.0  # seconds: in line mode, a cell this slow gets its own line
 # In line mode, a cell that printed nothing for this long gets a line saying it still runs (a

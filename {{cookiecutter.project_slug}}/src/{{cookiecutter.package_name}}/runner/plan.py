@@ -12,15 +12,14 @@ profile's `notebooks.<name>`, `-p key=value` (every selected notebook declaring 
 
 from __future__ import annotations
 
-import typing
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..artifacts import project_root
-from ..steps import fits
+from ..steps import coerce, fits
 from .cells import Declared, check_takes_run_dir, declared_parameters
-from .held import held_values
 from .profile import RunnerInputError, load_profile, near
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -40,7 +39,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the runner decided and says first
     declared: dict[str, dict[str, Declared]] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> where from
-    held: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cells' own values (held.py)
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)  # the cells' own values
 
 
 def plan_run(
@@ -100,7 +99,7 @@ def plan_run(
         for layer, said in layers:
             values.update(layer)
             where.update({key: said + (key if said.endswith(".") else "") for key in layer})
-        parameters[name] = {key: _coerce(value, own[key].hint) for key, value in values.items()}
+        parameters[name] = {key: coerce(value, own[key].hint) for key, value in values.items()}
         sources[name] = {key: where.get(key, DEFAULT) for key in own if key != "run_dir"}
     return Plan(
         project=project,
@@ -114,6 +113,23 @@ def plan_run(
         sources=sources,
         held={name: held_values(declared[name]) for name in selected},
     )
+
+
+def held_values(declared: dict[str, Declared]) -> dict[str, Any]:
+    """Each parameter's value as its cell writes it, where that is a literal (run_dir aside).
+
+    papermill injects only the values a profile or `-p` gives; every other parameter keeps what
+    the notebook's cell says (a data_dir saved in JupyterLab runs headless too), so the
+    pre-flight check checks these, with the plan's values over them (chain.preflight)."""
+    held = {}
+    for key, own in declared.items():
+        if key == "run_dir":
+            continue
+        try:
+            held[key] = ast.literal_eval(own.default)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue  # an expression: the step's own default stands in for it, as before
+    return held
 
 
 def _split(
@@ -214,23 +230,7 @@ def _check(
 
 
 def _fits(value: Any, hint: Any) -> bool:
-    return fits(_empty(value, hint), hint)
-
-
-def _empty(value: Any, hint: Any) -> Any:
-    """`-p key=` (YAML's null) for a parameter that takes text but not None is the empty text:
-    the one way to clear from the command line a value saved in a notebook (data_dir)."""
-    return "" if value is None and not fits(None, hint) and fits("", hint) else value
-
-
-def _coerce(value: Any, hint: Any) -> Any:
-    """An int given for a float parameter reaches the notebook as a float (3 → 3.0); `key=` for
-    a text parameter reaches it as the empty text."""
-    value = _empty(value, hint)
-    args = typing.get_args(hint) or (hint,)
-    if float in args and int not in args and type(value) is int:
-        return float(value)
-    return value
+    return fits(coerce(value, hint), hint)
 
 
 def _select(chain: dict[str, Path], only: list[str] | None) -> list[str]:

@@ -134,6 +134,8 @@ def near(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def one_line(error: object) -> str:
-    """An error's text on one line (YAML and nbformat errors span several)."""
-    return " ".join(str(error).split())
+def one_line(error: object, most: int | None = None) -> str:
+    """An error's text on one line (YAML and nbformat errors span several), cut with "…" at
+    `most` characters if given."""
+    text = " ".join(str(error).split())
+    return text if most is None or len(text) <= most else text[: most - 1] + "…"

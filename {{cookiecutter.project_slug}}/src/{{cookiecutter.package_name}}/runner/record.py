@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import METRICS_DIR, NOTEBOOKS_DIR, RUN_RECORD, project_root
-from ..writes import write_json
+from ..writes import set_aside, write_json
 from .plan import Plan, discover_notebooks
 from .profile import one_line
 from .report import write_report
@@ -142,16 +142,9 @@ def read_earlier(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], str | N
         data = json.loads(path.read_text(encoding="utf-8"))
         earlier = _attempts_of(data) if "attempts" in data else _legacy(data)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        number = 1
-        while (folder / f"{RUN_RECORD}.corrupt-{number}").exists():
-            number += 1
-        kept = f"{RUN_RECORD}.corrupt-{number}"
-        path.rename(folder / kept)
-        print(
-            f"{path} could not be read ({_short_error(error)}); it is kept as {kept} and a new "
-            "record starts.",
-            flush=True,
-        )
+        kept, why = set_aside(path), one_line(error, 120) or type(error).__name__
+        said = f"{path} could not be read ({why}); it is kept as {kept} and a new record starts."
+        print(said, flush=True)
         return empty, kept
     for attempt in earlier["attempts"]:
         if attempt["status"] == "running":  # that process was killed before it could say so
@@ -233,11 +226,6 @@ def _legacy(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         attempts.append(attempt)
     keys = ("started", "finished", "status", "profile", "overrides")
     return {"attempts": attempts, "invocations": [{key: data.get(key) for key in keys}]}
-
-
-def _short_error(error: BaseException) -> str:
-    text = one_line(error) or type(error).__name__
-    return text if len(text) <= 120 else text[:119] + "…"
 
 
 def now() -> str:

@@ -15,7 +15,7 @@ from ..artifacts import FIGURES, FIGURES_DIR, LINEAGE_FILE, METRICS_DIR, REPORT_
 from ..writes import write_text
 from .numbers import key_numbers
 from .profile import one_line
-from .summary import damaged, escaped, headline, read, run_status, step_of
+from .summary import damaged, error_said, headline, read, run_status, step_of
 
 LONG_TEXT = 120  # characters: longer metric strings (saved_model_cli's output) stay in the JSON
 
@@ -113,9 +113,7 @@ def _attempt_row(attempt: dict[str, Any]) -> str:
         cell = f"[{error['cell']}]"
     elif error.get("cell_index") is not None:
         cell = f"#{error['cell_index']}"
-    text = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
-    text = one_line(text) or "-"
-    text = escaped(text if len(text) <= 160 else text[:159] + "…")
+    text = error_said(error) or "-"
     return (
         f"| {attempt.get('started') or '-'} | {attempt['notebook']} | {attempt['status']} | "
         f"{_seconds(attempt.get('seconds'))} | {cell} | {_cell(text)} |"

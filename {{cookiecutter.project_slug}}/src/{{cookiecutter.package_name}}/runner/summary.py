@@ -117,13 +117,17 @@ def damaged(run_dir: Path, step: str) -> str | None:
     return None if isinstance(value, dict) else f"a JSON {type(value).__name__}, not an object"
 
 
+def error_said(error: dict[str, Any]) -> str:
+    """An attempt's error as Markdown shows it: `ename: evalue` on one line of 160 characters."""
+    what = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
+    return escaped(one_line(what, 160))
+
+
 def _not_done(entry: dict[str, Any], damaged: str | None = None) -> str:
     error = entry.get("error") or {}
     if entry["status"] in {"failed", "interrupted"}:
         cell = f" in cell [{error['cell']}]" if error.get("cell") is not None else ""
-        what = ": ".join(str(part) for part in (error.get("ename"), error.get("evalue")) if part)
-        what = one_line(what)
-        what = escaped(what if len(what) <= 160 else what[:159] + "…")
+        what = error_said(error)
         return f"**{entry['status']}**{cell}" + (f": {what}" if what else ".")
     if damaged and entry["status"] == "ok":
         return (

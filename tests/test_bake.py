@@ -324,6 +324,7 @@ FULL_BAKE = (
     "tests/test_train_progress.py",
     "tests/test_train_recipe.py",
     "tests/test_train_recipe_gpu.py",
+    "tests/test_train_shared.py",
     "tests/test_train_values.py",
     "tests/test_train_watch.py",
     "tests/test_tune.py",

@@ -57,6 +57,7 @@ def test_training_says_it_fits_the_baseline_before_it(tmp_path: Path, monkeypatc
     )
     monkeypatch.setattr(evaluate, "task", lambda: stand_in)
     loop = SimpleNamespace(folder=tmp_path, meta={"splits": {"test": {}}, "classes": ["a", "b"]})
+    loop.verbose, loop.role = True, SimpleNamespace(is_chief=True)
     with pytest.raises(Reached):
         evaluate.test_split(loop, print)
     assert f"{progress.MARK}Baseline: a scikit-learn model fitted" in seen[0]

@@ -90,9 +90,9 @@ def test_a_one_trial_search_of_tabm_reaches_training(run: Path) -> None:
         "sigma": 3.0,
     }  # one trial: the defaults
     resolved, sources = resolve_params(run, TrainParams(epochs=1))
-    assert resolved["model"] == "tabm"
+    assert resolved.params.model == "tabm"
     for name in ("width", "dropout", "learning_rate", *KNOBS):
-        assert resolved[name] == hparams[name] and sources[name] == "tuned", name
+        assert getattr(resolved.params, name) == hparams[name] and sources[name] == "tuned", name
 
 
 def test_table_trials_are_ranked_by_validation_roc_auc_and_the_report_says_so(run: Path) -> None:

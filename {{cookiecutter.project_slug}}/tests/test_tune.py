@@ -142,6 +142,6 @@ def test_the_tuned_augmentation_reaches_training(searched_copy: Path) -> None:
 
 def test_values_tuned_for_another_model_are_not_used(searched: tuple[Path, dict]) -> None:
     """A width found for small_cnn says nothing about resnet_small: none of it is taken."""
-    params, sources = resolve_params(searched[0], {"model": "resnet_small"})
-    assert params["width"] is None and params["learning_rate"] == 1e-3
+    resolved, sources = resolve_params(searched[0], {"model": "resnet_small"})
+    assert resolved.params.width is None and resolved.params.learning_rate == 1e-3
     assert sources["learning_rate"] == sources["width"] == "default"

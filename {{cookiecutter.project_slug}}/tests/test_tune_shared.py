@@ -274,7 +274,7 @@ def test_every_tuned_recipe_value_reaches_training(searched_copy: Path) -> None:
     assert metrics["weight_decay"] == 0.001
     assert metrics["label_smoothing"] == 0.05 and sources["label_smoothing"] == "given"
     resolved, _ = resolve_params(searched_copy, TrainParams(epochs=2, learning_rate=0.005))
-    assert resolved["learning_rate"] == 0.005 and resolved["label_smoothing"] == 0.1
+    assert resolved.params.learning_rate == 0.005 and resolved.params.label_smoothing == 0.1
 
 
 def test_a_broken_best_hparams_file_is_refused_naming_it(searched_copy: Path) -> None:

@@ -99,43 +99,17 @@ def find(
     started = time.monotonic()
     step_seconds = None
     if params.batch_size == AUTO:
-        probe = probes.batch_probe(
-            folder, meta, params, strategy, loss_scaling=loss_scaling, jit=jit
-        )
-        device = probes.device_kind()
-        budget = probes.host_budget_bytes() if device == "cpu" else None
-        size = probes.device_bytes() if device == "gpu" else None
-        with progress.task("Batch-size finder", None, "probe", shown=shown) as work:
-            choice = batch_finder.find_batch(
-                _counted(probe, work, "batch"),
-                device=device,
-                replicas=replicas,
-                train_count=searched,
-                max_seconds=params.finder_seconds,
-                host_budget_bytes=budget,
-                bytes_per_example=probes.bytes_per_example(params.model, meta, params)
-                if budget
-                else None,
-                device_bytes=size,
-            )
+        probed = (folder, meta, params, strategy, replicas, searched)
+        finder = "Batch-size finder"
+        choice = _find_batch(finder, *probed, loss_scaling=loss_scaling, jit=jit, shown=shown)
         record = {
             **batch_finder.choice_record(choice),
             "basis": found_on,
             "train_count": train_count,
             "min_steps_per_epoch": MIN_STEPS_PER_EPOCH,
         }
-        if device == "gpu" and state_precision(found_on) != "float32":
-            record["float32"] = _float32_cap(
-                folder,
-                meta,
-                params,
-                strategy,
-                replicas,
-                searched,
-                choice.batch,
-                jit=jit,
-                shown=shown,
-            )
+        if probes.device_kind() == "gpu" and found_on["precision"] != "float32":
+            record["float32"] = _float32_cap(choice.batch, *probed, jit=jit, shown=shown)
             say(record["float32"]["sentence"])
         _write(folder, BATCH_FINDER, record, plots.plot_batch)
         chosen = [p for p in choice.probes if p.batch == choice.batch and p.ok]
@@ -190,36 +164,35 @@ def _counted(call: Callable[[Any], Any], work: Any, name: str) -> Callable[[Any]
     return counted
 
 
-def state_precision(found_on: dict[str, Any]) -> str:
-    return str(found_on["precision"])
-
-
-def _float32_cap(
-    folder: Path,
-    meta: dict[str, Any],
-    params: Any,
-    strategy: Any,
-    replicas: int,
-    train_count: int,
-    mixed_batch: int,
-    *,
-    jit: bool,
-    shown: bool = False,
-) -> dict[str, Any]:
-    """The same search under float32: how much larger mixed precision lets the batch be."""
-    with (
-        dtype_policy("float32"),
-        progress.task("Batch-size finder, float32", None, "probe", shown=shown) as work,
-    ):
-        probe = probes.batch_probe(folder, meta, params, strategy, loss_scaling=False, jit=jit)
-        choice = batch_finder.find_batch(
+def _find_batch(
+    title: str, *probed: Any, loss_scaling: bool, jit: bool, shown: bool
+) -> batch_finder.BatchChoice:
+    """The finder's search for the largest (GPU) or fastest (CPU) batch, shown as task `title`:
+    `probed` is (folder, meta, params, strategy, replicas, the largest batch probed)."""
+    folder, meta, params, strategy, replicas, searched = probed
+    probe = probes.batch_probe(folder, meta, params, strategy, loss_scaling=loss_scaling, jit=jit)
+    device = probes.device_kind()
+    budget = probes.host_budget_bytes() if device == "cpu" else None
+    with progress.task(title, None, "probe", shown=shown) as work:
+        return batch_finder.find_batch(
             _counted(probe, work, "batch"),
-            device="gpu",
+            device=device,
             replicas=replicas,
-            train_count=train_count,
+            train_count=searched,
             max_seconds=params.finder_seconds,
-            device_bytes=probes.device_bytes(),
+            host_budget_bytes=budget,
+            bytes_per_example=probes.bytes_per_example(params.model, meta, params)
+            if budget
+            else None,
+            device_bytes=probes.device_bytes() if device == "gpu" else None,
         )
+
+
+def _float32_cap(mixed_batch: int, *probed: Any, jit: bool, shown: bool) -> dict[str, Any]:
+    """The same search under float32: how much larger mixed precision lets the batch be."""
+    with dtype_policy("float32"):
+        title = "Batch-size finder, float32"
+        choice = _find_batch(title, *probed, loss_scaling=False, jit=jit, shown=shown)
     ratio = mixed_batch / choice.batch
     return {
         "batch": choice.batch,

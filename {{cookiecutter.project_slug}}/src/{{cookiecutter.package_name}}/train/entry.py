@@ -73,19 +73,13 @@ def run(run_dir: str | os.PathLike[str], params: Params, *, verbose: bool = True
     data are set aside and training starts from epoch 0 (`restarted_because` says so). Call
     this before anything else in the process runs a TensorFlow op when logical_cpus > 1.
 
-    The metrics hold, among others: model, parameters (the values used), parameter_sources,
-    each optional part's offer under its own key (its values, score, whether used), strategy,
-    replicas, workers, task, precision, compute_dtype, variable_dtype, loss_scaling, optimizer,
-    jit_compile, global_batch_size, per_replica_batch_size, steps_per_epoch, lr_rule, learning_rate,
-    effective_learning_rate, epochs, initial_epoch, epochs_completed, epochs_run (in this
-    process), stopped_early, loss, accuracy, val_loss, val_accuracy, best_epoch, best_val_loss,
-    examples_per_sec (the first epoch of this process left out when more ran), history (one dict
-    per epoch), checkpoint, model_path (None on workers other than the chief), logs,
-    weights_sha256, restarted_because (None, or why old checkpoints were not resumed),
-    interrupted (None, or where a stop signal ended the run: signal, epoch, step, checkpoint;
+    The metrics are report.metrics' numbers of the run (the values used and where each came
+    from, the strategy and precision, the history, the scores, the checkpoint), with the recipe's
+    (phases.summary), the test split's (evaluate) and these: restarted_because (None, or why old
+    checkpoints were not resumed), interrupted (None, or where a stop signal ended the run:
     train.json is then written without lineage or figures, and run raises preempt.Interrupted),
-    resumed_at_step (steps of the first epoch a mid-epoch checkpoint held), optimizer_steps (in
-    all, over every run of this folder) and lineage (what was read and written, with fingerprints).
+    resumed_at_step (steps of the first epoch a mid-epoch checkpoint held), optimizer_steps (over
+    every run of this folder) and lineage (what was read and written, with fingerprints).
     """
     check(run_dir, params, inputs=False)
     preempt.stop_signals()  # a bad <PACKAGE>_STOP_SIGNALS is refused before any heavy work

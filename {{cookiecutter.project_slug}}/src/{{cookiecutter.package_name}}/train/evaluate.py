@@ -47,7 +47,8 @@ def test_split(loop: Running, say: Callable[[str], None]) -> dict[str, Any]:
     )
     # A scikit-learn model trained on the same training split, scored on the same test split:
     # the bar the network has to clear (None where the task measures none).
-    progress.starting("Baseline: a scikit-learn model fitted on the training split", "5-60 s")
+    if loop.verbose and loop.role.is_chief:  # `train --json`: stdout holds the metrics alone
+        progress.starting("Baseline: a scikit-learn model fitted on the training split", "5-60 s")
     result["baseline"] = task().scores.baseline(loop.folder)
     for said in _baselines(result["baseline"]):
         f1, auc = said.get("test_macro_f1"), said.get("roc_auc")

@@ -26,25 +26,19 @@ from typing import Any
 import tensorflow as tf
 
 from ..artifacts import CHECKPOINT_DIR, LOGS_DIR, SET_ASIDE
-from ..tasks import current as task
-from .params import AUTO, TrainError
+from .params import AUTO, Params, TrainError
 from .state import DAMAGED, PARAMS_FILE, damaged, read_history
+from .value_sources import RECIPE
 
 POINTER_FILE = "checkpoint"  # TensorFlow's name, inside CHECKPOINT_DIR
 EPOCH_KEY = "epoch/.ATTRIBUTES/VARIABLE_VALUE"  # the epoch counter (loop.py's Checkpoint(epoch=))
-# The recipe's values (recipe.py), with the value checkpoints written before they existed stand
-# for: those resume as before. `weights` is recorded as the file's sha256 (the path may move).
+# The recipe's values (recipe.py: value_sources.RECIPE and the fine-tuning factor) at their Params
+# defaults, which checkpoints written before a value existed stand for: those resume as before.
+# `weights` is recorded as the file's sha256 (the path may move).
 RECIPE_DEFAULTS = {
-    "weights": "none",
-    "freeze_epochs": 0,
-    "unfreeze": "all",
-    "fine_tune_lr_factor": 0.1,
-    "warmup_epochs": "auto",  # as asked: "auto" holds for the batch the checkpoints record
-    "schedule": "constant",
-    "weight_decay": 0.0,
-    "label_smoothing": 0.0,
-    # the task's own parameters (Recipe.options: the image task's augment), at their defaults
-    **{option.name: option.default for option in dataclasses.fields(task().recipe.options)},
+    field.name: field.default
+    for field in dataclasses.fields(Params)
+    if field.name in (*RECIPE, "fine_tune_lr_factor")
 }
 # The parameters the saved state depends on: resuming with other values is refused.
 STATE_KEYS = (

@@ -53,10 +53,6 @@ class Resolved:
     suggestions: tuple[dict[str, Any], ...]  # what each optional part offered (parts.*.suggest)
     placement: Placement
 
-    def __getitem__(self, key: str) -> Any:
-        """resolved["width"]: the value used, for code written against the former dict."""
-        return getattr(self.params, key)
-
 
 def resolve_params(
     run_dir: str | os.PathLike[str], given: Params | None = None, *, replicas: int | None = None

@@ -108,7 +108,7 @@ def test_the_tabular_smoke_chain_runs_every_notebook(tabular_smoke_run: Path) ->
     assert metrics["export"]["top1_agreement"] == 1.0
     headline = (tabular_smoke_run / "report.md").read_text(encoding="utf-8").split("## Steps")[0]
     # It names the leader: "X wins by …", or "X scores highest, within noise: …" (the smoke keeps
-    # 8,000 training rows, so the model and the trees may be within two standard errors).
+    # 4,000 training rows, so the model and the trees may be within two standard errors).
     assert "ROC AUC" in headline, headline
     assert " wins by " in headline or " scores highest, within noise: " in headline, headline
 

@@ -115,7 +115,7 @@ def test_the_feature_space_is_fitted_in_one_pass_like_adapt(tmp_path, monkeypatc
 
 
 def test_train_rows_keeps_that_many_training_rows_and_says_so(tmp_path):
-    """The smoke profile's 01 keeps 8,000 of census's training rows (02 and 03 fit on them): each
+    """The smoke profile's 01 keeps 4,000 of census's training rows (02 and 03 fit on them): each
     class in proportion, validation and test whole (every score on the same rows), one note, and
     a folder of all rows is not reused for it."""
     path = tmp_path / "rows.csv"

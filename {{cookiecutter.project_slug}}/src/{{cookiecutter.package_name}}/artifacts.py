@@ -122,27 +122,51 @@ class RunFolder(type(Path())):  # type: ignore[misc]  # PosixPath (WindowsPath):
         """A path inside the folder is a plain Path, not another run folder."""
         return Path(self, key)
 
+    @property
+    def data(self) -> Path:
+        return Path(self, DATA_DIR)
+
+    @property
+    def meta(self) -> Path:
+        return Path(self, META_FILE)
+
+    @property
+    def checkpoints(self) -> Path:
+        return Path(self, CHECKPOINT_DIR)
+
+    @property
+    def logs(self) -> Path:
+        return Path(self, LOGS_DIR)
+
+    @property
+    def model(self) -> Path:
+        return Path(self, MODEL_FILE)
+
+    @property
+    def export(self) -> Path:
+        return Path(self, EXPORT_DIR)
+
     def export_version(self, version: int | str) -> Path:
         return Path(self, EXPORT_DIR, str(version))
+
+    @property
+    def optimized(self) -> Path:
+        return Path(self, OPTIMIZED_DIR)
+
+    @property
+    def metrics(self) -> Path:
+        return Path(self, METRICS_DIR)
 
     def metrics_file(self, step: str) -> Path:
         return Path(self, METRICS_DIR, f"{step}.json")
 
+    @property
+    def figures(self) -> Path:
+        return Path(self, FIGURES_DIR)
 
-# RunFolder's named paths: run_folder(d).meta is d/data/meta.json, a plain Path.
-for _attr, _name in {
-    "data": DATA_DIR,
-    "meta": META_FILE,
-    "checkpoints": CHECKPOINT_DIR,
-    "logs": LOGS_DIR,
-    "model": MODEL_FILE,
-    "export": EXPORT_DIR,
-    "optimized": OPTIMIZED_DIR,
-    "metrics": METRICS_DIR,
-    "figures": FIGURES_DIR,
-    "lineage": LINEAGE_FILE,
-}.items():
-    setattr(RunFolder, _attr, property(lambda self, name=_name: Path(self, name)))
+    @property
+    def lineage(self) -> Path:
+        return Path(self, LINEAGE_FILE)
 
 
 def read_metrics(run_dir: str | os.PathLike[str], step: str) -> dict[str, Any]:

@@ -95,6 +95,8 @@ def evaluated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **values) -> tupl
         global_batch=values.get("global_batch", 12),
         replicas=values.get("replicas", 3),
         model=model,
+        verbose=True,  # the chief of a verbose run says the baseline is starting
+        role=SimpleNamespace(is_chief=True),
     )
     return evaluate.test_split(loop, said.append), asked, said
 

@@ -455,6 +455,8 @@ def test_the_test_split_is_evaluated_one_replicas_batch_at_a_time(
         global_batch=2048,
         replicas=8,
         model=lambda inputs, training: tf.one_hot(labels, 2),
+        verbose=False,  # `train --json`: nothing but the metrics on stdout
+        role=SimpleNamespace(is_chief=True),
     )
     result = evaluate.test_split(loop, lambda text: None)  # type: ignore[arg-type]
     assert asked == [256]

@@ -417,7 +417,7 @@ def test_key_numbers_edge_cases() -> None:
 
 
 def test_a_backend_slower_than_the_savedmodel_is_not_called_best(tmp_path: Path) -> None:
-    """Issue 43 (found): census's int8 ONNX was "best backend" while slower than the SavedModel."""
+    """Issue 43 (found): an int8 ONNX was "best backend" while slower than the SavedModel."""
     optimized = {**METRICS["optimize"], "best_vs_savedmodel_batch1": 0.8}
     run_dir, record = _all_ok(tmp_path, {"optimize": optimized})
     record["notebooks"] = [{"name": "05_optimize", "status": "ok", "seconds": 1.0}]

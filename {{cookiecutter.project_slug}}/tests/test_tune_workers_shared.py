@@ -45,6 +45,8 @@ pytestmark = pytest.mark.usefixtures("fake_module")  # the fake task is the task
 # The first module every Python process of the slow tests imports (Python's site module imports
 # sitecustomize from sys.path at start-up): the package first (its quiet TensorFlow set-up), then
 # the fake task, installed for the rest of the process, as tests/test_train_shared.py's commands do.
+# First on PYTHONPATH, it shadows an interpreter's own sitecustomize (a Debian system Python's
+# error-reporting hook; a pyenv or python.org one has none), only in these processes.
 FAKE_SITE = f"import {PACKAGE}\nimport fake_task\n\nfake_task.install()\n"
 
 

@@ -53,7 +53,7 @@ TUNING = [
     "tests/test_tune.py",
     "tests/test_tune_progress.py",
     "tests/test_tune_shared.py",  # the search on the fake task, in every bake that tunes
-    "tests/test_tune_workers.py",
+    "tests/test_tune_workers_shared.py",  # its chief and workers, on the fake task too
 ]
 SERVING = [
     "src/{pkg}/export/rest.py",  # TF Serving's REST request, answer and client
@@ -164,7 +164,6 @@ TASK_FILES = {
         "tests/test_train_recipe.py",
         "tests/test_train_recipe_gpu.py",
         "tests/test_tune.py",
-        "tests/test_tune_workers.py",
         "tests/test_write_failures.py",
     ],
     "text_classification": [

@@ -330,7 +330,7 @@ FULL_BAKE = (
     "tests/test_tune.py",
     "tests/test_tune_progress.py",
     "tests/test_tune_shared.py",
-    "tests/test_tune_workers.py",
+    "tests/test_tune_workers_shared.py",
     "tests/test_write_failures.py",
     "tests/test_write_failures_shared.py",
 )
@@ -376,7 +376,7 @@ REMOVED_WHEN_DECLINED = {
         "tests/test_tune.py",
         "tests/test_tune_progress.py",
         "tests/test_tune_shared.py",
-        "tests/test_tune_workers.py",
+        "tests/test_tune_workers_shared.py",
     ),
     "include_tensorrt": (
         "src/{pkg}/optimize/ort_engine.py",

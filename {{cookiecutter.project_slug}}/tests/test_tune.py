@@ -1,7 +1,8 @@
 """Tuning the image task: its builders' width and dropout and its augmentation are searched
 beside the shared recipe, reach training when tuned, and fine-tuning adds freeze and thaw. The
 search itself (best values, lineage, failed trials, refusals, resuming, the tuned recipe reaching
-training) is tested on the fake task in every bake: tests/test_tune_shared.py.
+training) is tested on the fake task in every bake: tests/test_tune_shared.py, and its chief and
+worker processes in tests/test_tune_workers_shared.py.
 
 One search of 2 trials x 1 epoch on the 8x8 digits is shared; tests that change a run folder work
 on a copy of it.

@@ -1,10 +1,14 @@
-"""Distributed tuning on keras-tuner's chief/worker mode (tune/cluster.py, deploy/slurm_tune.sh).
+"""Distributed tuning on keras-tuner's chief/worker mode (tune/cluster.py, tune/workers.py,
+deploy/slurm_tune.sh), on the fake task (tests/fake_task.py), in every bake that keeps 02.
 
 The fast tests check what is decided without processes: a bad `workers` refused, where each worker
 runs, which trials a search that ended early runs again (on keras-tuner's real oracle), when the
-same command resumes. The slow ones start the real thing on the digits: a chief and two worker
-processes, one of them killed with SIGKILL mid-trial, the chief killed and the command run again,
-and the same search as a job of the real one-node SLURM of tests/slurm_cluster.py.
+same command resumes. The slow ones start the real thing: a chief and two worker processes, one of
+them killed with SIGKILL mid-trial, the chief killed and the command run again, and the same search
+as a job of the real one-node SLURM of tests/slurm_cluster.py. Those processes are started by
+tune/cluster.py and deploy/slurm_tune.sh with the package's own command, which would load the
+bake's real task: a sitecustomize.py (FAKE_SITE), first on their PYTHONPATH with tests/, installs
+the fake task in each of them before the command runs; the package itself holds no test hook.
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import fake_task
 import pytest
 from helpers import assert_one_sentence
 
 pytest.importorskip("keras_tuner", reason="keras-tuner is not installed (a project dependency)")
 
 from {{ cookiecutter.package_name }} import lineage, tune  # noqa: E402
-from {{ cookiecutter.package_name }}.tasks.image import data_step
 from {{ cookiecutter.package_name }}.tune import cluster  # noqa: E402
 from {{ cookiecutter.package_name }}.tune import workers as workers_module  # noqa: E402
 from {{ cookiecutter.package_name }}.tune.checks import MAX_WORKERS  # noqa: E402
@@ -36,19 +40,26 @@ from {{ cookiecutter.package_name }}.writes import write_json  # noqa: E402
 PROJECT = Path(__file__).resolve().parents[1]
 PACKAGE = "{{ cookiecutter.package_name }}"
 TIMEOUT = 300
+pytestmark = pytest.mark.usefixtures("fake_module")  # the fake task is the task of every test
+
+# The first module every Python process of the slow tests imports (Python's site module imports
+# sitecustomize from sys.path at start-up): the package first (its quiet TensorFlow set-up), then
+# the fake task, installed for the rest of the process, as tests/test_train_shared.py's commands do.
+# First on PYTHONPATH, it shadows an interpreter's own sitecustomize (a Debian system Python's
+# error-reporting hook; a pyenv or python.org one has none), only in these processes.
+FAKE_SITE = f"import {PACKAGE}\nimport fake_task\n\nfake_task.install()\n"
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("digits") / "run"
-    data_step.prepare(run, "digits")
-    return run
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder holding the fake task's data/, and nothing else."""
+    return fake_task.write_data(tmp_path_factory.mktemp("fake-data") / "run")
 
 
 @pytest.fixture
-def run_dir(tmp_path: Path, digits: Path) -> Path:
+def run_dir(tmp_path: Path, data: Path) -> Path:
     run = tmp_path / "run"
-    shutil.copytree(digits, run)
+    shutil.copytree(data, run)
     return run
 
 
@@ -368,11 +379,11 @@ def tune_command(run: Path, *params: str) -> list[str]:
     return [sys.executable, "-m", PACKAGE, "tune", "--run-dir", str(run), *values]
 
 
-def tune_ok(run: Path, *params: str) -> str:
+def tune_ok(run: Path, environment: dict[str, str], *params: str) -> str:
     """Run `tune` with these parameters to its end; it must succeed. What it printed."""
     done = subprocess.run(
         tune_command(run, *params),
-        env=environment(),
+        env=environment,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -381,9 +392,16 @@ def tune_ok(run: Path, *params: str) -> str:
     return done.stdout
 
 
-def environment() -> dict[str, str]:
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The env of the slow tests' processes (the chief, the workers it starts, SLURM's tasks):
+    on the CPU, no keras-tuner or SLURM variable of this process, and FAKE_SITE's folder, tests/
+    and src/ first on PYTHONPATH, so that each of them runs the fake task."""
+    site = tmp_path_factory.mktemp("fake-site")
+    (site / "sitecustomize.py").write_text(FAKE_SITE, encoding="utf-8")
     kept = {k: v for k, v in os.environ.items() if not k.startswith(("KERASTUNER_", "SLURM_"))}
-    return {**kept, "PYTHONPATH": str(PROJECT / "src"), "CUDA_VISIBLE_DEVICES": ""}
+    path = os.pathsep.join(map(str, (site, PROJECT / "tests", PROJECT / "src")))
+    return {**kept, "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def trials_json(run: Path) -> list[dict]:
@@ -409,16 +427,21 @@ def wait_for_runner(run: Path, trial_id: str, settle: float = 1.0) -> dict:
 
 
 @pytest.mark.slow
-def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir: Path) -> None:
+def test_two_worker_processes_share_one_search_each_trial_recorded_once(
+    run_dir: Path, environment: dict[str, str]
+) -> None:
     """A chief (this command) and two workers: four trials, each once, run by both workers (their
     tuner ids and pids in trials.json, neither the chief's); the chief wrote the results."""
-    tune_ok(run_dir, "workers=2", "max_trials=4", "epochs=1")
+    tune_ok(run_dir, environment, "workers=2", "max_trials=4", "epochs=1")
     trials = trials_json(run_dir)
     assert_each_trial_once(trials, 4)
     assert {trial["worker"] for trial in trials} == {"worker0", "worker1"}
     assert len({trial["pid"] for trial in trials}) == 2
     metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
     assert (metrics["workers"], metrics["trials_run"]) == (2, 4)
+    # the fake task's model: FAKE_SITE installed it in the chief, and in both workers, which
+    # would have refused model='dense' under the bake's own task
+    assert metrics["best_hparams"]["model"] == fake_task.MODEL
     assert (run_dir / "tuning" / "best_hparams.json").is_file()
     assert (run_dir / "figures" / "tune_trials.png").is_file()
     numbers = []
@@ -430,10 +453,12 @@ def test_two_worker_processes_share_one_search_each_trial_recorded_once(run_dir:
 
 
 @pytest.mark.slow
-def test_hyperband_hands_its_brackets_to_two_workers(run_dir: Path) -> None:
+def test_hyperband_hands_its_brackets_to_two_workers(
+    run_dir: Path, environment: dict[str, str]
+) -> None:
     """Hyperband's oracle under the chief: both workers train its trials, the short ones of the
     first round and the promoted ones at the full budget, each recorded once."""
-    tune_ok(run_dir, "workers=2", "algorithm=hyperband", "max_trials=6", "epochs=3")
+    tune_ok(run_dir, environment, "workers=2", "algorithm=hyperband", "max_trials=6", "epochs=3")
     trials = trials_json(run_dir)
     assert_each_trial_once(trials, len(trials))
     assert 2 <= len(trials) <= 6
@@ -444,13 +469,16 @@ def test_hyperband_hands_its_brackets_to_two_workers(run_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_trial_is_started_again_and_its_trial_counted_once(
-    run_dir: Path,
+    tmp_path: Path, environment: dict[str, str]
 ) -> None:
     """SIGKILL to the worker training trial 1: the chief starts that worker again, keras-tuner
     hands it the same trial, and the search ends with every trial recorded once."""
-    command = tune_command(run_dir, "workers=2", "max_trials=4", "epochs=2")
+    # Trials of 4-5 s (8 epochs of 50,000 vectors; a 2-core machine): the kill comes a second
+    # into trial 1, which the fake task's own 96 vectors would have ended by then.
+    run_dir = fake_task.write_data(tmp_path / "run", train=50_000)
+    command = tune_command(run_dir, "workers=2", "max_trials=4", "epochs=8")
     with subprocess.Popen(
-        command, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as chief:
         victim = wait_for_runner(run_dir, "1")
         os.kill(victim["pid"], signal.SIGKILL)
@@ -465,7 +493,9 @@ def test_a_worker_killed_mid_trial_is_started_again_and_its_trial_counted_once(
 
 
 @pytest.mark.slow
-def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Path) -> None:
+def test_the_same_command_after_the_chief_was_killed_ends_the_search(
+    run_dir: Path, environment: dict[str, str]
+) -> None:
     """SIGKILL to the chief mid-search: its workers end too, and the same command again trains
     only the trials left (those running are trained again), each recorded once."""
     # Six trials, the chief killed the moment trial 2 starts: with four, and a second's wait per
@@ -474,7 +504,7 @@ def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Pa
     params = ("workers=2", "max_trials=6", "epochs=2")
     command = tune_command(run_dir, *params)
     with subprocess.Popen(
-        command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as chief:
         # trial 2 starts once trial 0 or 1 has ended: one trial done, two running
         workers = {wait_for_runner(run_dir, tid, settle=0)["pid"] for tid in ("2", "1", "0")}
@@ -485,7 +515,7 @@ def test_the_same_command_after_the_chief_was_killed_ends_the_search(run_dir: Pa
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, f"workers {workers} outlived their chief"
         time.sleep(0.5)
-    assert "Resuming the unfinished search" in tune_ok(run_dir, *params)
+    assert "Resuming the unfinished search" in tune_ok(run_dir, environment, *params)
     assert_each_trial_once(trials_json(run_dir), 6)
     metrics = json.loads((run_dir / "metrics" / "tune.json").read_text(encoding="utf-8"))
     assert metrics["trials_run"] < 6 and metrics["overwrite"] is False
@@ -507,7 +537,9 @@ def _state(pid: int) -> str:
 
 
 @pytest.mark.slow
-def test_slurm_job_runs_a_chief_and_two_workers(run_dir: Path, tmp_path: Path) -> None:
+def test_slurm_job_runs_a_chief_and_two_workers(
+    run_dir: Path, tmp_path: Path, environment: dict[str, str]
+) -> None:
     """deploy/slurm_tune.sh under the real one-node SLURM: the batch script's chief and two
     tasks as workers share one search; the log names each task's tuner id."""
     from slurm_cluster import SlurmCluster, missing
@@ -521,7 +553,7 @@ def test_slurm_job_runs_a_chief_and_two_workers(run_dir: Path, tmp_path: Path) -
         slurm.start()
         log = tmp_path / "job.out"
         job_env = {
-            **environment(),
+            **environment,
             "SLURM_CONF": slurm.env["SLURM_CONF"],
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "RUN_DIR": str(run_dir),

@@ -4,8 +4,8 @@ A ratio means something only when both sides did the same work, so the runs sit 
 here: the package's loop (train.run, which times itself and leaves the first epoch out), a bare
 model.fit with the same model, data, batch, strategy, precision policy and XLA setting (timed by
 an epoch timer that leaves the first epoch out the same way), the package's loop fed from memory
-(benchmark_memory), and the package's loop watched (Prometheus endpoint on, live reports, the
-input-wait timer) and unwatched (none of them). They take turns so background load spoils one
+(train/benchmark_memory.py), and the package's loop watched (Prometheus endpoint on, live reports,
+the input-wait timer) and unwatched (none of them). They take turns so background load spoils one
 round, not a ratio.
 """
 
@@ -24,14 +24,20 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import env
-from ..artifacts import DATA_DIR
-from ..tasks import current as task
-from . import entry
-from .benchmark_memory import fed_from_memory
-from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
-from .epoch import input_wait_timer
-from .params import Params, effective_learning_rate
+from ... import env
+from ...artifacts import DATA_DIR
+from ...train import entry
+from ...train.benchmark_memory import fed_from_memory
+from ...train.devices import (
+    dtype_policy,
+    make_strategy,
+    resolve_jit,
+    resolve_precision,
+    strategy_name,
+)
+from ...train.epoch import input_wait_timer
+from ...train.params import Params, effective_learning_rate
+from .. import current as task
 
 # The three runs, in the order they take turns: key, trainer, what feeds it.
 RUNS = (

@@ -59,8 +59,8 @@ MEASURED_ONLY = {
 }
 
 
-# The task's published figures (its gpu_reference.py, found through the seam): NVIDIA's are
-# ResNet-50's on images, so only an image project holds them; a text or table project has none.
+# The task's published figures (its own module, found through the seam): NVIDIA's are ResNet-50's
+# on images, so only an image project holds them; a text or table project has none.
 _PUBLISHED = task_module("gpu_reference")
 SOURCE = (
     _PUBLISHED.SOURCE

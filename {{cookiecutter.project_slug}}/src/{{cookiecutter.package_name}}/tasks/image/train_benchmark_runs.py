@@ -26,15 +26,8 @@ import numpy as np
 
 from ... import env
 from ...artifacts import DATA_DIR
-from ...train import entry
+from ...train import devices, entry
 from ...train.benchmark_memory import fed_from_memory
-from ...train.devices import (
-    dtype_policy,
-    make_strategy,
-    resolve_jit,
-    resolve_precision,
-    strategy_name,
-)
 from ...train.epoch import input_wait_timer
 from ...train.params import Params, effective_learning_rate
 from .. import current as task
@@ -132,12 +125,12 @@ def free_port() -> int:
 def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
     """What a user would write by hand: build, compile, fit; same strategy, policy and XLA."""
     gpus = env.list_gpus()
-    policy = resolve_precision(params.precision, gpus)
-    jit = resolve_jit(params.jit_compile, gpus)
-    distribution = make_strategy(params.strategy, params.logical_cpus)
+    policy = devices.resolve_precision(params.precision, gpus)
+    jit = devices.resolve_jit(params.jit_compile, gpus)
+    distribution = devices.make_strategy(params.strategy, params.logical_cpus)
     batch_size = params.batch_size
     keras.utils.set_random_seed(params.seed)
-    with dtype_policy(policy), distribution.scope():
+    with devices.dtype_policy(policy), distribution.scope():
         net = task().build_model(params.model, meta)
         net.compile(
             optimizer=keras.optimizers.Adam(
@@ -168,7 +161,7 @@ def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
     return {
         "examples_per_sec": steps * batch_size * (len(timer.seconds) - 1) / sum(timer.seconds[1:]),
         "val_accuracy": float(val_accuracy),
-        "strategy": strategy_name(distribution),
+        "strategy": devices.strategy_name(distribution),
         "replicas": distribution.num_replicas_in_sync,
         "precision": policy,
         "jit_compile": jit,

@@ -20,8 +20,8 @@ import tensorflow as tf
 from helpers import assert_one_sentence
 
 from {{ cookiecutter.package_name }} import lineage, tasks
-from {{ cookiecutter.package_name }}.tasks.image import data_step
-from {{ cookiecutter.package_name }}.train import TrainError, benchmark, benchmark_memory
+from {{ cookiecutter.package_name }}.tasks.image import data_step, train_benchmark
+from {{ cookiecutter.package_name }}.train import TrainError, benchmark_memory
 
 PACKAGE = "{{ cookiecutter.package_name }}"
 TINY = ["-p", "epochs=2", "-p", "rounds=1"]
@@ -30,11 +30,12 @@ PROCESS_TIMEOUT = 300
 
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """One tiny benchmark through `python -m <package>.train.benchmark` (what `make bench` runs),
-    into a run folder holding a small synthetic data set."""
+    """One tiny benchmark through `python -m <package>.tasks.image.train_benchmark` (what `make
+    bench` runs), into a run folder holding a small synthetic data set."""
     run = tmp_path_factory.mktemp("bench") / "run"
     data_step.prepare(run, "synthetic", synthetic_shape=(8, 8, 1), synthetic_count=400, shards=2)
-    command = [sys.executable, "-m", f"{PACKAGE}.train.benchmark", "--run-dir", str(run)]
+    module = f"{PACKAGE}.tasks.image.train_benchmark"
+    command = [sys.executable, "-m", module, "--run-dir", str(run)]
     done = subprocess.run(
         [*command, *TINY, "--json"],
         capture_output=True,
@@ -103,7 +104,7 @@ def test_benchmark_trains_on_the_run_folders_data_and_writes_only_its_metrics(be
 def test_the_table_names_both_ratios_and_their_goal(bench_run) -> None:
     """The printed table shows the runs and each ratio against its goal."""
     _, result = bench_run
-    table = benchmark.format_table(result)
+    table = train_benchmark.format_table(result)
     assert "bare model.fit" in table and "batches built in memory" in table
     assert re.search(r"loop_vs_fit: \d+\.\d\d .*goal >= 0\.95", table)
     assert re.search(r"pipeline_vs_memory: \d+\.\d\d .*goal >= 0\.95", table)
@@ -120,7 +121,7 @@ def test_benchmark_compares_the_finders_accuracy_with_the_defaults(bench_run) ->
     assert finders["at_least_default"] == (
         finders["val_accuracy"] >= finders["default_val_accuracy"]
     )
-    assert finders["sentence"] in benchmark.format_table(result)
+    assert finders["sentence"] in train_benchmark.format_table(result)
 
 
 def test_memory_feed_gives_each_input_pipeline_its_share_in_per_replica_batches() -> None:
@@ -152,7 +153,7 @@ def test_memory_feed_gives_each_input_pipeline_its_share_in_per_replica_batches(
 def test_bad_benchmark_parameter_is_refused_in_one_sentence(params: dict, named: str) -> None:
     """A bad value is named, with what is allowed, before anything is trained."""
     with pytest.raises(TrainError) as error:
-        benchmark.benchmark_training(None, verbose=False, **params)
+        train_benchmark.benchmark_training(None, verbose=False, **params)
     message = str(error.value)
     assert named in message
     assert_one_sentence(message)
@@ -160,7 +161,7 @@ def test_bad_benchmark_parameter_is_refused_in_one_sentence(params: dict, named:
 
 def test_unknown_command_line_parameter_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """A mistyped -p name stops the command with exit 2 and lists the parameters it takes."""
-    assert benchmark.main(["-p", "epoch=2"]) == 2
+    assert train_benchmark.main(["-p", "epoch=2"]) == 2
     err = capsys.readouterr().err
     assert "'epoch'" in err and "rounds" in err
 
@@ -171,7 +172,7 @@ def test_without_data_it_trains_on_the_digits_and_restores_the_pipeline(tmp_path
     swapped for the memory-fed run, is the class's own again afterwards."""
     run = tmp_path / "empty"
     run.mkdir()
-    result = benchmark.benchmark_training(run, epochs=2, rounds=1, verbose=False)
+    result = train_benchmark.benchmark_training(run, epochs=2, rounds=1, verbose=False)
     assert result["dataset"] == "digits" and "prepared for the benchmark" in result["data"]
     assert (run / "metrics" / "train_benchmark.json").is_file()
     assert not (run / "data").exists()

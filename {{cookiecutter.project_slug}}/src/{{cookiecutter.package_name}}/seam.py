@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 # The bake's answer → the folder of its code (tasks/<folder>/).
@@ -44,12 +45,20 @@ def _package(name: str) -> bool:
     return spec is not None and spec.origin is not None
 
 
+def task_module(name: str) -> ModuleType | None:
+    """tasks/<folder>/<name>.py imported, or None where the task has no such module (a module only
+    some tasks have, such as early.py)."""
+    module = f"{_TASKS}.{folder()}.{name}"
+    return importlib.import_module(module) if importlib.util.find_spec(module) else None
+
+
 def early_check(values: dict) -> None:
     """The task's own checks of a step's values before TensorFlow loads (tasks/<folder>/early.py's
     `check`, where the task has one; text: a KerasHub preset this machine cannot download; tables:
     a class_weight it cannot parse)."""
-    if importlib.util.find_spec(f"{_TASKS}.{folder()}.early") is not None:
-        importlib.import_module(f"{_TASKS}.{folder()}.early").check(values)
+    early = task_module("early")
+    if early is not None:
+        early.check(values)
 
 
 def name() -> str:

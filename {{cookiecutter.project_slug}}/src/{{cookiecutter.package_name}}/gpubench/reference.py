@@ -6,6 +6,8 @@ shown (it proves the code path), but it says nothing about what a GPU does.
 
 from __future__ import annotations
 
+from ..seam import task_module
+
 # Every seed claim: what is measured, the smallest figure that confirms it, and its unit.
 #   key         the measured figure in gpu_bench.json's "measured"
 #   minimum     the claim holds when measured >= minimum
@@ -57,18 +59,25 @@ MEASURED_ONLY = {
 }
 
 
-try:  # NVIDIA's figures are ResNet-50's on images: only an image project holds them
-    from .resnet50 import SOURCE, family, published_figure
-except ImportError:  # a text or table project: its reference models have no published figures
-    SOURCE = (
-        "none for this task's models: NVIDIA DeepLearningExamples publishes these figures for "
-        "ResNet-50 on images"
-    )
+# The task's published figures (its own module, found through the seam): NVIDIA's are ResNet-50's
+# on images, so only an image project holds them; a text or table project has none.
+_PUBLISHED = task_module("gpu_reference")
+SOURCE = (
+    _PUBLISHED.SOURCE
+    if _PUBLISHED
+    else "none for this task's models: NVIDIA DeepLearningExamples publishes these figures for "
+    "ResNet-50 on images"
+)
 
-    def family(device_name: str | None) -> str | None:
-        """No published family: there are no published figures for this task's models."""
-        return None
 
-    def published_figure(claim: str, gpu_family: str | None) -> str:
-        """Why there is no published figure beside the measured one."""
+def family(device_name: str | None) -> str | None:
+    """The published family a GPU's name belongs to ("NVIDIA A100-SXM4-80GB" → "A100"), or None
+    where the task has no published figures."""
+    return _PUBLISHED.family(device_name) if _PUBLISHED else None
+
+
+def published_figure(claim: str, gpu_family: str | None) -> str:
+    """The published figure for `claim` on that family, in words, or why there is none."""
+    if not _PUBLISHED:
         return "none published for this task's model (NVIDIA's are ResNet-50's, on images)"
+    return _PUBLISHED.published_figure(claim, gpu_family)

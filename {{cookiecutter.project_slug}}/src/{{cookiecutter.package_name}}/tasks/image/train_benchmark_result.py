@@ -15,9 +15,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from ..artifacts import DATA_DIR
-from .benchmark_runs import RUNS, SETUP_KEYS
-from .params import Params
+from ...artifacts import DATA_DIR
+from ...train.params import Params
+from .train_benchmark_runs import RUNS, SETUP_KEYS
 
 GOAL = 0.95
 # Watching a run (the endpoint, live reports, the input-wait timer) may cost 3 % at most.
@@ -32,7 +32,7 @@ def summary(
     devices: dict[str, Any],
     found: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The benchmark's result from each run's outcome per round (benchmark_runs.take_turns).
+    """The benchmark's result from each run's outcome per round (train_benchmark_runs.take_turns).
 
     `source` is the run folder whose data/ was used, or None for the digits prepared aside.
     """

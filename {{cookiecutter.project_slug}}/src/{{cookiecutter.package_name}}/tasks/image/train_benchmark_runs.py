@@ -4,8 +4,8 @@ A ratio means something only when both sides did the same work, so the runs sit 
 here: the package's loop (train.run, which times itself and leaves the first epoch out), a bare
 model.fit with the same model, data, batch, strategy, precision policy and XLA setting (timed by
 an epoch timer that leaves the first epoch out the same way), the package's loop fed from memory
-(benchmark_memory), and the package's loop watched (Prometheus endpoint on, live reports, the
-input-wait timer) and unwatched (none of them). They take turns so background load spoils one
+(train/benchmark_memory.py), and the package's loop watched (Prometheus endpoint on, live reports,
+the input-wait timer) and unwatched (none of them). They take turns so background load spoils one
 round, not a ratio.
 """
 
@@ -24,14 +24,13 @@ from typing import Any
 import keras
 import numpy as np
 
-from .. import env
-from ..artifacts import DATA_DIR
-from ..tasks import current as task
-from . import entry
-from .benchmark_memory import fed_from_memory
-from .devices import dtype_policy, make_strategy, resolve_jit, resolve_precision, strategy_name
-from .epoch import input_wait_timer
-from .params import Params, effective_learning_rate
+from ... import env
+from ...artifacts import DATA_DIR
+from ...train import devices, entry
+from ...train.benchmark_memory import fed_from_memory
+from ...train.epoch import input_wait_timer
+from ...train.params import Params, effective_learning_rate
+from .. import current as task
 
 # The three runs, in the order they take turns: key, trainer, what feeds it.
 RUNS = (
@@ -126,12 +125,12 @@ def free_port() -> int:
 def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
     """What a user would write by hand: build, compile, fit; same strategy, policy and XLA."""
     gpus = env.list_gpus()
-    policy = resolve_precision(params.precision, gpus)
-    jit = resolve_jit(params.jit_compile, gpus)
-    distribution = make_strategy(params.strategy, params.logical_cpus)
+    policy = devices.resolve_precision(params.precision, gpus)
+    jit = devices.resolve_jit(params.jit_compile, gpus)
+    distribution = devices.make_strategy(params.strategy, params.logical_cpus)
     batch_size = params.batch_size
     keras.utils.set_random_seed(params.seed)
-    with dtype_policy(policy), distribution.scope():
+    with devices.dtype_policy(policy), distribution.scope():
         net = task().build_model(params.model, meta)
         net.compile(
             optimizer=keras.optimizers.Adam(
@@ -162,7 +161,7 @@ def fit_rate(run: Path, meta: dict[str, Any], params: Params) -> dict[str, Any]:
     return {
         "examples_per_sec": steps * batch_size * (len(timer.seconds) - 1) / sum(timer.seconds[1:]),
         "val_accuracy": float(val_accuracy),
-        "strategy": strategy_name(distribution),
+        "strategy": devices.strategy_name(distribution),
         "replicas": distribution.num_replicas_in_sync,
         "precision": policy,
         "jit_compile": jit,

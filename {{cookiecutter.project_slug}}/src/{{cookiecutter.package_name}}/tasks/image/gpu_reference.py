@@ -1,6 +1,7 @@
 """NVIDIA's published ResNet-50 figures, kept as data with their source: the image task's GPU
 reference (gpu-bench trains Keras ResNet50 at 224x224 in an image project). Only image projects
-hold this module; reference.py finds it missing in the others and says none is published.
+hold this module; gpubench/reference.py asks the task for it (seam.task_module) and, in the
+others, says none is published.
 """
 
 from __future__ import annotations

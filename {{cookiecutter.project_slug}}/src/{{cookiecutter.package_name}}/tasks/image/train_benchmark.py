@@ -18,10 +18,12 @@ with the next run, and each keeps its best round, so a moment of background load
 not a ratio.
 
 This module is the entry: the benchmark's parameters (train.Params fields, plus rounds) and their
-checks, the scratch folder, the command line. benchmark_runs trains and times the runs,
-benchmark_memory builds the memory-fed input, benchmark_result makes the record and its table.
+checks, the scratch folder, the command line. train_benchmark_runs trains and times the runs,
+train/benchmark_memory.py builds the memory-fed input, train_benchmark_result makes the record and
+its table. It lives with the image task, the one task whose training speed it measures; the loop
+it times is the shared train.train.
 
-    python -m <package>.train.benchmark [--run-dir DIR] [-p epochs=10 -p batch_size=64 ...] [--json]
+    python -m <package>.tasks.image.train_benchmark [--run-dir DIR] [-p epochs=10 ...] [--json]
 """
 
 from __future__ import annotations
@@ -35,15 +37,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import data, seam
-from ..artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
-from ..data.meta import check_batch
-from ..tasks import read_meta
-from ..writes import write_json
-from .benchmark_result import GOAL, format_table, summary
-from .benchmark_runs import RUNS, finder_run, take_turns
-from .devices import configure_devices
-from .params import DEFAULT_LEARNING_RATE, DEFAULT_MODEL, Params, TrainError, check_values
+from ... import data, seam
+from ...artifacts import DATA_DIR, META_FILE, METRICS_DIR, MissingInputError, resolve_run_dir
+from ...data.meta import check_batch
+from ...train.devices import configure_devices
+from ...train.params import DEFAULT_LEARNING_RATE, DEFAULT_MODEL, Params, TrainError, check_values
+from ...writes import write_json
+from .. import read_meta
+from .train_benchmark_result import GOAL, format_table, summary
+from .train_benchmark_runs import RUNS, finder_run, take_turns
 
 METRICS_FILE = f"{METRICS_DIR}/train_benchmark.json"
 # The train.Params fields the benchmark takes. width and dropout stay the model's own, and
@@ -131,8 +133,9 @@ def benchmark_training(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m <package>.train.benchmark`: exit 0, or 2 for bad input (one sentence)."""
-    prog = f"python -m {__package__}.benchmark"
+    """`python -m <package>.tasks.image.train_benchmark`: exit 0, or 2 for bad input (one
+    sentence)."""
+    prog = f"python -m {__package__}.train_benchmark"
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--run-dir",
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
 
-    from ..runner import RunnerInputError, parse_overrides
+    from ...runner import RunnerInputError, parse_overrides
 
     try:
         params = parse_overrides(args.param)

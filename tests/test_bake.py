@@ -250,6 +250,7 @@ FULL_BAKE = (
     "tests/test_data_pipeline.py",
     "tests/test_data_reader.py",
     "tests/test_data_records.py",
+    "tests/test_data_split_shared.py",
     "tests/test_deploy.py",
     "tests/test_env.py",
     "tests/test_export.py",

@@ -175,7 +175,8 @@ GROUPS = {
     "photos": (
         ["tasks/image/photo_io.py", "tasks/image/decode.py", "tasks/image/cache.py"]
         + ["data/split.py", "tasks/image/shards.py", "tasks/image/image_folder.py"],
-        ["test_mutants_photos.py", "test_mutants_photos_shards.py", "test_data_cache.py"],
+        ["test_mutants_photos.py", "test_mutants_photos_shards.py", "test_data_cache.py"]
+        + ["test_data_split_shared.py"],
         ["tasks.image.photo_io.*", "tasks.image.cache.*", "data.split.*"]
         + ["tasks.image.image_folder.x_inspect_*", "tasks.image.decode.x_read_regime*"]
         + ["tasks.image.shards.x_shard_name*", "tasks.image.shards.x_parse_*"]

@@ -18,7 +18,7 @@ import pytest
 from {{ cookiecutter.package_name }} import optimize
 from {{ cookiecutter.package_name }}.optimize.calibration import (
     calibration_batches,
-    calibration_images,
+    calibration_inputs,
     int8_format,
     quantize_int8,
 )
@@ -41,7 +41,7 @@ def test_the_int8_graph_keeps_the_answers_of_the_float_one(
     import onnxruntime
 
     source = export_onnx(exported_run, exported_run / "optimized")
-    images = calibration_images(exported_run, 64)
+    images = calibration_inputs(exported_run, 64)
     target = quantize_int8(source, tmp_path / "int8.onnx", images, int8_format())
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -56,7 +56,7 @@ def test_the_int8_graph_keeps_the_answers_of_the_float_one(
 
 def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:
     """int8 calibrates on the first training images, never on the validation ones."""
-    images = calibration_images(exported_run, 40)
+    images = calibration_inputs(exported_run, 40)
     train = np.concatenate(
         [
             batch.numpy()
@@ -73,7 +73,7 @@ def test_calibration_reads_training_images_in_order(exported_run: Path) -> None:
 def test_int8_depends_on_its_calibration_data(exported_run: Path, tmp_path: Path) -> None:
     """Calibrated on black images the activation ranges are wrong, and parity catches it."""
     source = export_onnx(exported_run, exported_run / "optimized")
-    images = calibration_images(exported_run, 64)
+    images = calibration_inputs(exported_run, 64)
     job = optimize.Job(exported_run, "int8")
     chosen = int8_format()
     good = onnx_load(quantize_int8(source, tmp_path / "good.onnx", images, chosen), job)

@@ -64,9 +64,9 @@ def make_train_steps(
     loss_of = task.build_losses(label_smoothing=label_smoothing, soft=soft, num_classes=num_classes)
     correct = task.build_metrics()["accuracy"]
 
-    def gradients(images: tf.Tensor, labels: tf.Tensor):
+    def gradients(inputs: tf.Tensor, labels: tf.Tensor):
         with tf.GradientTape() as tape:
-            probabilities = model(images, training=True)
+            probabilities = model(inputs, training=True)
             per_example = loss_of(labels, probabilities)
             if class_weights is not None:
                 per_example = weighted(per_example, labels, class_weights)
@@ -83,11 +83,11 @@ def make_train_steps(
     # cross-replica all-reduce, stays outside, where every strategy supports it.
     compute = tf.function(gradients, jit_compile=True) if jit else gradients
 
-    def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    def replica_step(inputs: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         labels = tf.cast(labels, tf.int32)
         if augment is not None:
-            images, labels = augment(images, labels)
-        grads, totals = compute(images, labels)
+            inputs, labels = augment(inputs, labels)
+        grads, totals = compute(inputs, labels)
         if replicas > 1:  # see dense()
             grads = dense(grads)
         if agree:
@@ -141,17 +141,17 @@ def make_eval_step(
 
     loss_of, correct = task.build_losses(), task.build_metrics()["accuracy"]
 
-    def scored(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        probabilities = model(images, training=False)
+    def scored(inputs: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        probabilities = model(inputs, training=False)
         labels = tf.cast(labels, tf.int32)
         return sums(labels, correct(labels, probabilities), loss_of(labels, probabilities))
 
-    def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    def replica_step(inputs: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         # The last batch of a split that does not fill every replica leaves a replica an empty
         # batch; on the CPU, TensorFlow's fused Conv2D+ReLU hands an empty input back unchanged
         # (its channels, not the filters'), and the next convolution fails. An empty batch adds
         # nothing to the sums, so it skips the model.
-        return tf.cond(tf.size(labels) > 0, lambda: scored(images, labels), lambda: tf.zeros([3]))
+        return tf.cond(tf.size(labels) > 0, lambda: scored(inputs, labels), lambda: tf.zeros([3]))
 
     @tf.function(reduce_retracing=True)
     def eval_step(batch) -> tf.Tensor:

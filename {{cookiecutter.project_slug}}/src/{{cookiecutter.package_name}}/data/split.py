@@ -60,7 +60,7 @@ def split_indices(
             raise DataError(
                 f"test_fraction={test_fraction!r} leaves class {name!r} ({n} examples, {n_val} "
                 f"for validation) without a {'test' if n_test < 1 else 'training'} example: use "
-                "a smaller test_fraction or val_fraction, or more images of that class."
+                "a smaller test_fraction or val_fraction, or more examples of that class."
             )
         parts["validation"].append(members[:n_val])
         if n_test:

@@ -1,4 +1,4 @@
-"""`python -m <package>.export predict EXPORT_DIR IMAGES.npy OUT.npz`: the fresh-process reload.
+"""`python -m <package>.export predict EXPORT_DIR INPUTS.npy OUT.npz`: the fresh-process reload.
 
 check_parity starts this so that the SavedModel is loaded with tf.saved_model.load by a process in
 which no Keras model was ever built or loaded: only what is inside the SavedModel can answer.

@@ -2,7 +2,7 @@
 
 A fresh process is the honest test: it has no Keras model object, no custom code and no cached
 function, only what tf.saved_model.load finds on disk, the way TF Serving sees the export. Both
-sides predict the same validation images; the probabilities must agree within a tolerance set by
+sides predict the same validation examples; the probabilities must agree within a tolerance set by
 the precision the model computes in (TOLERANCE), and the class names must be the names of the
 class ids.
 
@@ -41,7 +41,7 @@ from .savedmodel import model_precision, saved_model_cli_command
 # digits (bfloat16 fewer), so a differently fused op may move a probability by up to ~1e-2.
 TOLERANCE = {"float32": 1e-5, "mixed": 1e-2}
 PREDICT_BATCH = 256
-MISCLASSIFIED = 16  # wrongly classified validation images kept for the figure, most confident first
+MISCLASSIFIED = 16  # wrong answers kept for the figure, most confident first
 PROCESS_TIMEOUT = 600
 PACKAGE = (__package__ or "").split(".")[0]
 
@@ -51,9 +51,9 @@ def check_parity(
     export_dir: str | os.PathLike[str],
     max_examples: int = 512,
 ) -> dict[str, Any]:
-    """Compare the Keras model and the reloaded SavedModel on up to max_examples validation images.
+    """Compare the Keras model and the reloaded SavedModel on up to max_examples held-out examples.
 
-    Returns examples, max_abs_diff, top1_agreement (share of images whose Keras top class is the
+    Returns examples, max_abs_diff, top1_agreement (share of examples whose Keras top class is the
     SavedModel's class id), class_names_match, precision, tolerance, parity_ok, served_pid (the
     fresh process), keras_pid and a verdict sentence.
     """
@@ -69,7 +69,7 @@ def check_parity(
     meta = read_meta(folder)
     classes = np.array(meta["classes"])
     # The held-out test split when 01_data wrote one (test_fraction): the confusion matrix then
-    # shows images no choice was made on; else the validation split.
+    # shows examples no choice was made on; else the validation split.
     split = parity_split(meta)
     # As many as the task compares (images: up to max_examples; text: the whole split, cheap).
     max_examples = task().export.parity_examples(meta, split, max_examples)
@@ -123,9 +123,9 @@ def exact_float32() -> Iterator[None]:
 def served_errors(
     labels: np.ndarray, predicted: np.ndarray, probabilities: np.ndarray, num_classes: int
 ) -> dict[str, Any]:
-    """How the SavedModel's answers compare with the true labels: its accuracy on these images,
+    """How the SavedModel's answers compare with the true labels: its accuracy on these examples,
     the confusion matrix (rows: true class, columns: predicted) and the most confident mistakes
-    (index into the validation images, true and predicted class id, confidence)."""
+    (index into the validation examples, true and predicted class id, confidence)."""
     labels, predicted = labels.astype(int), predicted.astype(int)
     confusion = np.zeros((num_classes, num_classes), dtype=int)
     np.add.at(confusion, (labels, predicted), 1)
@@ -147,23 +147,23 @@ def served_errors(
     }
 
 
-def predict_in_fresh_process(export_dir: Path, images: np.ndarray) -> dict[str, Any]:
-    """serving_default's outputs for `images`, computed by `python -m <package>.export predict`,
+def predict_in_fresh_process(export_dir: Path, inputs: np.ndarray) -> dict[str, Any]:
+    """serving_default's outputs for `inputs`, computed by `python -m <package>.export predict`,
     and what `saved_model_cli show --all` prints for the export (saved_model_cli_all).
 
     The same fresh process runs saved_model_cli's own code after predicting: one TensorFlow start
     instead of two, and the tool still reads only what is on disk.
     """
     with tempfile.TemporaryDirectory(prefix="export-parity-") as scratch:
-        inputs, outputs = Path(scratch) / "images.npy", Path(scratch) / "outputs.npz"
+        inputs_file, outputs = Path(scratch) / "inputs.npy", Path(scratch) / "outputs.npz"
         shown = Path(scratch) / "saved_model_cli.txt"
-        np.save(inputs, images)
+        np.save(inputs_file, inputs)
         source = str(Path(__file__).resolve().parents[2])  # src/, in case it is not installed
         path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
         env = quiet_env({**os.environ, "PYTHONPATH": path})
         command = [sys.executable, "-m", f"{PACKAGE}.export", "predict", "--cli-text", str(shown)]
         done = subprocess.run(
-            [*command, str(export_dir), str(inputs), str(outputs)],
+            [*command, str(export_dir), str(inputs_file), str(outputs)],
             capture_output=True,
             text=True,
             env=env,
@@ -185,17 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Predict with a SavedModel's serving_default.")
     parser.add_argument("command", choices=["predict"])
     parser.add_argument("export_dir")
-    parser.add_argument("images", help=".npy file of raw inputs (uint8 images, strings)")
+    parser.add_argument("inputs", help=".npy file of raw inputs (uint8 images, strings, rows)")
     parser.add_argument("outputs", help=".npz file to write the outputs to")
     parser.add_argument("--cli-text", help="also write `saved_model_cli show --all` here")
     args = parser.parse_args(argv)
     task()  # the task's module registers the ops its export needs (text: tensorflow-text's)
     signature = tf.saved_model.load(args.export_dir).signatures[SIGNATURE]
-    images = np.load(args.images)  # pixels, strings, or a table's rows (a structured array)
+    inputs = np.load(args.inputs)  # pixels, strings, or a table's rows (a structured array)
     parts: dict[str, list[np.ndarray]] = {}
     with exact_float32():
-        for start in range(0, len(images), PREDICT_BATCH):
-            batch = feed(signature, images[start : start + PREDICT_BATCH])
+        for start in range(0, len(inputs), PREDICT_BATCH):
+            batch = feed(signature, inputs[start : start + PREDICT_BATCH])
             for output, value in signature(**batch).items():
                 parts.setdefault(output, []).append(value.numpy())
     outputs = {name: np.concatenate(values) for name, values in parts.items()}

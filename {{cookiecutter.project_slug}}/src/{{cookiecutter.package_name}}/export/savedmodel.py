@@ -1,4 +1,4 @@
-"""The SavedModel: raw uint8 images in; probabilities, class ids and class names out.
+"""The SavedModel: the task's raw input in; probabilities, class ids and class names out.
 
 The model already rescales its uint8 input inside itself, so the serving graph is the model called
 in inference mode plus an argmax and a lookup of the class names in a constant: no preprocessing

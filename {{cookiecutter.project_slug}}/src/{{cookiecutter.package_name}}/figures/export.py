@@ -75,5 +75,5 @@ def plot_confused_pairs(
 
 
 def images_needed(metrics: dict[str, Any]) -> int:
-    """How many of the split's first images plot_misclassified shows from (0: none)."""
+    """How many of the split's first examples plot_misclassified shows from (0: none)."""
     return max((item["index"] + 1 for item in metrics.get("misclassified") or []), default=0)

@@ -51,7 +51,7 @@ def plot_latency(metrics: dict[str, Any], path: Path) -> Path | None:
 
 
 def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
-    """Images/s per batch size and backend: log2 batch axis (sizes at their true distances)."""
+    """Examples/s per batch size and backend: log2 batch axis (sizes at their true distances)."""
     lines = [line for line in _shown(metrics) if line.get("throughput")]
     if not lines:
         return None

@@ -1,6 +1,6 @@
 """Optimized inference: ONNX Runtime everywhere, other backends where present, measured honestly.
 
-Every backend converts the trained model into run_dir/optimized/, predicts the validation images
+Every backend converts the trained model into run_dir/optimized/, predicts the validation examples
 and is compared with the SavedModel signature of 04_export (the reference a server would use). A
 backend whose probabilities differ by more than its precision allows is `failed` and is never
 counted as a win; a backend the machine cannot run is `skipped` with one sentence saying why. The

@@ -14,10 +14,10 @@ from ..artifacts import EXPORT_DIR, OPTIMIZED_DIR, MissingInputError, StepError
 from ..tasks.outputs import feed
 
 PRECISIONS = ("fp32", "fp16", "int8")
-# Validation images are predicted in batches of this size for parity, so every backend (a
+# Validation examples are predicted in batches of this size for parity, so every backend (a
 # an engine's batch profile included) must accept it.
 PARITY_BATCH = 256
-# Training images that calibrate int8 (never the validation images parity is measured on).
+# Training examples that calibrate int8 (never the validation examples parity is measured on).
 CALIBRATION_EXAMPLES = 512
 
 Predict = Callable[[np.ndarray], np.ndarray]

@@ -1,8 +1,8 @@
 """INT8 calibration data, fed from the data pipeline.
 
-Calibration measures the range of every activation on real inputs, so it reads images the model
-was trained on: the first `count` images of the train split, in shard order (no shuffling, so two
-runs calibrate alike). The validation images stay unseen, for parity. quantize_int8 calibrates an
+Calibration measures the range of every activation on real inputs, so it reads examples the
+model was trained on: the first `count` of the train split, in shard order (no shuffling, so two
+runs calibrate alike). The validation examples stay unseen, for parity. quantize_int8 calibrates an
 ONNX graph on them with ONNX Runtime's quantizer, for every backend that runs int8.
 
 The int8 format follows the machine that runs it (int8_format). On x86 CPUs without VNNI, ONNX
@@ -90,7 +90,7 @@ def cpu_flags(path: Path = CPUINFO) -> set[str] | None:
     return None
 
 
-def calibration_images(run_dir: Path, count: int) -> np.ndarray:
+def calibration_inputs(run_dir: Path, count: int) -> np.ndarray:
     """Up to `count` training examples from run_dir/data/, as the model takes them."""
     from ..tasks import current
 
@@ -98,16 +98,16 @@ def calibration_images(run_dir: Path, count: int) -> np.ndarray:
 
 
 def calibration_batches(
-    images: np.ndarray, batch_size: int = CALIBRATION_BATCH, dtype: str | None = None
+    inputs: np.ndarray, batch_size: int = CALIBRATION_BATCH, dtype: str | None = None
 ) -> Iterator[np.ndarray]:
-    """The images in batches of batch_size (the last may be smaller), cast to dtype if given."""
-    for start in range(0, len(images), batch_size):
-        batch = images[start : start + batch_size]
+    """The inputs in batches of batch_size (the last may be smaller), cast to dtype if given."""
+    for start in range(0, len(inputs), batch_size):
+        batch = inputs[start : start + batch_size]
         yield np.ascontiguousarray(batch if dtype is None else batch.astype(dtype))
 
 
-def quantize_int8(source: Path, target: Path, images: np.ndarray, fmt: Int8Format) -> Path:
-    """source statically quantized to int8 (Q/DQ format) in `fmt`, calibrated on `images`.
+def quantize_int8(source: Path, target: Path, inputs: np.ndarray, fmt: Int8Format) -> Path:
+    """source statically quantized to int8 (Q/DQ format) in `fmt`, calibrated on `inputs`.
 
     Weights are int8 per channel (7-bit with fmt.reduce_range). Activations are uint8 for ONNX
     Runtime's CPU and CUDA providers, or symmetric int8 (zero point 0) for an engine, which only
@@ -129,7 +129,7 @@ def quantize_int8(source: Path, target: Path, images: np.ndarray, fmt: Int8Forma
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.batches = calibration_batches(images, dtype=dtype)
+            self.batches = calibration_batches(inputs, dtype=dtype)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
             batch = next(self.batches, None)

@@ -94,15 +94,15 @@ def optimize(
         meta = read_meta(folder)
         split = parity_split(meta)  # the test split where there is one, as export's parity
         max_examples = task().export.parity_examples(meta, split, max_examples)
-        images, labels = task().examples(folder, split, max_examples, form="model")
+        examples, labels = task().examples(folder, split, max_examples, form="model")
         model = load_model(folder, OptimizeError)
         signature = load_savedmodel(export_dir, OptimizeError, task().export.model_signature)
         reference = run_savedmodel(signature)
-        expected = reference_probabilities(reference, images)
+        expected = reference_probabilities(reference, examples)
         model_tolerance = TOLERANCE["float32" if model_precision(model) == "float32" else "mixed"]
         baselines = []
         for name, predict in [(PREDICT, run_predict(model)), ("savedmodel", reference)]:
-            timed = benchmark(predict, images, sizes, count, seconds, now=_say(now, name))
+            timed = benchmark(predict, examples, sizes, count, seconds, now=_say(now, name))
             baselines.append({"name": name, **timed})
             _done(work, f"{name}: {latency_text(timed)} at batch 1")
         raw = encoder = None
@@ -117,10 +117,10 @@ def optimize(
             job = Job(folder, precision, tuple(sizes), request["calibration_examples"])
             tolerance = max(model_tolerance, PRECISION_TOLERANCE[precision])
             now(f"{label}: converting, checking parity")
-            entry = run_backend(BACKEND_TABLE[name], job, images, (expected, labels), tolerance)
+            entry = run_backend(BACKEND_TABLE[name], job, examples, (expected, labels), tolerance)
             if entry["status"] == "ran":
                 predict = entry.pop("predict")
-                timed = benchmark(predict, images, sizes, count, seconds, now=_say(now, label))
+                timed = benchmark(predict, examples, sizes, count, seconds, now=_say(now, label))
                 entry.update(timed)
                 if encoder is not None:  # the client's encoding in front, as savedmodel_raw has
                     entry[END_TO_END] = benchmark(
@@ -139,7 +139,7 @@ def optimize(
         "batch_sizes": sizes,
         "iterations": count,
         "benchmark_seconds": seconds,
-        "parity_examples": int(len(images)),
+        "parity_examples": int(len(examples)),
         "parity_split": split,
         "calibration_examples": request["calibration_examples"],
         "int8_rule": INT8_RULE,
@@ -165,12 +165,12 @@ def encoded(encoder: Any, predict: Predict) -> Predict:
     return lambda batch: predict(encoder(batch))
 
 
-def reference_probabilities(reference: Predict, images: np.ndarray) -> np.ndarray:
+def reference_probabilities(reference: Predict, examples: np.ndarray) -> np.ndarray:
     """The SavedModel's probabilities, the parity reference: with TF32 off, as fp32 engines and
     ORT's CUDA provider (use_tf32=0) compute in float32, and TF32 would differ by more than the
     fp32 tolerance on Ampere and newer GPUs."""
     with exact_float32():
-        return predict_all(reference, images)
+        return predict_all(reference, examples)
 
 
 def _say(now: Any, label: str) -> Any:
@@ -187,7 +187,7 @@ def _done(work: progress.Task, text: str) -> None:
 def run_backend(
     backend: Backend,
     job: Job,
-    images: np.ndarray,
+    examples: np.ndarray,
     reference: tuple[np.ndarray, np.ndarray],
     tolerance: float,
 ) -> dict[str, Any]:
@@ -210,7 +210,7 @@ def run_backend(
         artifact = backend.convert(job)
         predict = backend.load(artifact, job)
         reason = getattr(predict, "reason", reason)  # what really runs, where the backend knows
-        got = predict_all(predict, images)
+        got = predict_all(predict, examples)
     except Exception as error:  # a conversion that breaks is a result, not a crash of the step
         return {**entry, "status": "failed", "reason": f"{backend.name} failed: {error}".strip()}
     entry["artifact"] = str(artifact)
@@ -228,9 +228,9 @@ def run_predict(model: keras.Model) -> Predict:
     return lambda batch: model.predict(batch, batch_size=len(batch), verbose=0)
 
 
-def predict_all(predict: Predict, images: np.ndarray, batch: int = PARITY_BATCH) -> np.ndarray:
-    """Probabilities for all images, in batches, as float32."""
-    parts = [predict(images[start : start + batch]) for start in range(0, len(images), batch)]
+def predict_all(predict: Predict, examples: np.ndarray, batch: int = PARITY_BATCH) -> np.ndarray:
+    """Probabilities for all examples, in batches, as float32."""
+    parts = [predict(examples[start : start + batch]) for start in range(0, len(examples), batch)]
     return np.concatenate(parts).astype("float32")
 
 

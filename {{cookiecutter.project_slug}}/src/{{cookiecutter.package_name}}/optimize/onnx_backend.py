@@ -1,15 +1,15 @@
 """ONNX, run with ONNX Runtime: the path that works on every machine.
 
 The trained Keras model is exported with Keras 3's `model.export(format="onnx")` (tf2onnx
-underneath). Its first layer rescales uint8, so the ONNX graph takes the same raw images as the
-SavedModel. Each precision is its own graph in optimized/:
+underneath). Its input is the task's model input (uint8 images, token ids, a table's features),
+as the SavedModel's model signature takes it. Each precision is its own graph in optimized/:
 
 - fp32: the export itself.
 - fp16: weights and activations converted to float16 (ONNX Runtime's converter), inputs and
   outputs kept as they were. The CPU provider has few float16 kernels and computes most of them
   in float32 behind inserted casts, so expect a speed-up only on a GPU provider.
 - int8: static quantization with ONNX Runtime's tools: Q/DQ nodes whose scales come from
-  calibration on training images. Activations are unsigned (the fast kind on CPU), with 7-bit
+  calibration on training examples. Activations are unsigned (the fast kind on CPU), with 7-bit
   weights on x86 CPUs without VNNI (calibration.int8_format says why), except where an engine
   provider runs the graph (engine()), which says the format it needs. Tasks whose INT8 is
   "dynamic" (text, tables) quantize weights only, activations per batch (DynamicQuantizeLinear to
@@ -38,7 +38,7 @@ from ..tasks import current
 from .base import Job, OptimizeError, Predict
 from .calibration import (
     Int8Format,
-    calibration_images,
+    calibration_inputs,
     int8_format,
     quantize_dynamic_int8,
     quantize_int8,
@@ -91,8 +91,8 @@ def onnx_convert(job: Job) -> Path:
         return float16_onnx(source, target)
     if current().export.int8 == "dynamic":  # weights only, activations' ranges per batch (text)
         return quantize_dynamic_int8(source, target, onnx_int8_format())
-    images = calibration_images(job.run_dir, job.calibration_examples)
-    return quantize_int8(source, target, images, onnx_int8_format())
+    inputs = calibration_inputs(job.run_dir, job.calibration_examples)
+    return quantize_int8(source, target, inputs, onnx_int8_format())
 
 
 def onnx_int8_format() -> Int8Format:

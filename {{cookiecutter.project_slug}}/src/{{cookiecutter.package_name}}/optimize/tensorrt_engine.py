@@ -6,7 +6,7 @@ The engine is built from the same ONNX export as the onnx backend, with a float3
 - fp32: TF32 stays off (Polygraphy's default), so results match the SavedModel to float32
   rounding; fp16: TensorRT may run layers in float16.
 - int8: built from an explicitly quantized graph (Q/DQ nodes, symmetric int8), calibrated on
-  training images by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
+  training examples by ONNX Runtime's quantizer; TensorRT 10 prefers this to the older implicit
   calibrators, and it is the same calibration the onnx backend uses.
 - One optimization profile per batch size the benchmark times (and parity's batch), each
   built for its batch (opt = max = that batch, min 1): TensorRT picks its kernels at a profile's
@@ -31,7 +31,7 @@ import numpy as np
 
 from ..tasks import current
 from .base import Job, Predict, gpu_visible
-from .calibration import Int8Format, calibration_images, int8_format, quantize_int8
+from .calibration import Int8Format, calibration_inputs, int8_format, quantize_int8
 from .lengths import Ranges, cut, length_ranges
 from .onnx_backend import PACKAGES, export_onnx, serving_sizes
 
@@ -95,9 +95,9 @@ def engine_source(job: Job) -> Path:
     source = float_input_onnx(source, job.out_dir / "tensorrt_input_fp32.onnx")
     if job.precision != "int8":
         return source
-    images = calibration_images(job.run_dir, job.calibration_examples)
+    inputs = calibration_inputs(job.run_dir, job.calibration_examples)
     target = job.out_dir / "tensorrt_input_int8.onnx"
-    return quantize_int8(source, target, images, tensorrt_int8_format())
+    return quantize_int8(source, target, inputs, tensorrt_int8_format())
 
 
 def tensorrt_int8_format() -> Int8Format:

@@ -1,7 +1,7 @@
 """TF-TRT: TensorFlow's own TensorRT converter, on the SavedModel of 04_export.
 
 Only TensorFlow builds with TensorRT have it: pip TensorFlow since 2.18 has none, TF 2.17 and
-older, and vendor containers (NVIDIA NGC), do. int8 calibrates on training images from the data
+older, and vendor containers (NVIDIA NGC), do. int8 calibrates on training examples from the data
 pipeline, like the other backends.
 """
 
@@ -14,7 +14,7 @@ import tensorflow as tf
 from ..export.files import SIGNATURE
 from ..tasks import current
 from .base import Job, Predict, gpu_visible, latest_export, run_savedmodel
-from .calibration import calibration_batches, calibration_images
+from .calibration import calibration_batches, calibration_inputs
 
 
 def tf_trt_available(precision: str) -> tuple[bool, str]:
@@ -54,10 +54,10 @@ def tf_trt_convert(job: Job) -> Path:
         use_calibration=int8,
     )
     if int8:
-        images = calibration_images(job.run_dir, job.calibration_examples)
+        inputs = calibration_inputs(job.run_dir, job.calibration_examples)
 
         def calibration_input_fn():
-            for batch in calibration_batches(images):
+            for batch in calibration_batches(inputs):
                 yield (tf.constant(batch),)
 
         converter.convert(calibration_input_fn=calibration_input_fn)

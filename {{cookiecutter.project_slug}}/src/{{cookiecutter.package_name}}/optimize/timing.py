@@ -28,14 +28,14 @@ END_TO_END = "end_to_end"  # a backend's timings on raw input, the client's enco
 
 def benchmark(
     predict: Predict,
-    images: np.ndarray,
+    examples: np.ndarray,
     batch_sizes: Sequence[int],
     iterations: int,
     seconds: float = float("inf"),
     *,
     now: Callable[[str], None] = lambda text: None,
 ) -> dict[str, Any]:
-    """Per batch size: timed calls (`calls`), every call in ms (`timings_ms`), images/s from the
+    """Per batch size: timed calls (`calls`), every call in ms (`timings_ms`), examples/s from the
     median call (`throughput`), p50/p99 in ms (`latency_ms`); batch 1's also as p50_ms/p99_ms.
     `now(text)` hears which batch size is being timed (the step's progress)."""
     throughput: dict[str, float] = {}
@@ -44,7 +44,7 @@ def benchmark(
     calls: dict[str, int] = {}
     for size in batch_sizes:
         now(f"batch {size}")
-        batch = _batch(images, size)
+        batch = _batch(examples, size)
         for _ in range(WARMUP):
             predict(batch)
         times = timed_calls(predict, batch, iterations, seconds)
@@ -181,9 +181,9 @@ def latency_text(line: dict[str, Any], size: str = "1") -> str:
     return f"p50 {p50:.3g} ms, p99 {p99:.3g} ms{calls}"
 
 
-def _batch(images: np.ndarray, size: int) -> np.ndarray:
-    repeats = -(-size // len(images))
-    return np.ascontiguousarray(np.concatenate([images] * repeats)[:size])
+def _batch(examples: np.ndarray, size: int) -> np.ndarray:
+    repeats = -(-size // len(examples))
+    return np.ascontiguousarray(np.concatenate([examples] * repeats)[:size])
 
 
 def preprocess_sentences(metrics: dict[str, Any]) -> list[str]:

@@ -155,7 +155,7 @@ def size_batching(optimize: Mapping[str, Any] | None, cores: int | None = None) 
     """Batching numbers from 05_optimize's SavedModel throughput curve (metrics/optimize.json),
     or provisional ones when it has not run; `source` and `reason` say which and why.
 
-    - max_batch_size: the smallest measured batch within KNEE of the best images/s;
+    - max_batch_size: the smallest measured batch within KNEE of the best examples/s;
     - batch_timeout_micros: the time that batch takes, clamped to TIMEOUT_BOUNDS_MICROS, so a
       request waits at most about one batch's compute for companions;
     - num_batch_threads: the cores (TF Serving's batching guide for CPU serving);

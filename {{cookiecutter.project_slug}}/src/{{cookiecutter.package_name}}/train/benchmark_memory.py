@@ -50,7 +50,7 @@ def fed_from_memory(inputs: Any, labels: np.ndarray) -> Iterator[None]:
 
 
 def memory_dataset(
-    images: np.ndarray,
+    examples: np.ndarray,
     labels: np.ndarray,
     batch_size: int,
     *,
@@ -65,12 +65,12 @@ def memory_dataset(
     """
     if input_context is not None:
         part = slice(input_context.input_pipeline_id, None, input_context.num_input_pipelines)
-        images, labels = images[part], labels[part]
+        examples, labels = examples[part], labels[part]
         batch_size = input_context.get_per_replica_batch_size(batch_size)
     steps = len(labels) // batch_size
     order = np.random.default_rng(seed).permutation(len(labels))[: steps * batch_size]
     batches = (
-        images[order].reshape(steps, batch_size, *images.shape[1:]),
+        examples[order].reshape(steps, batch_size, *examples.shape[1:]),
         labels[order].reshape(steps, batch_size),
     )
     dataset = tf.data.Dataset.from_tensor_slices(batches).cache()

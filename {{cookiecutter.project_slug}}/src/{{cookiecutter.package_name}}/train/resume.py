@@ -4,7 +4,7 @@
   would fail on a shape, or silently continue a different experiment.
 - Checkpoints made on other data (01_data re-ran since, so the data's lineage fingerprint differs
   from the one params.json recorded) are never resumed: their validation split may hold this
-  split's training images, so the scores would be inflated. Training starts from epoch 0 and the
+  split's training examples, so the scores would be inflated. Training starts from epoch 0 and the
   old checkpoints/ and logs/ are set aside beside them (renamed, not deleted: renaming costs
   nothing, and the record of what was trained before is kept; delete them when not needed).
 - Checkpoints without a recorded fingerprint (made before the lineage existed) are resumed when

@@ -17,7 +17,7 @@ from .search import TUNER_DIR, resumable, search
 
 def check(run_dir: str | os.PathLike[str], params: Params, *, inputs: bool = True) -> None:
     """Refuse in one sentence (TuneError): a bad value, or no keras-tuner; with inputs=True also
-    a run folder without data (naming 01_data), a model the images do not fit, a batch larger
+    a run folder without data (naming 01_data), a model the data do not fit, a batch larger
     than the training split. Nothing is trained, imported at length or written."""
     check_params(params)
     check_keras_tuner()  # a missing extra is found before any notebook runs, not at step 2

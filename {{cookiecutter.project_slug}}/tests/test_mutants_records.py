@@ -323,6 +323,16 @@ def test_a_long_error_is_cut_to_120_characters() -> None:
     assert record.one_line(ValueError("x" * 121)) == "x" * 121
 
 
+def test_a_long_sentence_is_cut_after_its_last_whole_word() -> None:
+    """A cut mid-word ("TensorRT takes no st…") reads as a typo: the cut falls after the last
+    whole word (its comma or colon dropped) when one ends in the last third, else at the limit."""
+    said = record.one_line("TensorRT takes no strings: " + "its engine, " * 20, 60)
+    assert said == "TensorRT takes no strings: its engine, its engine, its…"
+    assert record.one_line("a" * 30 + " " + "b" * 90, 60) == "a" * 30 + " " + "b" * 28 + "…"
+    assert record.one_line("a " * 30 + "b" * 50, 60) == "a " * 29 + "a…"
+    assert record.one_line("one two, " + "c" * 100, 12) == "one two…"
+
+
 def test_now_is_the_local_time_to_the_second_with_its_offset(monkeypatch) -> None:
     monkeypatch.undo()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", record.now())

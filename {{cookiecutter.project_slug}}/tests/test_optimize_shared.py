@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import time
@@ -339,6 +340,31 @@ def test_dynamic_int8_keeps_a_matmul_of_stacked_weights_float(tmp_path: Path) ->
         None, run
     )
     assert np.abs(got[0] - want[0]).max() < 0.1 * np.abs(want[0]).max()
+
+
+def test_dynamic_int8_is_pre_processed_so_onnx_runtime_logs_no_advice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without quant_pre_process, quantize_dynamic logs "Please consider to run pre-processing
+    before quantization" to the root logger: a warning box in 05's output, pointing at an image
+    example. The graph is pre-processed (as for static int8); only the int8 file is left."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="head")],
+        "plain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 2])],
+        [numpy_helper.from_array(weights, "w")],
+    )
+    source = tmp_path / "float.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    with caplog.at_level(logging.WARNING):
+        target = quantize_dynamic_int8(source, tmp_path / "int8.onnx", int8_format())
+    assert not [r.getMessage() for r in caplog.records if "pre-processing" in r.getMessage()]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["float.onnx", "int8.onnx"]
+    assert "MatMulInteger" in {node.op_type for node in onnx.load(str(target)).graph.node}
 
 
 def test_backend_with_different_outputs_fails_and_never_wins(

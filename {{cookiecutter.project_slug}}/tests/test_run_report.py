@@ -150,7 +150,7 @@ def test_a_backends_long_error_is_one_short_line_in_the_headline(tmp_path: Path)
     path.write_text(json.dumps(metrics))
     (skipped,) = [line for line in headline(run_dir, record) if line.startswith("- **Skipped**")]
     said = "- **Skipped**: onnx (fp16): no GPU; onnx (int8): onnx failed: [ONNXRuntimeError]"
-    assert skipped.startswith(said) and skipped.endswith("x….") and len(skipped) < 250, skipped
+    assert skipped.startswith(said) and skipped.endswith("x…") and len(skipped) < 250, skipped
 
 
 def test_the_data_headline_and_table_count_the_test_split_when_there_is_one(

@@ -136,6 +136,11 @@ def near(word: str, choices: Iterable[str]) -> str:
 
 def one_line(error: object, most: int | None = None) -> str:
     """An error's text on one line (YAML and nbformat errors span several), cut with "…" at
-    `most` characters if given."""
+    `most` characters if given: after its last whole word when one ends in the last third."""
     text = " ".join(str(error).split())
-    return text if most is None or len(text) <= most else text[: most - 1] + "…"
+    if most is None or len(text) <= most:
+        return text
+    cut = text[: most - 1]
+    if text[most - 1] != " " and cut.rfind(" ") >= most * 2 // 3:  # not at a word's end
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:") + "…"

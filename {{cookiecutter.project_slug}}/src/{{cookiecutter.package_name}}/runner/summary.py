@@ -80,7 +80,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
                     skipped.setdefault((b["name"], why), []).append(b["precision"])
     if skipped:
         said = [f"{name} ({', '.join(kinds)}): {why}" for (name, why), kinds in skipped.items()]
-        lines.append("- **Skipped**: " + "; ".join(said) + ".")
+        lines.append("- **Skipped**: " + "; ".join(said) + ("" if said[-1].endswith("…") else "."))
     count = len(record.get("notebooks", []))
     timed = any(entry.get("seconds") is not None for entry in record.get("notebooks", []))
     spent = f"{seconds:.1f} s over " if timed else "no times recorded (run by hand) for "
@@ -94,8 +94,7 @@ def headline(run_dir: Path, record: dict[str, Any]) -> list[str]:
 def first_line(reason: str, most: int = 160) -> str:
     """A backend's reason as the headline shows it: its first line, cut at `most` characters (an
     ONNX Runtime error holds its C++ source location and signature; optimize.json keeps it all)."""
-    line = (reason.strip().splitlines() or [""])[0].rstrip(".")
-    return line if len(line) <= most else line[: most - 1].rstrip() + "…"
+    return one_line((reason.strip().splitlines() or [""])[0].rstrip("."), most)
 
 
 def _said(step: str, metrics: dict[str, Any]) -> str:

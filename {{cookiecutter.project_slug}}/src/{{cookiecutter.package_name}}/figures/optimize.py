@@ -73,8 +73,7 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         f": best at batch {sizes[-1]}, {_label(top)}, {style.short(rate)} {noun}/s" if rate else ""
     )
     fig.suptitle(f"Inference throughput per batch size{best}")
-    # Beside the axes, not in them: with seven lines "best" still lands on one of them.
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # inside, it hid lines
     return style.write(fig, path)
 
 

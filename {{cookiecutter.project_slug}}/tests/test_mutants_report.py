@@ -270,6 +270,8 @@ def test_each_steps_key_numbers(tmp_path: Path) -> None:
         ("naive pipeline examples/s", "18,426"),
         ("speed-up", "26.9× (steady state)"),
     ]
+    brief = key_numbers("data", {**METRICS["data"], "too_short": True})  # no steady state then
+    assert brief[1] == ("pipeline examples/s (too briefly timed)", "495,434")
 {%- if cookiecutter.include_tuning %}
     assert key_numbers("tune", METRICS["tune"]) == [
         ("best score", "0.7772 (val_accuracy, trial 2)"),

@@ -73,7 +73,7 @@ def plot_throughput(metrics: dict[str, Any], path: Path) -> Path | None:
         f": best at batch {sizes[-1]}, {_label(top)}, {style.short(rate)} {noun}/s" if rate else ""
     )
     fig.suptitle(f"Inference throughput per batch size{best}")
-    ax.legend(fontsize="small", loc="best")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # inside, it hid lines
     return style.write(fig, path)
 
 

@@ -55,6 +55,7 @@ def _plot_rates(ax, metrics: dict[str, Any], rates: list[float]) -> None:
         ax.legend(fontsize="small")
     ax.set_xlabel("epoch")
     ax.set_ylabel("learning rate")
+    ax.set_ylim(bottom=0)  # a constant rate is a flat line, not 0.0018 … 0.002 in eight ticks
     schedule = metrics.get("schedule") or {}
     warmup = schedule.get("warmup_epochs")
     ax.set_title(

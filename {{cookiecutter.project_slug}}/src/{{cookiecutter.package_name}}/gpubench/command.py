@@ -18,7 +18,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     """Add `gpu-bench` to the CLI's subcommands (parts/bench.py names this module)."""
     sub = commands.add_parser(
         "gpu-bench",
-        help="measure the seed's GPU claims here (mixed precision, XLA, memory, scaling, TensorRT)",
+        help="measure the usual GPU claims here (mixed precision, XLA, memory, scaling, TensorRT)",
         description=(bench.__doc__ or "").split("\n\n")[1].replace("\n", " "),
     )
     sub.add_argument(
@@ -121,7 +121,7 @@ def describe(run_dir: str | Path) -> str:
         return verdicts.format_table(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError):
         return (
-            f"No {bench.GPU_BENCH_METRICS} in this run folder yet. Measure the seed's GPU claims "
+            f"No {bench.GPU_BENCH_METRICS} in this run folder yet. Measure the usual GPU claims "
             f"on this machine with:\n  {PROG} gpu-bench --run-dir {run_dir}   "
             "(a GPU: up to ~30 minutes)\n"
             f"  {PROG} gpu-bench --quick --run-dir {run_dir}   (any machine: seconds, proves "

@@ -14,8 +14,9 @@ The engine is built from the same ONNX export as the onnx backend, with a float3
   predict switches the runner to the profile of the smallest size that holds the batch.
 - Token ids (text) keep their int64 input (TensorRT 10 takes it) and get a profile per batch
   size and length bucket (lengths.py): predict cuts a batch to its bucket and picks that
-  profile. Their int8 is not built: calibrating the embedding lookup's Q/DQ never ran on a GPU
-  here, so fp16 is a text engine's reduced precision (ONNX Runtime's dynamic int8 runs on).
+  profile. Their int8 is not built: the template's Q/DQ calibration of the embedding lookup was
+  never tested on a GPU, so fp16 is a text engine's reduced precision (ONNX Runtime's dynamic
+  int8 runs on).
 
 Polygraphy (NVIDIA's TensorRT toolkit) builds the network from the ONNX, sets the builder
 flags and the profile, and its TrtRunner owns the device buffers and the CUDA stream.
@@ -42,8 +43,9 @@ def tensorrt_available(precision: str) -> tuple[bool, str]:
     ids = current().export.length_ranges is not None
     if ids and precision == "int8":
         return False, (
-            "int8 of a token-ids engine is not built (its Q/DQ calibration never ran on a GPU "
-            "here); fp16 is its reduced precision, and ONNX Runtime runs dynamic int8."
+            "int8 of a token-ids engine is not built (this template's Q/DQ calibration of an "
+            "embedding lookup was never tested on a GPU); fp16 is its reduced precision, and "
+            "ONNX Runtime runs dynamic int8."
         )
     for module in ("tensorrt", "polygraphy", *PACKAGES):
         if importlib.util.find_spec(module) is None:

@@ -324,10 +324,10 @@ def test_a_long_error_is_cut_to_120_characters() -> None:
 
 
 def test_a_long_sentence_is_cut_after_its_last_whole_word() -> None:
-    """A cut mid-word ("TensorRT takes no st…") reads as a typo: the cut falls after the last
+    """A cut mid-word ("the backend takes no st…") reads as a typo: the cut falls after the last
     whole word (its comma or colon dropped) when one ends in the last third, else at the limit."""
-    said = record.one_line("TensorRT takes no strings: " + "its engine, " * 20, 60)
-    assert said == "TensorRT takes no strings: its engine, its engine, its…"
+    said = record.one_line("The backend takes no strings: " + "its graph, " * 20, 60)
+    assert said == "The backend takes no strings: its graph, its graph, its…"
     assert record.one_line("a" * 30 + " " + "b" * 90, 60) == "a" * 30 + " " + "b" * 28 + "…"
     assert record.one_line("a " * 30 + "b" * 50, 60) == "a " * 29 + "a…"
     assert record.one_line("one two, " + "c" * 100, 12) == "one two…"

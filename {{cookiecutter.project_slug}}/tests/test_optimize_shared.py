@@ -343,11 +343,12 @@ def test_dynamic_int8_keeps_a_matmul_of_stacked_weights_float(tmp_path: Path) ->
 
 
 def test_dynamic_int8_is_pre_processed_so_onnx_runtime_logs_no_advice(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without quant_pre_process, quantize_dynamic logs "Please consider to run pre-processing
     before quantization" to the root logger: a warning box in 05's output, pointing at an image
-    example. The graph is pre-processed (as for static int8); only the int8 file is left."""
+    example. The graph is pre-processed (as for static int8); only the int8 file is left, also
+    when the quantizer fails."""
     from onnx import TensorProto, helper, numpy_helper
 
     weights = np.random.default_rng(0).normal(size=(4, 2)).astype(np.float32)
@@ -365,6 +366,15 @@ def test_dynamic_int8_is_pre_processed_so_onnx_runtime_logs_no_advice(
     assert not [r.getMessage() for r in caplog.records if "pre-processing" in r.getMessage()]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["float.onnx", "int8.onnx"]
     assert "MatMulInteger" in {node.op_type for node in onnx.load(str(target)).graph.node}
+    import onnxruntime.quantization
+
+    def fails(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("quantizer failed")
+
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", fails)
+    with pytest.raises(RuntimeError, match="quantizer failed"):
+        quantize_dynamic_int8(source, tmp_path / "again.onnx", int8_format())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["float.onnx", "int8.onnx"]
 
 
 def test_backend_with_different_outputs_fails_and_never_wins(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,6 @@ def quantize_int8(source: Path, target: Path, inputs: np.ndarray, fmt: Int8Forma
         QuantType,
         quantize_static,
     )
-    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     graph = onnx.load(str(source)).graph.input[0]
     name = graph.name
@@ -135,26 +135,24 @@ def quantize_int8(source: Path, target: Path, inputs: np.ndarray, fmt: Int8Forma
             batch = next(self.batches, None)
             return None if batch is None else {name: batch}
 
-    prepared = target.with_suffix(".prepared.onnx")
-    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    quantize_static(
-        str(prepared),
-        str(target),
-        Reader(),
-        quant_format=QuantFormat.QDQ,
-        per_channel=True,
-        reduce_range=fmt.reduce_range,
-        activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
-        # An engine's ONNX parser dequantizes only 8-bit (or narrower) values, so for symmetric
-        # int8 biases stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
-        extra_options={
-            "ActivationSymmetric": symmetric,
-            "WeightSymmetric": True,
-            "QuantizeBias": not symmetric,
-        },
-    )
-    prepared.unlink()
+    with pre_processed(source, target) as prepared:
+        quantize_static(
+            str(prepared),
+            str(target),
+            Reader(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            reduce_range=fmt.reduce_range,
+            activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            # An engine's ONNX parser dequantizes only 8-bit (or narrower) values, so for symmetric
+            # int8 biases stay float32 instead of the default int32 DequantizeLinear (QuantizeBias).
+            extra_options={
+                "ActivationSymmetric": symmetric,
+                "WeightSymmetric": True,
+                "QuantizeBias": not symmetric,
+            },
+        )
     return target
 
 
@@ -172,24 +170,35 @@ def quantize_dynamic_int8(source: Path, target: Path, fmt: Int8Format) -> Path:
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with pre_processed(source, target) as prepared:
+        graph = onnx.load(str(prepared)).graph
+        ranks = {weight.name: len(weight.dims) for weight in graph.initializer}
+        batched = [
+            node.name
+            for node in graph.node
+            if node.op_type == "MatMul" and ranks.get(node.input[1], 2) != 2
+        ]
+        quantize_dynamic(
+            str(prepared),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=fmt.reduce_range,
+            nodes_to_exclude=batched,
+        )
+    return target
+
+
+@contextmanager
+def pre_processed(source: Path, target: Path) -> Iterator[Path]:
+    """source after ONNX Runtime's quantization pre-processing (shape inference, constant
+    folding), beside target; removed afterwards, also when quantizing fails."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = target.with_suffix(".prepared.onnx")
-    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    graph = onnx.load(str(prepared)).graph
-    ranks = {weight.name: len(weight.dims) for weight in graph.initializer}
-    batched = [
-        node.name
-        for node in graph.node
-        if node.op_type == "MatMul" and ranks.get(node.input[1], 2) != 2
-    ]
-    quantize_dynamic(
-        str(prepared),
-        str(target),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        reduce_range=fmt.reduce_range,
-        nodes_to_exclude=batched,
-    )
-    prepared.unlink()
-    return target
+    try:
+        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        yield prepared
+    finally:
+        prepared.unlink(missing_ok=True)

@@ -43,9 +43,8 @@ def tensorrt_available(precision: str) -> tuple[bool, str]:
     ids = current().export.length_ranges is not None
     if ids and precision == "int8":
         return False, (
-            "int8 of a token-ids engine is not built (this template's Q/DQ calibration of an "
-            "embedding lookup was never tested on a GPU); fp16 is its reduced precision, and "
-            "ONNX Runtime runs dynamic int8."
+            "int8 of a token-ids engine is not built: the template never tested calibrating an "
+            "embedding lookup on a GPU; use fp16, or ONNX Runtime's dynamic int8."
         )
     for module in ("tensorrt", "polygraphy", *PACKAGES):
         if importlib.util.find_spec(module) is None:
